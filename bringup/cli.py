@@ -1,0 +1,222 @@
+"""The `bringup` command line: inventories, the fleet store, and the virtual rack."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bringup import __version__
+from bringup.credentials import CredentialError
+from bringup.fleet.lifecycle import IllegalTransition, State
+from bringup.fleet.models import Node
+from bringup.fleet.store import FleetStore, StoreError
+from bringup.inventory import default_inventory_dir, load_rack
+
+console = Console()
+err_console = Console(stderr=True)
+
+# Errors a user can act on: one clear line, exit 1, never a traceback.
+USER_ERRORS = (StoreError, IllegalTransition, CredentialError, ValueError, OSError)
+
+
+class FriendlyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+
+
+def _store(ctx: click.Context) -> FleetStore:
+    obj = ctx.find_root().obj
+    if "store" not in obj:
+        obj["store"] = FleetStore.open(obj["db"])
+    return obj["store"]
+
+
+def _inventory_dir(ctx: click.Context) -> Path:
+    return ctx.find_root().obj["inventory_dir"]
+
+
+@click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="BRINGUP_DB", default=None, metavar="PATH|URL",
+              help="Fleet store: a SQLite file path or an SQLAlchemy URL (postgresql://...). "
+                   "Default: $BRINGUP_DB, else ~/.local/share/bringup/fleet.db.")
+@click.option("--inventory-dir", envvar="BRINGUP_INVENTORY_DIR", type=click.Path(path_type=Path),
+              default=None, help="Where rack inventories live (default: ./inventories).")
+@click.version_option(__version__, prog_name="bringup")
+@click.pass_context
+def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
+    """Take a rack of GPU servers from bare metal to configured, trustworthy nodes."""
+    ctx.ensure_object(dict)
+    ctx.obj.update(db=db, inventory_dir=inventory_dir or default_inventory_dir())
+
+
+# -- inventory ----------------------------------------------------------------------------
+
+
+@main.group(cls=FriendlyGroup)
+def inventory() -> None:
+    """Validate rack inventories and enroll their nodes."""
+
+
+@inventory.command("check")
+@click.argument("rack")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def inventory_check(ctx: click.Context, rack: str, as_json: bool) -> None:
+    """Validate RACK (a name in the inventory dir, or a path) and its hardware profiles."""
+    loaded, problems = load_rack(rack, _inventory_dir(ctx))
+    errors = [p for p in problems if not p.warning]
+    if as_json:
+        click.echo(json.dumps({
+            "rack": rack, "ok": not errors,
+            "hosts": [h.name for h in loaded.hosts] if loaded else [],
+            "problems": [{"file": p.file, "host": p.host, "field": p.field, "message": p.message,
+                          "severity": "warning" if p.warning else "error"} for p in problems],
+        }, indent=2))
+    else:
+        for p in problems:
+            click.echo(str(p), err=True)
+        if loaded is not None:
+            profiles = ", ".join(sorted(loaded.profiles))
+            click.echo(f"{loaded.path}: rack {loaded.name} OK: {len(loaded.hosts)} host(s), profile(s) {profiles}")
+        else:
+            click.echo(f"{len(errors)} error(s) in rack {rack}", err=True)
+    sys.exit(1 if errors else 0)
+
+
+@inventory.command("enroll")
+@click.argument("rack")
+@click.pass_context
+def inventory_enroll(ctx: click.Context, rack: str) -> None:
+    """Enroll every host of RACK in the fleet store (idempotent: refreshes existing nodes)."""
+    loaded, problems = load_rack(rack, _inventory_dir(ctx))
+    for p in problems:
+        click.echo(str(p), err=True)
+    if loaded is None:
+        click.echo(f"rack {rack} is not valid; nothing enrolled", err=True)
+        sys.exit(1)
+    store = _store(ctx)
+    new = 0
+    for h in loaded.hosts:
+        _, created = store.enroll(h.name, loaded.name, h.profile, bmc_address=h.bmc_address,
+                                  bmc_vendor=h.bmc_vendor, rack_unit=h.rack_unit)
+        new += created
+    known = {h.name for h in loaded.hosts}
+    gone = [n.name for n in store.list_nodes(rack=loaded.name) if n.name not in known]
+    click.echo(f"rack {loaded.name}: {new} node(s) enrolled, {len(loaded.hosts) - new} already known")
+    if gone:
+        click.echo(f"in the store but no longer in the inventory: {', '.join(gone)} (retire them if they left)")
+
+
+# -- nodes --------------------------------------------------------------------------------
+
+
+def node_record(node: Node) -> dict[str, Any]:
+    return {
+        "name": node.name, "serial": node.serial, "rack": node.rack, "rack_unit": node.rack_unit,
+        "profile": node.profile, "state": node.state, "bmc_address": node.bmc_address,
+        "bmc_vendor": node.bmc_vendor, "hostname": node.hostname, "ip": node.ip, "macs": node.macs,
+        "hardware": node.hardware, "updated_at": node.updated_at.isoformat() if node.updated_at else None,
+    }
+
+
+@main.group(cls=FriendlyGroup)
+def nodes() -> None:
+    """List and inspect nodes; mark them repaired or retire them."""
+
+
+@nodes.command("list")
+@click.option("--rack", default=None, help="Only this rack.")
+@click.option("--state", type=click.Choice([s.value for s in State]), default=None, help="Only nodes in this state.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json: bool) -> None:
+    """List nodes of the fleet store."""
+    found = _store(ctx).list_nodes(rack=rack, state=state)
+    if as_json:
+        click.echo(json.dumps([node_record(n) for n in found], indent=2))
+        return
+    table = Table(title=f"{len(found)} node(s)")
+    for col in ("name", "serial", "rack", "U", "state", "profile", "bmc", "ip"):
+        table.add_column(col)
+    for n in found:
+        table.add_row(n.name, n.serial or "-", n.rack, str(n.rack_unit or "-"), n.state, n.profile,
+                      n.bmc_address or "-", n.ip or "-")
+    console.print(table)
+
+
+@nodes.command("show")
+@click.argument("node")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
+    """Show NODE (name or serial): its record, its history and its latest results."""
+    store = _store(ctx)
+    record = node_record(store.get_node(node))
+    history = store.history(node)
+    results = store.latest_results(node)
+    if as_json:
+        record["history"] = [{"time": e.time.isoformat(), "kind": e.kind, "from": e.from_state, "to": e.to_state,
+                              "reason": e.reason, "actor": e.actor, "run": e.run_id} for e in history]
+        record["results"] = [{"stage": r.stage, "check": r.check, "verdict": r.verdict, "time": r.time.isoformat(),
+                              "metrics": r.metrics, "findings": r.findings, "run": r.run_id} for r in results]
+        click.echo(json.dumps(record, indent=2))
+        return
+    for key, value in record.items():
+        if value not in (None, [], {}):
+            console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+    table = Table(title="history")
+    for col in ("time", "event", "reason", "actor"):
+        table.add_column(col)
+    for e in history:
+        what = f"{e.from_state or '-'} -> {e.to_state}" if e.kind == "transition" else e.kind
+        table.add_row(e.time.strftime("%Y-%m-%d %H:%M:%S"), what, e.reason, e.actor)
+    console.print(table)
+    if results:
+        rt = Table(title="latest results")
+        for col in ("stage", "check", "verdict", "findings", "time"):
+            rt.add_column(col)
+        for r in results:
+            rt.add_row(r.stage, r.check, r.verdict, str(len(r.findings)), r.time.strftime("%Y-%m-%d %H:%M"))
+        console.print(rt)
+    else:
+        console.print("no check results yet")
+
+
+@nodes.command("mark-repaired")
+@click.argument("node")
+@click.option("--reason", required=True, help="What was repaired (ticket, part swapped).")
+@click.pass_context
+def nodes_mark_repaired(ctx: click.Context, node: str, reason: str) -> None:
+    """Move a failed NODE to repair, so the nightly run burns it in again."""
+    _store(ctx).transition(node, State.REPAIR, reason)
+    click.echo(f"{node}: failed -> repair ({reason})")
+
+
+@nodes.command("retire")
+@click.argument("node")
+@click.option("--reason", required=True, help="Why the node leaves the fleet.")
+@click.pass_context
+def nodes_retire(ctx: click.Context, node: str, reason: str) -> None:
+    """Retire NODE from any state; a retired node is never golden again."""
+    ev = _store(ctx).transition(node, State.RETIRED, reason)
+    click.echo(f"{node}: {ev.from_state} -> retired ({reason})")
+
+
+def _register_lab() -> None:
+    from bringup.lab.cli import lab
+
+    main.add_command(lab)
+
+
+_register_lab()

@@ -1,0 +1,126 @@
+"""Tables of the fleet store (SQLAlchemy 2 declarative models).
+
+A node is enrolled by its inventory name and keyed by its chassis serial once discovery
+knows it (DESIGN.md idea 1). Events are the node's history: every lifecycle transition, and
+anything else worth a line (a power action, a changed serial). Runs group the work of one
+command; check results hold verdict, metrics, findings and the raw evidence, so a result can
+be judged again when a threshold changes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Bump when the schema changes, and add the step to store.MIGRATIONS.
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware UTC on both engines (SQLite drops the zone; PostgreSQL keeps it)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the fleet store; use UTC-aware times")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+
+
+class Node(Base):
+    __tablename__ = "nodes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True, doc="inventory host name")
+    serial: Mapped[str | None] = mapped_column(String(128), unique=True, doc="chassis serial, once discovered")
+    rack: Mapped[str] = mapped_column(String(128), index=True)
+    profile: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    bmc_address: Mapped[str | None] = mapped_column(String(256))
+    bmc_vendor: Mapped[str | None] = mapped_column(String(32))
+    rack_unit: Mapped[int | None] = mapped_column(Integer)
+    hostname: Mapped[str | None] = mapped_column(String(256))
+    ip: Mapped[str | None] = mapped_column(String(64))
+    macs: Mapped[list[str]] = mapped_column(JSON, default=list)
+    hardware: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, doc="GPU UUIDs, HCA GUIDs, firmware...")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    events: Mapped[list[Event]] = relationship(back_populates="node", order_by="Event.id")
+
+    @property
+    def key(self) -> str:
+        """The node's identity: its serial once known, its inventory name before."""
+        return self.serial or self.name
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), doc="discover, provision, configure, burnin, ...")
+    rack: Mapped[str | None] = mapped_column(String(128))
+    actor: Mapped[str] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(32), default="running")
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    evidence: Mapped[str | None] = mapped_column(Text, doc="run-level output (e.g. Ansible's)")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Event(Base):
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    kind: Mapped[str] = mapped_column(String(32), doc="'transition' or another event kind")
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str | None] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(128))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    node: Mapped[Node] = relationship(back_populates="events")
+
+
+class CheckResult(Base):
+    __tablename__ = "check_results"
+    __table_args__ = (Index("ix_results_node_check", "node_id", "stage", "check"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"), index=True)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
+    stage: Mapped[str] = mapped_column(String(32))
+    check: Mapped[str] = mapped_column(String(64))
+    verdict: Mapped[str] = mapped_column(String(16))
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    findings: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    evidence: Mapped[str | None] = mapped_column(Text, doc="raw tool output, kept to judge again")
+    time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

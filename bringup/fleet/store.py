@@ -1,0 +1,362 @@
+"""The fleet store: one SQLAlchemy engine, short transactions, results committed as they arrive.
+
+SQLite (the default, a file) runs in WAL mode with a busy timeout, and every transaction
+starts with ``BEGIN IMMEDIATE`` so two writers queue instead of failing half-way through a
+read-then-write. On PostgreSQL a transition takes a row lock (``SELECT ... FOR UPDATE``) on
+the node. Either way a transition re-reads the state under the lock, so two processes moving
+the same node cannot both succeed from the same starting state.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect, or_, select, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from bringup.fleet.lifecycle import State, check_transition, parse_state
+from bringup.fleet.models import SCHEMA_VERSION, Base, CheckResult, Event, Meta, Node, Run, utcnow
+
+VERDICTS = ("PASS", "WARN", "FAIL", "UNKNOWN")
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used (bad URL, newer schema, unknown node)."""
+
+
+class NodeNotFound(StoreError):
+    pass
+
+
+def default_db_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "bringup" / "fleet.db"
+
+
+def resolve_db_url(db: str | None = None) -> str:
+    """``--db`` wins, then ``BRINGUP_DB``, then a SQLite file in the user's data directory.
+
+    A value with ``://`` is an SQLAlchemy URL (``postgresql://...``); anything else a file path.
+    """
+    value = db or os.environ.get("BRINGUP_DB") or str(default_db_path())
+    if "://" in value:
+        return value
+    path = Path(value).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - never let a bad URL leak through an error message
+        return "<unparseable database URL>"
+
+
+def default_actor() -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        user = str(os.getuid())
+    return f"{user}@{os.uname().nodename}"
+
+
+# Schema upgrades: MIGRATIONS[n] takes a database from version n-1 to n, inside one transaction.
+def _create_v1(conn: Connection) -> None:
+    Base.metadata.create_all(conn)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_v1}
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event below decide how transactions start.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class FleetStore:
+    def __init__(self, url: str):
+        self.url = url
+        try:
+            if url.startswith("sqlite"):
+                self.engine = create_engine(url, connect_args={"timeout": 30})
+                _configure_sqlite(self.engine)
+            else:
+                self.engine = create_engine(url, pool_pre_ping=True)
+            self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+            self._upgrade()
+        except OperationalError as exc:
+            raise StoreError(f"cannot open fleet store {redact_url(url)}: {exc.orig}") from None
+
+    @classmethod
+    def open(cls, db: str | None = None) -> FleetStore:
+        return cls(resolve_db_url(db))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def _upgrade(self) -> None:
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # Serialise concurrent first opens of one database.
+                conn.execute(text("SELECT pg_advisory_xact_lock(7466125)"))
+            version = self._read_version(conn)
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"fleet store {redact_url(self.url)} has schema version {version}, newer than this "
+                    f"bringup understands ({SCHEMA_VERSION}); upgrade bringup instead of using an older one"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[step](conn)
+                conn.execute(Meta.__table__.delete().where(Meta.key == "schema_version"))
+                conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(step)))
+
+    @staticmethod
+    def _read_version(conn: Connection) -> int:
+        if not inspect(conn).has_table("meta"):
+            if inspect(conn).has_table("nodes"):
+                raise StoreError("database has bringup tables but no schema version; refusing to guess")
+            return 0
+        row = conn.execute(select(Meta.value).where(Meta.key == "schema_version")).scalar()
+        return int(row) if row is not None else 0
+
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            return self._read_version(conn)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One short transaction: committed on success, rolled back on error."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    @staticmethod
+    def _find(session: Session, key: str, lock: bool = False) -> Node:
+        stmt = select(Node).where(or_(Node.name == key, Node.serial == key))
+        if lock:
+            stmt = stmt.with_for_update()
+        node = session.execute(stmt).scalars().first()
+        if node is None:
+            raise NodeNotFound(f"no node {key!r} in the fleet store (enrolled by inventory name or serial)")
+        return node
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def enroll(
+        self,
+        name: str,
+        rack: str,
+        profile: str,
+        *,
+        bmc_address: str | None = None,
+        bmc_vendor: str | None = None,
+        rack_unit: int | None = None,
+        actor: str | None = None,
+    ) -> tuple[Node, bool]:
+        """Add a node from the inventory, or refresh its inventory fields. Returns (node, created)."""
+        with self.session() as s:
+            node = s.execute(select(Node).where(Node.name == name).with_for_update()).scalars().first()
+            created = node is None
+            if node is None:
+                node = Node(name=name, state=State.ENROLLED.value, macs=[], hardware={})
+                s.add(node)
+            node.rack, node.profile = rack, profile
+            node.bmc_address, node.bmc_vendor, node.rack_unit = bmc_address, bmc_vendor, rack_unit
+            s.flush()
+            if created:
+                s.add(
+                    Event(
+                        node_id=node.id,
+                        kind="transition",
+                        from_state=None,
+                        to_state=State.ENROLLED.value,
+                        reason=f"enrolled from inventory of rack {rack}",
+                        actor=actor or default_actor(),
+                        details={},
+                    )
+                )
+            return node, created
+
+    def get_node(self, key: str) -> Node:
+        with self.session() as s:
+            return self._find(s, key)
+
+    def list_nodes(self, rack: str | None = None, state: str | State | None = None) -> list[Node]:
+        stmt = select(Node).order_by(Node.rack, Node.rack_unit, Node.name)
+        if rack:
+            stmt = stmt.where(Node.rack == rack)
+        if state:
+            stmt = stmt.where(Node.state == parse_state(state).value)
+        with self.session() as s:
+            return list(s.execute(stmt).scalars())
+
+    def update_node(self, key: str, **fields: Any) -> Node:
+        """Set plain fields (serial, hostname, ip, macs, hardware); never the state."""
+        if "state" in fields:
+            raise StoreError("the state changes only through transition()")
+        with self.session() as s:
+            node = self._find(s, key, lock=True)
+            for name, value in fields.items():
+                if not hasattr(Node, name):
+                    raise StoreError(f"nodes have no field {name!r}")
+                setattr(node, name, value)
+            return node
+
+    def transition(
+        self,
+        key: str,
+        target: str | State,
+        reason: str,
+        *,
+        actor: str | None = None,
+        run_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Event:
+        """Move a node to ``target`` under a row lock, recording the event; illegal moves raise."""
+        target = parse_state(target)
+        with self.session() as s:
+            node = self._find(s, key, lock=True)
+            current = parse_state(node.state)
+            check_transition(node.key, current, target)
+            node.state = target.value
+            ev = Event(
+                node_id=node.id,
+                run_id=run_id,
+                kind="transition",
+                from_state=current.value,
+                to_state=target.value,
+                reason=reason,
+                actor=actor or default_actor(),
+                details=details or {},
+            )
+            s.add(ev)
+            return ev
+
+    def record_event(
+        self,
+        key: str,
+        kind: str,
+        reason: str,
+        *,
+        actor: str | None = None,
+        run_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Event:
+        if kind == "transition":
+            raise StoreError("transitions are recorded by transition()")
+        with self.session() as s:
+            node = self._find(s, key)
+            ev = Event(
+                node_id=node.id,
+                run_id=run_id,
+                kind=kind,
+                reason=reason,
+                actor=actor or default_actor(),
+                details=details or {},
+            )
+            s.add(ev)
+            return ev
+
+    def history(self, key: str) -> list[Event]:
+        with self.session() as s:
+            node = self._find(s, key)
+            return list(s.execute(select(Event).where(Event.node_id == node.id).order_by(Event.id)).scalars())
+
+    # -- runs and results -----------------------------------------------------------------
+
+    def start_run(self, kind: str, rack: str | None = None, params: dict[str, Any] | None = None,
+                  actor: str | None = None) -> Run:
+        with self.session() as s:
+            run = Run(kind=kind, rack=rack, params=params or {}, actor=actor or default_actor(),
+                      status="running")
+            s.add(run)
+            s.flush()
+            return run
+
+    def finish_run(self, run_id: int, status: str, evidence: str | None = None) -> Run:
+        with self.session() as s:
+            run = s.get(Run, run_id, with_for_update=True)
+            if run is None:
+                raise StoreError(f"no run {run_id}")
+            run.status, run.finished_at = status, utcnow()
+            if evidence is not None:
+                run.evidence = evidence
+            return run
+
+    def get_run(self, run_id: int) -> Run:
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise StoreError(f"no run {run_id}")
+            return run
+
+    def add_result(
+        self,
+        key: str,
+        stage: str,
+        check: str,
+        verdict: str,
+        *,
+        run_id: int | None = None,
+        metrics: dict[str, Any] | None = None,
+        findings: Sequence[dict[str, Any]] = (),
+        evidence: str | None = None,
+        time: datetime | None = None,
+    ) -> CheckResult:
+        """Commit one check result at once, so a crash later in the run loses nothing."""
+        if verdict not in VERDICTS:
+            raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+        with self.session() as s:
+            node = self._find(s, key)
+            result = CheckResult(
+                run_id=run_id,
+                node_id=node.id,
+                stage=stage,
+                check=check,
+                verdict=verdict,
+                metrics=metrics or {},
+                findings=list(findings),
+                evidence=evidence,
+                time=time or utcnow(),
+            )
+            s.add(result)
+            return result
+
+    def latest_results(self, key: str) -> list[CheckResult]:
+        """The newest result of every (stage, check) of a node."""
+        with self.session() as s:
+            node = self._find(s, key)
+            rows = s.execute(
+                select(CheckResult).where(CheckResult.node_id == node.id).order_by(CheckResult.id.desc())
+            ).scalars()
+            latest: dict[tuple[str, str], CheckResult] = {}
+            for row in rows:
+                latest.setdefault((row.stage, row.check), row)
+            return sorted(latest.values(), key=lambda r: (r.stage, r.check))

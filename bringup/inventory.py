@@ -1,0 +1,294 @@
+"""Rack inventories: one Ansible YAML inventory per rack, read by Ansible and by bringup alike.
+
+    all:
+      vars:
+        profile: h100-sxm-8x400g
+        bmc_vendor: dell
+        bmc_username: root
+        bmc_password: env:R01_BMC_PASSWORD
+      hosts:
+        gpu001: {bmc_address: 10.10.0.11, rack_unit: 1, ansible_host: 10.20.0.11}
+
+Host variables are merged the way Ansible does it, closest wins: ``all`` vars, then group vars
+from the outermost group inwards, then the host's own. Validation is pure and returns every
+problem at once, each naming the file, the host and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bringup.credentials import SECRET_KEY, CredentialError, CredentialRef, VaultText, file_problem, parse_ref
+from bringup.problems import Problem
+from bringup.profiles import Profile, load_profile
+from bringup.yamlio import YamlError, load_yaml_file
+
+BMC_VENDORS = ("dell", "hpe", "supermicro", "generic")
+REQUIRED_HOST_VARS = ("bmc_address", "bmc_vendor", "profile", "rack_unit", "bmc_username", "bmc_password")
+
+
+@dataclass(frozen=True)
+class InventoryHost:
+    name: str
+    rack: str
+    bmc_address: str
+    bmc_vendor: str
+    profile: str
+    rack_unit: int
+    bmc_username: str
+    bmc_password: CredentialRef
+    vars: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    path: Path
+    hosts: list[InventoryHost]
+    profiles: dict[str, Profile]
+
+    def host(self, name: str) -> InventoryHost:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(f"rack {self.name} has no host {name!r}")
+
+
+def default_inventory_dir() -> Path:
+    return Path(os.environ.get("BRINGUP_INVENTORY_DIR", "inventories"))
+
+
+def resolve_rack_path(rack: str, inventory_dir: Path) -> Path:
+    """A rack is a name (``r01`` -> ``inventories/r01.yml``) or a path to an inventory file."""
+    candidate = Path(rack)
+    if candidate.suffix in (".yml", ".yaml") or os.sep in rack:
+        return candidate
+    for suffix in (".yml", ".yaml"):
+        path = inventory_dir / f"{rack}{suffix}"
+        if path.exists():
+            return path
+    return inventory_dir / f"{rack}.yml"
+
+
+# -- the Ansible group tree -------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    """Variables from one place in the tree, with how deep that place is."""
+
+    depth: int
+    group: str
+    vars: dict[str, Any]
+
+
+def _walk_group(name: str, body: Any, depth: int, path: str, problems: list[Problem],
+                scopes: dict[str, list[_Scope]], host_vars: dict[str, dict[str, Any]],
+                inherited: list[_Scope]) -> None:
+    if body is None:
+        return
+    if not isinstance(body, dict):
+        problems.append(Problem(path, None, f"group {name}", "a group must be a mapping of hosts/vars/children"))
+        return
+    unknown = set(body) - {"hosts", "vars", "children"}
+    for key in sorted(unknown):
+        problems.append(Problem(path, None, f"group {name}", f"unknown key {key!r} (expected hosts, vars, children)"))
+    group_vars = body.get("vars") or {}
+    if not isinstance(group_vars, dict):
+        problems.append(Problem(path, None, f"group {name}.vars", "must be a mapping"))
+        group_vars = {}
+    chain = [*inherited, _Scope(depth, name, group_vars)]
+    hosts = body.get("hosts") or {}
+    if not isinstance(hosts, dict):
+        problems.append(Problem(path, None, f"group {name}.hosts", "must be a mapping of host names"))
+        hosts = {}
+    for host, hvars in hosts.items():
+        host = str(host)
+        if hvars is not None and not isinstance(hvars, dict):
+            problems.append(Problem(path, host, None, "host variables must be a mapping"))
+            hvars = {}
+        scopes.setdefault(host, []).extend(chain)
+        host_vars.setdefault(host, {}).update(hvars or {})
+    children = body.get("children") or {}
+    if not isinstance(children, dict):
+        problems.append(Problem(path, None, f"group {name}.children", "must be a mapping of groups"))
+        return
+    for child, child_body in children.items():
+        _walk_group(str(child), child_body, depth + 1, path, problems, scopes, host_vars, chain)
+
+
+def merged_host_vars(data: Any, path: str) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
+    """Host name -> variables after Ansible-style merging (pure)."""
+    problems: list[Problem] = []
+    if not isinstance(data, dict) or not data:
+        return {}, [Problem(path, None, None, "an inventory must be a YAML mapping of groups (usually 'all:')")]
+    scopes: dict[str, list[_Scope]] = {}
+    host_vars: dict[str, dict[str, Any]] = {}
+    for group, body in data.items():
+        # Top-level groups other than 'all' are implicit children of 'all'.
+        depth = 0 if group == "all" else 1
+        _walk_group(str(group), body, depth, path, problems, scopes, host_vars, [])
+    merged: dict[str, dict[str, Any]] = {}
+    for host in host_vars:
+        out: dict[str, Any] = {}
+        seen: set[tuple[int, str]] = set()
+        for scope in sorted(scopes[host], key=lambda s: (s.depth, s.group)):
+            if (scope.depth, scope.group) not in seen:
+                seen.add((scope.depth, scope.group))
+                out.update(scope.vars)
+        out.update(host_vars[host])
+        merged[host] = out
+    return merged, problems
+
+
+def _all_var_places(data: Any) -> Iterator[tuple[str | None, str, dict[str, Any]]]:
+    """(host or None, where, vars) for every vars mapping in the tree, to scan for secrets."""
+    stack = [(str(g), b) for g, b in data.items()] if isinstance(data, dict) else []
+    while stack:
+        group, body = stack.pop()
+        if not isinstance(body, dict):
+            continue
+        if isinstance(body.get("vars"), dict):
+            yield None, f"group {group} vars", body["vars"]
+        if isinstance(body.get("hosts"), dict):
+            for host, hvars in body["hosts"].items():
+                if isinstance(hvars, dict):
+                    yield str(host), "", hvars
+        if isinstance(body.get("children"), dict):
+            stack.extend((str(c), b) for c, b in body["children"].items())
+
+
+def plaintext_secrets(data: Any, path: str) -> list[Problem]:
+    """Every secret-named variable whose value is not a reference (pure)."""
+    problems = []
+    for host, where, variables in _all_var_places(data):
+        for key, value in variables.items():
+            if not SECRET_KEY.search(str(key)) or isinstance(value, VaultText):
+                continue
+            try:
+                parse_ref(value)
+            except CredentialError as exc:
+                fld = f"{key} ({where})" if where else str(key)
+                problems.append(Problem(path, host, fld, str(exc)))
+    return problems
+
+
+# -- host validation ----------------------------------------------------------------------
+
+
+def _bmc_key(address: str) -> str:
+    """Normalise a BMC address so ``https://10.0.0.1/`` and ``10.0.0.1`` compare equal."""
+    parts = urlsplit(address if "://" in address else f"https://{address}")
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    return f"{(parts.hostname or '').lower()}:{port}"
+
+
+def build_host(name: str, rack: str, hvars: dict[str, Any], path: str, base_dir: Path) -> tuple[InventoryHost | None, list[Problem]]:
+    problems = [Problem(path, name, f, "missing") for f in REQUIRED_HOST_VARS if hvars.get(f) in (None, "")]
+    vendor = hvars.get("bmc_vendor")
+    if vendor not in (None, "") and vendor not in BMC_VENDORS:
+        problems.append(Problem(path, name, "bmc_vendor", f"must be one of {', '.join(BMC_VENDORS)}, got {vendor!r}"))
+    unit = hvars.get("rack_unit")
+    if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int) or unit < 1):
+        problems.append(Problem(path, name, "rack_unit", f"must be a positive integer, got {unit!r}"))
+    address = hvars.get("bmc_address")
+    if address not in (None, "") and (not isinstance(address, str) or not urlsplit(
+            address if "://" in address else f"https://{address}").hostname):
+        problems.append(Problem(path, name, "bmc_address", f"is not a host name, IP address or URL: {address!r}"))
+    ref = None
+    if hvars.get("bmc_password") not in (None, ""):
+        try:
+            ref = parse_ref(hvars["bmc_password"], base_dir)
+        except CredentialError:
+            pass  # reported once, where it is written, by plaintext_secrets()
+        if ref is not None and ref.kind == "file" and (why := file_problem(ref)):
+            problems.append(Problem(path, name, "bmc_password", why))
+    if any(not p.warning for p in problems) or ref is None:
+        return None, problems
+    host = InventoryHost(
+        name=name, rack=rack, bmc_address=address, bmc_vendor=vendor, profile=str(hvars["profile"]),
+        rack_unit=unit, bmc_username=str(hvars["bmc_username"]), bmc_password=ref, vars=hvars,
+    )
+    return host, problems
+
+
+def duplicates(hosts: list[InventoryHost], path: str) -> list[Problem]:
+    problems = []
+    seen_bmc: dict[str, str] = {}
+    seen_unit: dict[int, str] = {}
+    for h in hosts:
+        key = _bmc_key(h.bmc_address)
+        if key in seen_bmc:
+            problems.append(Problem(path, h.name, "bmc_address",
+                                    f"duplicate BMC address {h.bmc_address} (also host {seen_bmc[key]})"))
+        seen_bmc.setdefault(key, h.name)
+        if h.rack_unit in seen_unit:
+            problems.append(Problem(path, h.name, "rack_unit",
+                                    f"rack unit {h.rack_unit} is also given to host {seen_unit[h.rack_unit]}"))
+        seen_unit.setdefault(h.rack_unit, h.name)
+    return problems
+
+
+def unset_env_refs(hosts: list[InventoryHost], path: str) -> list[Problem]:
+    """One warning per environment variable that is referenced but not set in this shell."""
+    users: dict[str, list[str]] = {}
+    for h in hosts:
+        if h.bmc_password.kind == "env" and h.bmc_password.target not in os.environ:
+            users.setdefault(h.bmc_password.target, []).append(h.name)
+    return [
+        Problem(path, names[0] if len(names) == 1 else None, "bmc_password",
+                f"environment variable {var} is not set here (used by {len(names)} host(s))", warning=True)
+        for var, names in sorted(users.items())
+    ]
+
+
+def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None, list[Problem]]:
+    """Read and validate a rack inventory and the profiles it names.
+
+    Returns (rack, problems); rack is None when any problem is an error, not a warning.
+    """
+    inventory_dir = inventory_dir or default_inventory_dir()
+    path = resolve_rack_path(rack, inventory_dir)
+    spath = str(path)
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in inventory_dir.glob("*.yml"))) if inventory_dir.is_dir() else ""
+        hint = f" (racks in {inventory_dir}: {known})" if known else ""
+        return None, [Problem(spath, None, None, f"no such inventory{hint}")]
+    try:
+        data = load_yaml_file(path)
+    except YamlError as exc:
+        return None, [Problem(spath, None, None, str(exc))]
+    merged, problems = merged_host_vars(data, spath)
+    problems += plaintext_secrets(data, spath)
+    if not merged and not problems:
+        problems.append(Problem(spath, None, None, "the inventory has no hosts"))
+    rack_name = path.stem
+    hosts = []
+    for name in sorted(merged):
+        host, host_problems = build_host(name, rack_name, merged[name], spath, path.parent)
+        problems += host_problems
+        if host is not None:
+            hosts.append(host)
+    problems += duplicates(hosts, spath)
+    problems += unset_env_refs(hosts, spath)
+    profiles_dir = path.parent / "profiles"
+    profiles: dict[str, Profile] = {}
+    for profile_name in sorted({h.profile for h in hosts}):
+        profile, profile_problems = load_profile(profile_name, profiles_dir)
+        if profile is not None:
+            profiles[profile_name] = profile
+        users = [h.name for h in hosts if h.profile == profile_name]
+        for p in profile_problems:
+            if p.field is None and "unknown profile" in p.message:
+                # Name the hosts that use it: the inventory is where the fix goes.
+                problems += [Problem(spath, u, "profile", p.message) for u in users]
+            else:
+                problems.append(p)
+    if any(not p.warning for p in problems):
+        return None, problems
+    return Rack(rack_name, path, hosts, profiles), problems

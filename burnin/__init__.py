@@ -1,0 +1,3 @@
+"""burnin: judge GPU nodes (checks, stages, golden selection, reports)."""
+
+__version__ = "0.1.0"

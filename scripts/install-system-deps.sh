@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Debian packages the lab and the tests need (root). Safe to run again: apt skips what is there.
+set -euo pipefail
+PACKAGES=(
+  openssh-server openssh-client   # sshd inside fake nodes; ssh for Ansible
+  debootstrap                     # the cached base root filesystem of fake nodes
+  iproute2 psmisc util-linux      # namespaces, veth, bridges; fuser; unshare, mount
+  postgresql                      # the fleet store's PostgreSQL tests run against a real server
+  python3 python3-venv            # the project's virtualenv
+  ca-certificates
+)
+if [ "$(id -u)" != 0 ]; then
+  echo "install-system-deps: run as root (apt-get)" >&2
+  exit 1
+fi
+missing=()
+for p in "${PACKAGES[@]}"; do
+  [[ $p == \#* ]] && continue
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
