@@ -1,0 +1,319 @@
+"""Fake BMCs for the virtual rack: one Redfish endpoint per node, all in one cheap process.
+
+BmcEmulator starts ``python -m bringup.lab.bmc_server`` (sushy-tools' fake driver, served on
+every system's own address, see bmc_server.py) detached from the caller, so a lab brought up
+by one command outlives it and is torn down by another (``stop_from_state``).
+
+Everything lives in ``state_dir``: bmc.json (server config, no plain-text password), htpasswd
+(bcrypt), sushy-state/ (sushy's sqlite state, wiped at every start), bmc.log, bmc.pid, bmc.ready
+(written by the server once it holds every socket).
+Plain HTTP: real BMCs speak HTTPS, but lab traffic stays on loopback and lab subnets.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid as uuidlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import bcrypt
+
+import bringup
+
+SERVER_MODULE = "bringup.lab.bmc_server"
+# bcrypt cost for the lab htpasswd: sushy re-checks the hash on EVERY request, and cost 12
+# (the default) adds about 250 ms to each one on a 2-core machine. The lab password protects
+# nothing; what we test is that auth is enforced.
+_BCRYPT_ROUNDS = 4
+_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+@dataclass
+class BmcSystem:
+    """One server as its BMC describes it."""
+
+    name: str
+    uuid: str
+    serial: str
+    macs: list[str]
+    address: str  # IPv4 this BMC listens on
+    power_state: str = "Off"
+    manufacturer: str = "Dell Inc."
+    model: str = "PowerEdge XE9680"
+
+
+def bmc_url(address: str, port: int) -> str:
+    """Base URL of the BMC at ``address`` (what a Redfish client takes as base_url)."""
+    host = f"[{address}]" if ":" in address else address
+    return f"http://{host}:{port}"
+
+
+class BmcError(RuntimeError):
+    """The emulator could not be started (the message carries the log tail)."""
+
+
+class BmcEmulator:
+    def __init__(
+        self,
+        systems: list[BmcSystem],
+        port: int,
+        state_dir: Path,
+        username: str,
+        password: str,
+        external_notification_url: str | None = None,
+    ):
+        """``external_notification_url``: if set, sushy PUTs every power change of every system
+        there (synchronously, on the next GET), e.g. to start/stop the matching fake node."""
+        _validate(systems, port, username)
+        self.systems = list(systems)
+        self.port = port
+        self.state_dir = Path(state_dir)
+        self.username = username
+        self._password = password
+        self.external_notification_url = external_notification_url
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # Paths inside state_dir.
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "bmc.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.state_dir / "bmc.pid"
+
+    @property
+    def config_path(self) -> Path:
+        return self.state_dir / "bmc.json"
+
+    @property
+    def _ready_path(self) -> Path:
+        return self.state_dir / "bmc.ready"
+
+    @property
+    def urls(self) -> dict[str, str]:
+        """System name -> its BMC's base URL."""
+        return {s.name: bmc_url(s.address, self.port) for s in self.systems}
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def start(self, timeout: float = 15.0) -> None:
+        """Start the server detached; return once every address answers GET /redfish/v1."""
+        BmcEmulator.stop_from_state(self.state_dir)  # a leftover from a crashed run
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        sushy_state = self.state_dir / "sushy-state"
+        shutil.rmtree(sushy_state, ignore_errors=True)  # fake driver keeps systems across runs
+        sushy_state.mkdir()
+        self._ready_path.unlink(missing_ok=True)
+        htpasswd = self.state_dir / "htpasswd"
+        _write_private(htpasswd, _htpasswd_line(self.username, self._password))
+        config = {
+            "port": self.port,
+            "auth_file": str(htpasswd),
+            "sushy_state_dir": str(sushy_state),
+            "ready_file": str(self._ready_path),
+            "external_notification_url": self.external_notification_url,
+            "systems": [asdict(s) for s in self.systems],
+        }
+        _write_private(self.config_path, json.dumps(config, indent=2) + "\n")
+
+        env = dict(os.environ)
+        env.pop("SUSHY_EMULATOR_CONFIG", None)
+        # Importable even when the project is run from a checkout rather than installed.
+        project_root = str(Path(bringup.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
+        with self.log_path.open("ab") as log:
+            log.write(f"=== bringup.lab.bmc start {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", SERVER_MODULE, "--config", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.state_dir,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        self.pid_path.write_text(f"{self._proc.pid}\n")
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        pending = [bmc_url(s.address, self.port) + "/redfish/v1" for s in self.systems]
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+        bound = False
+        while pending or not bound:
+            rc = self._proc.poll()
+            if rc is not None:
+                raise BmcError(f"BMC emulator exited with status {rc} during start\n{self._log_tail()}")
+            if time.monotonic() > deadline:
+                what = ", ".join(pending) if bound else "its addresses (sockets not bound yet)"
+                raise BmcError(
+                    f"BMC emulator not answering after {timeout:.0f}s on {what}\n{self._log_tail()}"
+                )
+            if not bound:
+                bound = _read_pid(self._ready_path) == self._proc.pid
+                if not bound:
+                    time.sleep(0.05)
+                    continue
+            try:
+                with opener.open(pending[0], timeout=1.0) as resp:
+                    if resp.status == 200:
+                        pending.pop(0)
+                        continue
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "--- bmc.log (tail) ---\n" + "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                _terminate(self._proc.pid, wait=lambda t: _wait_child(self._proc, t))
+            self._proc = None
+            self.pid_path.unlink(missing_ok=True)
+            self._ready_path.unlink(missing_ok=True)
+        else:
+            BmcEmulator.stop_from_state(self.state_dir)
+
+    @staticmethod
+    def stop_from_state(state_dir: Path) -> bool:
+        """Kill the server named by ``state_dir``/bmc.pid (teardown after a crash).
+
+        Returns True if a server was running. The pid is only trusted if that process is our
+        server for this state_dir, so a recycled pid is never killed.
+        """
+        pid_path = Path(state_dir) / "bmc.pid"
+        pid = _read_pid(pid_path)
+        if pid is None:
+            return False
+        killed = False
+        if _is_our_server(pid, Path(state_dir) / "bmc.json"):
+            _terminate(pid, wait=lambda t: _wait_gone(pid, t))
+            killed = True
+        pid_path.unlink(missing_ok=True)
+        (Path(state_dir) / "bmc.ready").unlink(missing_ok=True)
+        return killed
+
+    def __enter__(self) -> BmcEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _validate(systems: list[BmcSystem], port: int, username: str) -> None:
+    if not systems:
+        raise ValueError("BmcEmulator needs at least one system")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"invalid port {port}")
+    if not username or ":" in username:
+        raise ValueError("username must be non-empty and contain no ':' (htpasswd format)")
+    for attr in ("name", "uuid", "serial", "address"):
+        values = [getattr(s, attr) for s in systems]
+        dupes = sorted({v for v in values if values.count(v) > 1})
+        if dupes:
+            raise ValueError(f"duplicate system {attr}: {', '.join(dupes)}")
+    for s in systems:
+        uuidlib.UUID(s.uuid)  # raises ValueError on a malformed uuid
+        ipaddress.IPv4Address(s.address)
+        if not s.serial:
+            raise ValueError(f"system {s.name}: empty serial")
+        bad = [m for m in s.macs if not _MAC_RE.match(m)]
+        if bad:
+            raise ValueError(f"system {s.name}: MACs must be lowercase aa:bb:cc:dd:ee:ff, got {bad}")
+        if s.power_state not in ("On", "Off"):
+            raise ValueError(f"system {s.name}: power_state must be On or Off")
+
+
+def _htpasswd_line(username: str, password: str) -> str:
+    digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=_BCRYPT_ROUNDS)).decode()
+    return f"{username}:{digest}\n"
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _is_our_server(pid: int, config_path: Path) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return SERVER_MODULE.encode() in argv and str(config_path).encode() in argv
+
+
+def _terminate(pid: int, wait: Callable[[float], bool]) -> None:
+    """SIGTERM, then SIGKILL after 5 s; ``wait(timeout)`` says whether it has gone."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        if wait(grace):
+            return
+
+
+def _wait_child(proc: subprocess.Popen[bytes] | None, timeout: float) -> bool:
+    if proc is None:
+        return True
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:  # reap it if it happens to be our child (started by this process, object lost)
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):  # zombie of someone else: already dead
+            return True
+        time.sleep(0.05)
+    return False

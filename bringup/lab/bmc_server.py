@@ -1,0 +1,250 @@
+"""One process, many fake BMCs: sushy-tools' Redfish emulator served on every system's own IP.
+
+Run as ``python -m bringup.lab.bmc_server --config FILE`` (BmcEmulator does this). FILE is
+JSON written by bringup.lab.bmc:
+
+    {"port": 8000, "auth_file": ".../htpasswd", "sushy_state_dir": "...",
+     "ready_file": ".../bmc.ready", "external_notification_url": null,
+     "systems": [{"name", "uuid", "serial", "macs", "address", "power_state",
+                  "manufacturer", "model"}, ...]}
+
+sushy-tools' Flask app is imported in-process (fake driver, one system per node) and served by
+one werkzeug server thread per address, all on the same port. A WSGI filter, placed inside
+sushy's basic-auth middleware (so a wrong password is a 401 before anything else), gives every
+address the view of a single real BMC: the Systems/Managers/Chassis collections list only its
+own member, other systems' URLs answer 404, and the serial number, manufacturer and model we
+were given are injected (the fake driver carries none; its chassis template hard-codes a
+DMTF mockup serial). Plain HTTP: the lab never leaves loopback/lab subnets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+ENV_KEY = "bringup.bmc.system"  # WSGI environ key: the system the request's address belongs to
+_COLLECTIONS = ("Systems", "Managers", "Chassis")
+# Routes under those collections that are not instances (sushy's BIOS registry).
+_NOT_INSTANCES = frozenset({("Systems", "Bios")})
+
+StartResponse = Callable[..., Any]
+Wsgi = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+def _odata(collection: str, ident: str) -> dict[str, str]:
+    return {"@odata.id": f"/redfish/v1/{collection}/{ident}"}
+
+
+class BmcView:
+    """WSGI filter: show each address only its own system, with its serial number."""
+
+    def __init__(self, app: Wsgi, systems: list[dict[str, Any]]):
+        self.app = app
+        # Any identity of any lab system, to drop cross-links (e.g. the first chassis links all).
+        self._foreign_ids = {s["uuid"] for s in systems} | {s["name"] for s in systems}
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        system = environ.get(ENV_KEY)
+        if system is None:  # not reached through a per-address server: serve sushy as is
+            return self.app(environ, start_response)
+        own = {system["uuid"], system["name"]}
+        parts = environ.get("PATH_INFO", "").strip("/").split("/")
+        if (
+            len(parts) >= 4
+            and parts[:2] == ["redfish", "v1"]
+            and parts[2] in _COLLECTIONS
+            and (parts[2], parts[3]) not in _NOT_INSTANCES
+            and parts[3] not in own
+        ):
+            return _not_found(environ, start_response)
+
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured["status"], captured["headers"] = status, headers
+            return lambda data: None  # the legacy write() callable; sushy never uses it
+
+        result = self.app(environ, capture)
+        try:
+            body = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close:
+                close()
+        status, headers = captured["status"], captured["headers"]
+        ctype = next((v for k, v in headers if k.lower() == "content-type"), "")
+        if environ.get("REQUEST_METHOD") == "GET" and status.startswith("200") and "json" in ctype:
+            try:
+                doc = json.loads(body)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                body = json.dumps(self._rewrite(parts, doc, system), indent=4).encode()
+                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+                headers.append(("Content-Length", str(len(body))))
+        start_response(status, headers)
+        return [body]
+
+    def _rewrite(self, parts: list[str], doc: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+        uuid = system["uuid"]
+        doc = self._drop_foreign(doc, {uuid, system["name"]})
+        tail = parts[2:]
+        if len(tail) == 1 and tail[0] in _COLLECTIONS:
+            doc["Members"] = [_odata(tail[0], uuid)]
+            doc["Members@odata.count"] = 1
+        elif tail in (["Systems", uuid], ["Systems", system["name"]], ["Chassis", uuid]):
+            doc["SerialNumber"] = system["serial"]
+            doc["Manufacturer"] = system["manufacturer"]
+            doc["Model"] = system["model"]
+            links = doc.setdefault("Links", {})
+            links["ManagedBy"] = [_odata("Managers", uuid)]
+            if tail[0] == "Systems":
+                links["Chassis"] = [_odata("Chassis", uuid)]
+            else:
+                links["ComputerSystems"] = [_odata("Systems", uuid)]
+        elif tail == ["Managers", uuid]:
+            doc.setdefault("Links", {})["ManagerForChassis"] = [_odata("Chassis", uuid)]
+        return doc
+
+    def _drop_foreign(self, node: Any, own: set[str]) -> Any:
+        """Remove list items that link to another lab system's Systems/Managers/Chassis."""
+        if isinstance(node, dict):
+            return {k: self._drop_foreign(v, own) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._drop_foreign(v, own) for v in node if not self._is_foreign(v, own)]
+        return node
+
+    def _is_foreign(self, item: Any, own: set[str]) -> bool:
+        if not isinstance(item, dict) or not isinstance(item.get("@odata.id"), str):
+            return False
+        parts = item["@odata.id"].strip("/").split("/")
+        return (
+            len(parts) >= 4
+            and parts[2] in _COLLECTIONS
+            and parts[3] in self._foreign_ids
+            and parts[3] not in own
+        )
+
+
+def _not_found(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    body = json.dumps(
+        {
+            "error": {
+                "code": "Base.1.0.ResourceMissingAtURI",
+                "message": f"The resource at the URI {environ.get('PATH_INFO', '')} was not found.",
+            }
+        }
+    ).encode()
+    start_response(
+        "404 NOT FOUND", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
+
+
+def _tagged(app: Wsgi, system: dict[str, Any]) -> Wsgi:
+    def tagged(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        environ[ENV_KEY] = system
+        return app(environ, start_response)
+
+    return tagged
+
+
+def build_app(config: dict[str, Any]) -> Wsgi:
+    """sushy-tools' Flask app, configured for our systems and wrapped in BmcView (inside auth)."""
+    # sushy builds its app at import time from SUSHY_EMULATOR_CONFIG: never let a stray one in.
+    os.environ.pop("SUSHY_EMULATOR_CONFIG", None)
+    from sushy_tools.emulator import main as sushy_main
+
+    app = sushy_main.app
+    systems = config["systems"]
+    extra: dict[str, Any] = {
+        "SUSHY_EMULATOR_FAKE_DRIVER": True,
+        "SUSHY_EMULATOR_STATE_DIR": config["sushy_state_dir"],
+        "SUSHY_EMULATOR_FAKE_SYSTEMS": [
+            {
+                "uuid": s["uuid"],
+                "name": s["name"],
+                "power_state": s["power_state"],
+                "external_notifier": bool(config.get("external_notification_url")),
+                "nics": [{"mac": mac} for mac in s["macs"]],
+            }
+            for s in systems
+        ],
+        # One chassis per system, sharing its UUID, so each BMC can show its own.
+        "SUSHY_EMULATOR_CHASSIS": [{"Id": s["name"], "Name": s["name"], "UUID": s["uuid"]} for s in systems],
+    }
+    if config.get("external_notification_url"):
+        extra["EXTERNAL_NOTIFICATION_URL"] = config["external_notification_url"]
+    if config.get("auth_file"):
+        extra["SUSHY_EMULATOR_AUTH_FILE"] = config["auth_file"]
+    # Order matters: configure() wraps whatever wsgi_app is in basic auth, so auth ends up outside.
+    app.wsgi_app = BmcView(app.wsgi_app, systems)  # type: ignore[method-assign]
+    app.configure(extra_config=extra)
+    return app  # type: ignore[no-any-return]
+
+
+def serve(config: dict[str, Any]) -> None:
+    """Bind every address first (fail fast on a clash), then serve until SIGTERM/SIGINT."""
+    from werkzeug.serving import make_server
+
+    app = build_app(config)
+    port = int(config["port"])
+    servers = [make_server(s["address"], port, _tagged(app, s), threaded=True) for s in config["systems"]]
+    if config.get("ready_file"):
+        # Tells the launcher that THIS process holds every socket: an HTTP answer alone could
+        # come from a leftover server on the same address and port.
+        with open(config["ready_file"], "w", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    threads = [
+        threading.Thread(target=srv.serve_forever, name=f"bmc-{s['name']}", daemon=True)
+        for srv, s in zip(servers, config["systems"], strict=True)
+    ]
+    for t in threads:
+        t.start()
+    logging.getLogger("bringup.lab.bmc").warning(
+        "serving %d BMCs on port %d: %s",
+        len(servers),
+        port,
+        ", ".join(f"{s['name']}@{s['address']}" for s in config["systems"]),
+    )
+    while not stop.wait(0.5):
+        if not all(t.is_alive() for t in threads):
+            break
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bringup.lab.bmc_server", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--config", required=True, help="JSON config written by bringup.lab.bmc")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    with open(args.config, encoding="utf-8") as f:
+        config = json.load(f)
+    try:
+        serve(config)
+    except OSError as exc:  # typically "Address already in use" / "Cannot assign requested address"
+        print(f"bmc_server: cannot serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

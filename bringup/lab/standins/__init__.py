@@ -1,0 +1,128 @@
+"""Stand-in hardware tools for lab nodes (nvidia-smi, lspci, ...).
+
+A lab node gets executables named like the real tools that print recorded real outputs chosen
+by the node's faults (see dispatch.py and catalog.json). Only the lab uses this package:
+nothing in bringup/ or burnin/ outside lab/ may know about faults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from bringup.lab.standins import dispatch
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CATALOG_PATH = PACKAGE_DIR / dispatch.CATALOG_NAME
+SAMPLES_DIR = PACKAGE_DIR / "samples"
+DISPATCHER_PATH = PACKAGE_DIR / "dispatch.py"
+
+# Where things land inside a node root (the dispatcher derives the root from its own path).
+LIB_DIR = Path(dispatch.LIB_SUBDIR)
+BIN_DIR = Path("usr/local/bin")
+FAULTS_FILE = Path(dispatch.FAULTS_SUBPATH)
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, Any]:
+    """The parsed catalog.json (cached: it is package data and does not change at run time)."""
+    with CATALOG_PATH.open(encoding="utf-8") as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def known_faults() -> dict[str, str]:
+    """Fault name -> one-line description, from the catalog."""
+    return dict(catalog()["faults"])
+
+
+def tool_names() -> list[str]:
+    return sorted(catalog()["tools"])
+
+
+def fault_conflicts(faults: Sequence[str]) -> list[str]:
+    """Why these faults cannot be combined on one node, one message per clash ([] = fine).
+
+    Two faults clash when both change the output of the same command and the catalog has no
+    recording of them together: the dispatcher would silently show only one of them.
+    """
+    active = set(faults)
+    problems = []
+    for tool, entries in catalog()["tools"].items():
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for entry in entries:
+            groups.setdefault(tuple(entry["args"]), []).append(entry)
+        for args, group in groups.items():
+            relevant = {f for e in group for f in e.get("faults", []) if f in active}
+            chosen = _best(group, active)
+            covered = set(chosen.get("faults", [])) if chosen else set()
+            if not relevant <= covered:
+                problems.append(
+                    f"faults {', '.join(sorted(relevant))} all change `{tool} {args[0]}` and no "
+                    f"recording combines them"
+                )
+    return problems
+
+
+def _best(group: list[dict[str, Any]], active: set[str]) -> dict[str, Any] | None:
+    # Same rule as dispatch.select_entry, minus argument matching (the group shares its args).
+    best = None
+    for entry in group:
+        wanted = set(entry.get("faults", []))
+        if wanted <= active and (best is None or len(wanted) > len(best.get("faults", []))):
+            best = entry
+    return best
+
+
+def check_faults(faults: Sequence[str]) -> None:
+    """Raise ValueError if a fault is unknown, repeated, or clashes with another."""
+    known = known_faults()
+    unknown = [f for f in faults if f not in known]
+    if unknown:
+        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if len(set(faults)) != len(faults):
+        raise ValueError(f"repeated fault in {list(faults)}")
+    problems = fault_conflicts(faults)
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def install_standins(root: Path, faults: Sequence[str]) -> None:
+    """Install the dispatcher, catalog, samples, tool links and the fault list into a node root.
+
+    Idempotent: re-running replaces everything it wrote, so a node's faults can be changed
+    between runs. Tool entries are relative symlinks, valid both inside the node's chroot and
+    from the host.
+    """
+    check_faults(faults)
+    root = Path(root)
+    lib = root / LIB_DIR
+    if lib.exists():
+        shutil.rmtree(lib)
+    (lib / "samples").mkdir(parents=True)
+    shutil.copy2(DISPATCHER_PATH, lib / "dispatch.py")
+    os.chmod(lib / "dispatch.py", 0o755)
+    shutil.copy2(CATALOG_PATH, lib / dispatch.CATALOG_NAME)
+    for sample in sorted(SAMPLES_DIR.iterdir()):
+        if sample.is_file():
+            shutil.copy2(sample, lib / "samples" / sample.name)
+
+    bin_dir = root / BIN_DIR
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    target = os.path.relpath(lib / "dispatch.py", bin_dir)
+    for tool in tool_names():
+        link = bin_dir / tool
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+
+    faults_file = root / FAULTS_FILE
+    faults_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = faults_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"faults": list(faults)}, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(faults_file)  # atomic: a tool running meanwhile never reads half a file
