@@ -47,11 +47,21 @@ def _inventory_dir(ctx: click.Context) -> Path:
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="BRINGUP_DB", default=None, metavar="PATH|URL",
-              help="Fleet store: a SQLite file path or an SQLAlchemy URL (postgresql://...). "
-                   "Default: $BRINGUP_DB, else ~/.local/share/bringup/fleet.db.")
-@click.option("--inventory-dir", envvar="BRINGUP_INVENTORY_DIR", type=click.Path(path_type=Path),
-              default=None, help="Where rack inventories live (default: ./inventories).")
+@click.option(
+    "--db",
+    envvar="BRINGUP_DB",
+    default=None,
+    metavar="PATH|URL",
+    help="Fleet store: a SQLite file path or an SQLAlchemy URL (postgresql://...). "
+    "Default: $BRINGUP_DB, else ~/.local/share/bringup/fleet.db.",
+)
+@click.option(
+    "--inventory-dir",
+    envvar="BRINGUP_INVENTORY_DIR",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where rack inventories live (default: ./inventories).",
+)
 @click.version_option(__version__, prog_name="bringup")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
@@ -77,18 +87,34 @@ def inventory_check(ctx: click.Context, rack: str, as_json: bool) -> None:
     loaded, problems = load_rack(rack, _inventory_dir(ctx))
     errors = [p for p in problems if not p.warning]
     if as_json:
-        click.echo(json.dumps({
-            "rack": rack, "ok": not errors,
-            "hosts": [h.name for h in loaded.hosts] if loaded else [],
-            "problems": [{"file": p.file, "host": p.host, "field": p.field, "message": p.message,
-                          "severity": "warning" if p.warning else "error"} for p in problems],
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "rack": rack,
+                    "ok": not errors,
+                    "hosts": [h.name for h in loaded.hosts] if loaded else [],
+                    "problems": [
+                        {
+                            "file": p.file,
+                            "host": p.host,
+                            "field": p.field,
+                            "message": p.message,
+                            "severity": "warning" if p.warning else "error",
+                        }
+                        for p in problems
+                    ],
+                },
+                indent=2,
+            )
+        )
     else:
         for p in problems:
             click.echo(str(p), err=True)
         if loaded is not None:
             profiles = ", ".join(sorted(loaded.profiles))
-            click.echo(f"{loaded.path}: rack {loaded.name} OK: {len(loaded.hosts)} host(s), profile(s) {profiles}")
+            click.echo(
+                f"{loaded.path}: rack {loaded.name} OK: {len(loaded.hosts)} host(s), profile(s) {profiles}"
+            )
         else:
             click.echo(f"{len(errors)} error(s) in rack {rack}", err=True)
     sys.exit(1 if errors else 0)
@@ -108,14 +134,22 @@ def inventory_enroll(ctx: click.Context, rack: str) -> None:
     store = _store(ctx)
     new = 0
     for h in loaded.hosts:
-        _, created = store.enroll(h.name, loaded.name, h.profile, bmc_address=h.bmc_address,
-                                  bmc_vendor=h.bmc_vendor, rack_unit=h.rack_unit)
+        _, created = store.enroll(
+            h.name,
+            loaded.name,
+            h.profile,
+            bmc_address=h.bmc_address,
+            bmc_vendor=h.bmc_vendor,
+            rack_unit=h.rack_unit,
+        )
         new += created
     known = {h.name for h in loaded.hosts}
     gone = [n.name for n in store.list_nodes(rack=loaded.name) if n.name not in known]
     click.echo(f"rack {loaded.name}: {new} node(s) enrolled, {len(loaded.hosts) - new} already known")
     if gone:
-        click.echo(f"in the store but no longer in the inventory: {', '.join(gone)} (retire them if they left)")
+        click.echo(
+            f"in the store but no longer in the inventory: {', '.join(gone)} (retire them if they left)"
+        )
 
 
 # -- nodes --------------------------------------------------------------------------------
@@ -123,10 +157,19 @@ def inventory_enroll(ctx: click.Context, rack: str) -> None:
 
 def node_record(node: Node) -> dict[str, Any]:
     return {
-        "name": node.name, "serial": node.serial, "rack": node.rack, "rack_unit": node.rack_unit,
-        "profile": node.profile, "state": node.state, "bmc_address": node.bmc_address,
-        "bmc_vendor": node.bmc_vendor, "hostname": node.hostname, "ip": node.ip, "macs": node.macs,
-        "hardware": node.hardware, "updated_at": node.updated_at.isoformat() if node.updated_at else None,
+        "name": node.name,
+        "serial": node.serial,
+        "rack": node.rack,
+        "rack_unit": node.rack_unit,
+        "profile": node.profile,
+        "state": node.state,
+        "bmc_address": node.bmc_address,
+        "bmc_vendor": node.bmc_vendor,
+        "hostname": node.hostname,
+        "ip": node.ip,
+        "macs": node.macs,
+        "hardware": node.hardware,
+        "updated_at": node.updated_at.isoformat() if node.updated_at else None,
     }
 
 
@@ -137,7 +180,9 @@ def nodes() -> None:
 
 @nodes.command("list")
 @click.option("--rack", default=None, help="Only this rack.")
-@click.option("--state", type=click.Choice([s.value for s in State]), default=None, help="Only nodes in this state.")
+@click.option(
+    "--state", type=click.Choice([s.value for s in State]), default=None, help="Only nodes in this state."
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json: bool) -> None:
@@ -150,8 +195,16 @@ def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json:
     for col in ("name", "serial", "rack", "U", "state", "profile", "bmc", "ip"):
         table.add_column(col)
     for n in found:
-        table.add_row(n.name, n.serial or "-", n.rack, str(n.rack_unit or "-"), n.state, n.profile,
-                      n.bmc_address or "-", n.ip or "-")
+        table.add_row(
+            n.name,
+            n.serial or "-",
+            n.rack,
+            str(n.rack_unit or "-"),
+            n.state,
+            n.profile,
+            n.bmc_address or "-",
+            n.ip or "-",
+        )
     console.print(table)
 
 
@@ -166,10 +219,30 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     history = store.history(node)
     results = store.latest_results(node)
     if as_json:
-        record["history"] = [{"time": e.time.isoformat(), "kind": e.kind, "from": e.from_state, "to": e.to_state,
-                              "reason": e.reason, "actor": e.actor, "run": e.run_id} for e in history]
-        record["results"] = [{"stage": r.stage, "check": r.check, "verdict": r.verdict, "time": r.time.isoformat(),
-                              "metrics": r.metrics, "findings": r.findings, "run": r.run_id} for r in results]
+        record["history"] = [
+            {
+                "time": e.time.isoformat(),
+                "kind": e.kind,
+                "from": e.from_state,
+                "to": e.to_state,
+                "reason": e.reason,
+                "actor": e.actor,
+                "run": e.run_id,
+            }
+            for e in history
+        ]
+        record["results"] = [
+            {
+                "stage": r.stage,
+                "check": r.check,
+                "verdict": r.verdict,
+                "time": r.time.isoformat(),
+                "metrics": r.metrics,
+                "findings": r.findings,
+                "run": r.run_id,
+            }
+            for r in results
+        ]
         click.echo(json.dumps(record, indent=2))
         return
     for key, value in record.items():

@@ -109,7 +109,9 @@ def resolve(ref: CredentialRef, vault_password_file: str | None = None) -> str:
 def _decrypt_vault(ciphertext: str, vault_password_file: str | None) -> str:
     password_file = vault_password_file or os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE")
     if not password_file:
-        raise CredentialError("an Ansible Vault value needs ANSIBLE_VAULT_PASSWORD_FILE (or --vault-password-file)")
+        raise CredentialError(
+            "an Ansible Vault value needs ANSIBLE_VAULT_PASSWORD_FILE (or --vault-password-file)"
+        )
     from ansible.parsing.vault import VaultLib, VaultSecret
 
     secret = VaultSecret(Path(password_file).read_bytes().strip())

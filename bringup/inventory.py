@@ -16,6 +16,7 @@ problem at once, each naming the file, the host and the field.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -87,17 +88,28 @@ class _Scope:
     vars: dict[str, Any]
 
 
-def _walk_group(name: str, body: Any, depth: int, path: str, problems: list[Problem],
-                scopes: dict[str, list[_Scope]], host_vars: dict[str, dict[str, Any]],
-                inherited: list[_Scope]) -> None:
+def _walk_group(
+    name: str,
+    body: Any,
+    depth: int,
+    path: str,
+    problems: list[Problem],
+    scopes: dict[str, list[_Scope]],
+    host_vars: dict[str, dict[str, Any]],
+    inherited: list[_Scope],
+) -> None:
     if body is None:
         return
     if not isinstance(body, dict):
-        problems.append(Problem(path, None, f"group {name}", "a group must be a mapping of hosts/vars/children"))
+        problems.append(
+            Problem(path, None, f"group {name}", "a group must be a mapping of hosts/vars/children")
+        )
         return
     unknown = set(body) - {"hosts", "vars", "children"}
     for key in sorted(unknown):
-        problems.append(Problem(path, None, f"group {name}", f"unknown key {key!r} (expected hosts, vars, children)"))
+        problems.append(
+            Problem(path, None, f"group {name}", f"unknown key {key!r} (expected hosts, vars, children)")
+        )
     group_vars = body.get("vars") or {}
     if not isinstance(group_vars, dict):
         problems.append(Problem(path, None, f"group {name}.vars", "must be a mapping"))
@@ -126,7 +138,9 @@ def merged_host_vars(data: Any, path: str) -> tuple[dict[str, dict[str, Any]], l
     """Host name -> variables after Ansible-style merging (pure)."""
     problems: list[Problem] = []
     if not isinstance(data, dict) or not data:
-        return {}, [Problem(path, None, None, "an inventory must be a YAML mapping of groups (usually 'all:')")]
+        return {}, [
+            Problem(path, None, None, "an inventory must be a YAML mapping of groups (usually 'all:')")
+        ]
     scopes: dict[str, list[_Scope]] = {}
     host_vars: dict[str, dict[str, Any]] = {}
     for group, body in data.items():
@@ -188,31 +202,45 @@ def _bmc_key(address: str) -> str:
     return f"{(parts.hostname or '').lower()}:{port}"
 
 
-def build_host(name: str, rack: str, hvars: dict[str, Any], path: str, base_dir: Path) -> tuple[InventoryHost | None, list[Problem]]:
+def build_host(
+    name: str, rack: str, hvars: dict[str, Any], path: str, base_dir: Path
+) -> tuple[InventoryHost | None, list[Problem]]:
     problems = [Problem(path, name, f, "missing") for f in REQUIRED_HOST_VARS if hvars.get(f) in (None, "")]
     vendor = hvars.get("bmc_vendor")
     if vendor not in (None, "") and vendor not in BMC_VENDORS:
-        problems.append(Problem(path, name, "bmc_vendor", f"must be one of {', '.join(BMC_VENDORS)}, got {vendor!r}"))
+        problems.append(
+            Problem(path, name, "bmc_vendor", f"must be one of {', '.join(BMC_VENDORS)}, got {vendor!r}")
+        )
     unit = hvars.get("rack_unit")
     if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int) or unit < 1):
         problems.append(Problem(path, name, "rack_unit", f"must be a positive integer, got {unit!r}"))
     address = hvars.get("bmc_address")
-    if address not in (None, "") and (not isinstance(address, str) or not urlsplit(
-            address if "://" in address else f"https://{address}").hostname):
-        problems.append(Problem(path, name, "bmc_address", f"is not a host name, IP address or URL: {address!r}"))
+    if address not in (None, "") and (
+        not isinstance(address, str)
+        or not urlsplit(address if "://" in address else f"https://{address}").hostname
+    ):
+        problems.append(
+            Problem(path, name, "bmc_address", f"is not a host name, IP address or URL: {address!r}")
+        )
     ref = None
     if hvars.get("bmc_password") not in (None, ""):
-        try:
+        # A value that is not a reference is reported once, where it is written, by plaintext_secrets().
+        with contextlib.suppress(CredentialError):
             ref = parse_ref(hvars["bmc_password"], base_dir)
-        except CredentialError:
-            pass  # reported once, where it is written, by plaintext_secrets()
         if ref is not None and ref.kind == "file" and (why := file_problem(ref)):
             problems.append(Problem(path, name, "bmc_password", why))
     if any(not p.warning for p in problems) or ref is None:
         return None, problems
     host = InventoryHost(
-        name=name, rack=rack, bmc_address=address, bmc_vendor=vendor, profile=str(hvars["profile"]),
-        rack_unit=unit, bmc_username=str(hvars["bmc_username"]), bmc_password=ref, vars=hvars,
+        name=name,
+        rack=rack,
+        bmc_address=address,
+        bmc_vendor=vendor,
+        profile=str(hvars["profile"]),
+        rack_unit=unit,
+        bmc_username=str(hvars["bmc_username"]),
+        bmc_password=ref,
+        vars=hvars,
     )
     return host, problems
 
@@ -224,12 +252,24 @@ def duplicates(hosts: list[InventoryHost], path: str) -> list[Problem]:
     for h in hosts:
         key = _bmc_key(h.bmc_address)
         if key in seen_bmc:
-            problems.append(Problem(path, h.name, "bmc_address",
-                                    f"duplicate BMC address {h.bmc_address} (also host {seen_bmc[key]})"))
+            problems.append(
+                Problem(
+                    path,
+                    h.name,
+                    "bmc_address",
+                    f"duplicate BMC address {h.bmc_address} (also host {seen_bmc[key]})",
+                )
+            )
         seen_bmc.setdefault(key, h.name)
         if h.rack_unit in seen_unit:
-            problems.append(Problem(path, h.name, "rack_unit",
-                                    f"rack unit {h.rack_unit} is also given to host {seen_unit[h.rack_unit]}"))
+            problems.append(
+                Problem(
+                    path,
+                    h.name,
+                    "rack_unit",
+                    f"rack unit {h.rack_unit} is also given to host {seen_unit[h.rack_unit]}",
+                )
+            )
         seen_unit.setdefault(h.rack_unit, h.name)
     return problems
 
@@ -241,8 +281,13 @@ def unset_env_refs(hosts: list[InventoryHost], path: str) -> list[Problem]:
         if h.bmc_password.kind == "env" and h.bmc_password.target not in os.environ:
             users.setdefault(h.bmc_password.target, []).append(h.name)
     return [
-        Problem(path, names[0] if len(names) == 1 else None, "bmc_password",
-                f"environment variable {var} is not set here (used by {len(names)} host(s))", warning=True)
+        Problem(
+            path,
+            names[0] if len(names) == 1 else None,
+            "bmc_password",
+            f"environment variable {var} is not set here (used by {len(names)} host(s))",
+            warning=True,
+        )
         for var, names in sorted(users.items())
     ]
 
@@ -256,7 +301,9 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
     path = resolve_rack_path(rack, inventory_dir)
     spath = str(path)
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in inventory_dir.glob("*.yml"))) if inventory_dir.is_dir() else ""
+        known = (
+            ", ".join(sorted(p.stem for p in inventory_dir.glob("*.yml"))) if inventory_dir.is_dir() else ""
+        )
         hint = f" (racks in {inventory_dir}: {known})" if known else ""
         return None, [Problem(spath, None, None, f"no such inventory{hint}")]
     try:

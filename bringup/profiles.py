@@ -97,7 +97,9 @@ def validate_profile(data: Any, path: str, expected_name: str | None = None) -> 
         # bool is an int in Python; a count of True is a typo, not a number.
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             want = " or ".join(t.__name__ for t in types)
-            problems.append(Problem(path, None, dotted, f"must be {want}, got {type(value).__name__} {value!r}"))
+            problems.append(
+                Problem(path, None, dotted, f"must be {want}, got {type(value).__name__} {value!r}")
+            )
             continue
         if dotted in POSITIVE and value <= 0:
             problems.append(Problem(path, None, dotted, f"must be positive, got {value}"))
@@ -105,10 +107,14 @@ def validate_profile(data: Any, path: str, expected_name: str | None = None) -> 
             problems.append(Problem(path, None, dotted, f"is a fraction and must be in (0, 1], got {value}"))
     present, mode = _lookup(data, "boot_mode")
     if present and isinstance(mode, str) and mode not in BOOT_MODES:
-        problems.append(Problem(path, None, "boot_mode", f"must be one of {', '.join(BOOT_MODES)}, got {mode!r}"))
+        problems.append(
+            Problem(path, None, "boot_mode", f"must be one of {', '.join(BOOT_MODES)}, got {mode!r}")
+        )
     present, layer = _lookup(data, "ib.link_layer")
     if present and isinstance(layer, str) and layer not in LINK_LAYERS:
-        problems.append(Problem(path, None, "ib.link_layer", f"must be one of {', '.join(LINK_LAYERS)}, got {layer!r}"))
+        problems.append(
+            Problem(path, None, "ib.link_layer", f"must be one of {', '.join(LINK_LAYERS)}, got {layer!r}")
+        )
     name = data.get("name")
     if expected_name and isinstance(name, str) and name != expected_name:
         problems.append(Problem(path, None, "name", f"is {name!r} but the file is named {expected_name!r}"))
@@ -124,7 +130,9 @@ def load_profile(name: str, profiles_dir: Path) -> tuple[Profile | None, list[Pr
     path = profile_path(name, profiles_dir)
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in profiles_dir.glob("*.yml"))) or "none"
-        return None, [Problem(str(path), None, None, f"unknown profile {name!r} (profiles in {profiles_dir}: {known})")]
+        return None, [
+            Problem(str(path), None, None, f"unknown profile {name!r} (profiles in {profiles_dir}: {known})")
+        ]
     try:
         data = load_yaml_file(path)
     except YamlError as exc:

@@ -37,7 +37,9 @@ def load_yaml_text(text: str, source: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise YamlError(f"malformed YAML at{where}: {problem}" if where else f"malformed YAML: {problem}") from None
+        raise YamlError(
+            f"malformed YAML at{where}: {problem}" if where else f"malformed YAML: {problem}"
+        ) from None
 
 
 def load_yaml_file(path: Path) -> Any:

@@ -57,7 +57,9 @@ class Node(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True, doc="inventory host name")
-    serial: Mapped[str | None] = mapped_column(String(128), unique=True, doc="chassis serial, once discovered")
+    serial: Mapped[str | None] = mapped_column(
+        String(128), unique=True, doc="chassis serial, once discovered"
+    )
     rack: Mapped[str] = mapped_column(String(128), index=True)
     profile: Mapped[str] = mapped_column(String(128))
     state: Mapped[str] = mapped_column(String(32), index=True)
@@ -67,7 +69,9 @@ class Node(Base):
     hostname: Mapped[str | None] = mapped_column(String(256))
     ip: Mapped[str | None] = mapped_column(String(64))
     macs: Mapped[list[str]] = mapped_column(JSON, default=list)
-    hardware: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, doc="GPU UUIDs, HCA GUIDs, firmware...")
+    hardware: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict, doc="GPU UUIDs, HCA GUIDs, firmware..."
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -291,11 +291,17 @@ class FleetStore:
 
     # -- runs and results -----------------------------------------------------------------
 
-    def start_run(self, kind: str, rack: str | None = None, params: dict[str, Any] | None = None,
-                  actor: str | None = None) -> Run:
+    def start_run(
+        self,
+        kind: str,
+        rack: str | None = None,
+        params: dict[str, Any] | None = None,
+        actor: str | None = None,
+    ) -> Run:
         with self.session() as s:
-            run = Run(kind=kind, rack=rack, params=params or {}, actor=actor or default_actor(),
-                      status="running")
+            run = Run(
+                kind=kind, rack=rack, params=params or {}, actor=actor or default_actor(), status="running"
+            )
             s.add(run)
             s.flush()
             return run

@@ -133,8 +133,10 @@ BROKEN = {
           hosts:
             gpu001: {bmc_address: 10.0.0.1, rack_unit: 0, bmc_vendor: lenovo}
         """,
-        ["host gpu001: field bmc_vendor: must be one of dell, hpe, supermicro, generic, got 'lenovo'",
-         "host gpu001: field rack_unit: must be a positive integer, got 0"],
+        [
+            "host gpu001: field bmc_vendor: must be one of dell, hpe, supermicro, generic, got 'lenovo'",
+            "host gpu001: field rack_unit: must be a positive integer, got 0",
+        ],
     ),
     "group password and ansible_password": (
         """
@@ -143,8 +145,10 @@ BROKEN = {
           hosts:
             gpu001: {bmc_address: 10.0.0.1, rack_unit: 1, ansible_password: s3cret}
         """,
-        ["field bmc_password (group all vars): plaintext password",
-         "host gpu001: field ansible_password: plaintext password"],
+        [
+            "field bmc_password (group all vars): plaintext password",
+            "host gpu001: field ansible_password: plaintext password",
+        ],
     ),
 }
 
@@ -180,7 +184,9 @@ def test_credential_file_must_be_0600(invdir, tmp_path):
 def test_broken_profile_names_file_and_field(invdir, monkeypatch):
     monkeypatch.setenv("TEST_BMC_PASSWORD", "x")
     prof = invdir / "profiles" / "h100-sxm-8x400g.yml"
-    prof.write_text(prof.read_text().replace("count: 8 ", "count: eight ").replace("rate_gbps: 400", "rate_gbps: -1"))
+    prof.write_text(
+        prof.read_text().replace("count: 8 ", "count: eight ").replace("rate_gbps: 400", "rate_gbps: -1")
+    )
     write(invdir, "r09", GOOD)
     code, out = check(invdir, "r09")
     assert code == 1
@@ -197,15 +203,22 @@ def test_missing_inventory_lists_known_racks(invdir):
 def test_cli_entry_point_has_no_traceback(invdir):
     write(invdir, "bad", "all: [unclosed\n")
     env = {**os.environ, "BRINGUP_INVENTORY_DIR": str(invdir)}
-    proc = subprocess.run([sys.executable, "-m", "bringup", "inventory", "check", "bad"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bringup", "inventory", "check", "bad"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "malformed YAML" in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
 
 
 def test_vault_values_count_as_references(invdir):
-    text = GOOD.replace("bmc_password: env:TEST_BMC_PASSWORD",
-                        "bmc_password: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          6162")
+    text = GOOD.replace(
+        "bmc_password: env:TEST_BMC_PASSWORD",
+        "bmc_password: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          6162",
+    )
     write(invdir, "r09", text)
     rack, problems = load_rack("r09", invdir)
     assert rack is not None and rack.hosts[0].bmc_password.kind == "vault"
@@ -213,13 +226,24 @@ def test_vault_values_count_as_references(invdir):
 
 
 def test_merge_precedence_is_depth_then_host():
-    data = {"all": {"vars": {"a": 0, "b": 0}, "children": {"g1": {"vars": {"a": 1},
-            "children": {"g2": {"vars": {"a": 2}, "hosts": {"h": {"b": 3}}}}}}}}
+    data = {
+        "all": {
+            "vars": {"a": 0, "b": 0},
+            "children": {
+                "g1": {"vars": {"a": 1}, "children": {"g2": {"vars": {"a": 2}, "hosts": {"h": {"b": 3}}}}}
+            },
+        }
+    }
     merged, problems = merged_host_vars(data, "f")
     assert problems == [] and merged["h"] == {"a": 2, "b": 3}
 
 
 def test_plaintext_scan_ignores_references():
-    data = {"all": {"vars": {"bmc_password": "env:X", "api_token": "file:/t"}, "hosts": {"h": {"x_secret": "ok!"}}}}
+    data = {
+        "all": {
+            "vars": {"bmc_password": "env:X", "api_token": "file:/t"},
+            "hosts": {"h": {"x_secret": "ok!"}},
+        }
+    }
     problems = plaintext_secrets(data, "f")
     assert [(p.host, p.field) for p in problems] == [("h", "x_secret")]

@@ -8,7 +8,7 @@ HAPPY_PATH = ["enrolled", "discovered", "provisioning", "provisioned", "configur
 
 
 def test_happy_path_is_legal():
-    for a, b in zip(HAPPY_PATH, HAPPY_PATH[1:]):
+    for a, b in zip(HAPPY_PATH, HAPPY_PATH[1:], strict=False):
         check_transition("n1", State(a), State(b))
 
 
@@ -26,8 +26,17 @@ def test_retired_is_terminal():
     assert allowed_targets(State.RETIRED) == frozenset()
 
 
-@pytest.mark.parametrize(("a", "b"), [("enrolled", "golden"), ("configured", "golden"), ("failed", "burnin"),
-                                      ("enrolled", "repair"), ("retired", "enrolled"), ("golden", "golden")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("enrolled", "golden"),
+        ("configured", "golden"),
+        ("failed", "burnin"),
+        ("enrolled", "repair"),
+        ("retired", "enrolled"),
+        ("golden", "golden"),
+    ],
+)
 def test_illegal_transition_names_node_state_and_move(a, b):
     with pytest.raises(IllegalTransition) as err:
         check_transition("gpu007", State(a), State(b))

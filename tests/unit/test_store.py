@@ -44,7 +44,13 @@ def test_transitions_are_events_and_illegal_ones_raise(store_url):
         store.transition("gpu001", "golden", "skip burn-in")
     assert store.get_node("gpu001").state == "configured"
     events = store.history("gpu001")
-    assert [e.to_state for e in events] == ["enrolled", "discovered", "provisioning", "provisioned", "configured"]
+    assert [e.to_state for e in events] == [
+        "enrolled",
+        "discovered",
+        "provisioning",
+        "provisioned",
+        "configured",
+    ]
     assert all(e.actor for e in events) and events[-1].from_state == "provisioned"
 
 
@@ -65,8 +71,15 @@ def test_results_committed_and_latest_per_check(store_url):
     store = FleetStore(store_url)
     _enroll(store, 1)
     run = store.start_run("burnin", "r01", {"stages": ["preflight"]})
-    store.add_result("gpu001", "preflight", "gpu_count", "FAIL", run_id=run.id, evidence="7 GPUs",
-                     findings=[{"severity": "error", "action": "RESEAT", "evidence": "GPU 3 missing"}])
+    store.add_result(
+        "gpu001",
+        "preflight",
+        "gpu_count",
+        "FAIL",
+        run_id=run.id,
+        evidence="7 GPUs",
+        findings=[{"severity": "error", "action": "RESEAT", "evidence": "GPU 3 missing"}],
+    )
     store.add_result("gpu001", "preflight", "gpu_count", "PASS", run_id=run.id, metrics={"gpus": 8})
     store.add_result("gpu001", "preflight", "ecc", "UNKNOWN", run_id=run.id)
     with pytest.raises(StoreError, match="verdict"):

@@ -1,0 +1,129 @@
+"""`bringup lab up|down|status`: the virtual rack on this machine (root, network namespaces)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _rack(ctx: click.Context, name: str, lab_dir: Path | None):
+    from bringup.lab.rack import VirtualRack
+
+    return VirtualRack(name, lab_dir, ctx.find_root().obj["inventory_dir"])
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0:
+        raise click.ClickException("the virtual rack needs root (network namespaces, mounts)")
+
+
+name_option = click.option(
+    "--name", default="lab", show_default=True, help="Lab name; its inventory is <inventory-dir>/<name>.yml."
+)
+dir_option = click.option(
+    "--lab-dir",
+    envvar="BRINGUP_LAB_DIR",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where lab state lives (default ./.lab).",
+)
+
+
+@click.group()
+def lab() -> None:
+    """The virtual rack: fake nodes, fake BMCs and stand-in hardware tools."""
+
+
+@lab.command("up")
+@click.option("--nodes", "count", default=4, show_default=True, type=click.IntRange(1, 250))
+@click.option(
+    "--faults",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Fault spec YAML: which stand-in faults each node carries.",
+)
+@click.option(
+    "--profile", default="h100-sxm-8x400g", show_default=True, help="Hardware profile of the lab nodes."
+)
+@name_option
+@dir_option
+@click.pass_context
+def lab_up(
+    ctx: click.Context, count: int, faults: Path | None, profile: str, name: str, lab_dir: Path | None
+) -> None:
+    """Start N fake nodes (sshd in network namespaces) and a Redfish BMC for each."""
+    _need_root()
+    rack = _rack(ctx, name, lab_dir)
+    t0 = time.monotonic()
+    with console.status(f"starting lab {name} with {count} node(s)..."):
+        state = rack.up(count, faults, profile)
+    elapsed = time.monotonic() - t0
+    table = Table(title=f"lab {name}: {count} node(s) up in {elapsed:.1f} s (prefix {state.prefix})")
+    for col in ("node", "ip", "mac", "serial", "bmc", "faults"):
+        table.add_column(col)
+    for n in state.nodes:
+        table.add_row(n.name, n.ip, n.mac, n.serial, n.bmc_address, ", ".join(n.faults) or "-")
+    console.print(table)
+    console.print(f"inventory: {state.inventory}")
+    console.print(f"ssh:       ssh -i {state.ssh_key} -o StrictHostKeyChecking=no root@{state.nodes[0].ip}")
+    console.print(f"next:      bringup inventory check {name}   |   bringup lab down --name {name}")
+
+
+@lab.command("down")
+@name_option
+@dir_option
+@click.pass_context
+def lab_down(ctx: click.Context, name: str, lab_dir: Path | None) -> None:
+    """Stop the lab and remove every namespace, link, mount and process it made."""
+    _need_root()
+    removed = _rack(ctx, name, lab_dir).down()
+    if removed:
+        click.echo(f"lab {name}: removed {len(removed)} thing(s)")
+        for item in removed:
+            click.echo(f"  {item}")
+    else:
+        click.echo(f"lab {name}: nothing to take down")
+
+
+@lab.command("status")
+@name_option
+@dir_option
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def lab_status(ctx: click.Context, name: str, lab_dir: Path | None, as_json: bool) -> None:
+    """Is the lab up, and does every node answer SSH and every BMC HTTP?"""
+    status = _rack(ctx, name, lab_dir).status()
+    if as_json:
+        click.echo(json.dumps(status, indent=2))
+    elif not status["up"]:
+        extra = (
+            f" (leftover namespaces: {', '.join(status['leftovers'])}; run lab down)"
+            if status["leftovers"]
+            else ""
+        )
+        click.echo(f"lab {name}: down{extra}")
+    else:
+        table = Table(
+            title=f"lab {name}: {'healthy' if status['healthy'] else 'DEGRADED'} (prefix {status['prefix']})"
+        )
+        for col in ("node", "ip", "netns", "ssh", "bmc", "faults"):
+            table.add_column(col)
+        for n in status["nodes"]:
+            table.add_row(
+                n["name"],
+                n["ip"],
+                *("ok" if n[k] else "DOWN" for k in ("netns", "ssh", "bmc")),
+                ", ".join(n["faults"]) or "-",
+            )
+        console.print(table)
+        console.print(f"inventory: {status['inventory']}")
+    sys.exit(0 if status["up"] and status.get("healthy") else 1 if status["up"] else 3)

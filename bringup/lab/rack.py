@@ -1,0 +1,345 @@
+"""The virtual rack: fake nodes + one Redfish BMC per node + stand-in tools, as one unit.
+
+A lab is named (default ``lab``); its run id, and so the prefix on every namespace, link and
+mount, is derived from the name. That makes ``lab down`` able to find and remove everything a
+lab made even when its state file is gone, while two labs with different names (parallel test
+workers) never collide. State lives in ``<lab root>/<name>/``: ``lab.json``, the SSH key, the
+BMC password file, the nodes' overlay directories and logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bringup.lab import network
+from bringup.lab.base_image import ensure_base_image
+from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
+from bringup.lab.faults import FaultSpec, load_fault_spec
+from bringup.lab.naming import LabNames
+from bringup.lab.nodes import FakeNode, NodeSpec, start_nodes, stop_nodes
+from bringup.lab.standins import install_standins
+
+DEFAULT_NAME = "lab"
+DEFAULT_PROFILE = "h100-sxm-8x400g"
+BMC_PORT = 8000  # per-lab BMC addresses are unique, so every lab can use the same port
+BMC_USER = "root"
+STATE_FILE = "lab.json"
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def default_lab_root() -> Path:
+    return Path(os.environ.get("BRINGUP_LAB_DIR", ".lab"))
+
+
+def run_id_for(name: str) -> str:
+    """The lab's run id: stable for a name, so a lab can be found and swept without its state."""
+    return hashlib.sha256(name.encode()).hexdigest()[:6]
+
+
+@dataclass
+class LabNode:
+    name: str
+    index: int
+    ip: str
+    mac: str
+    serial: str
+    uuid: str
+    bmc_address: str
+    faults: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LabState:
+    name: str
+    run_id: str
+    prefix: str
+    state_dir: str
+    inventory: str
+    created_at: str
+    bridge: str = ""
+    node_subnet: str = ""
+    bmc_subnet: str = ""
+    bmc_port: int = BMC_PORT
+    ssh_key: str = ""
+    fault_spec: str | None = None
+    nodes: list[LabNode] = field(default_factory=list)
+
+    def save(self) -> None:
+        path = Path(self.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LabState | None:
+        path = state_dir / STATE_FILE
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        data["nodes"] = [LabNode(**n) for n in data.get("nodes", [])]
+        return cls(**data)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+
+
+def _make_ssh_key(state_dir: Path) -> tuple[Path, str]:
+    """An ed25519 key pair for root on every node (OpenSSH format, readable by ssh and paramiko)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
+    path = state_dir / "id_ed25519"
+    _write_private(path, private)
+    (state_dir / "id_ed25519.pub").write_text(f"{public} bringup-lab\n")
+    return path, f"{public} bringup-lab"
+
+
+def render_inventory(state: LabState, inventory_path: Path, password_file: Path, profile: str) -> str:
+    """The lab's rack inventory: the same shape as a production rack's (no faults in it)."""
+    rel = os.path.relpath(password_file, inventory_path.parent.resolve())
+    key_rel = os.path.relpath(state.ssh_key, inventory_path.parent.resolve())
+    hosts = {
+        n.name: {"bmc_address": n.bmc_address, "rack_unit": n.index + 1, "ansible_host": n.ip}
+        for n in state.nodes
+    }
+    doc = {
+        "all": {
+            "vars": {
+                "profile": profile,
+                "bmc_vendor": "generic",
+                "bmc_username": BMC_USER,
+                "bmc_password": f"file:{rel}",
+                "ansible_user": "root",
+                "ansible_ssh_private_key_file": "{{ inventory_dir }}/" + key_rel,
+                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+                "ansible_python_interpreter": "/usr/bin/python3",
+                "ansible_pipelining": True,
+            },
+            "children": {state.name: {"hosts": hosts}},
+        }
+    }
+    header = (
+        f"# The virtual rack {state.name!r}, written by `bringup lab up` (run {state.run_id}); rewritten on\n"
+        "# every lab up. Same shape as a production rack: BMC credentials by reference, never in here.\n"
+    )
+    return header + yaml.safe_dump(doc, sort_keys=False, width=120)
+
+
+class VirtualRack:
+    def __init__(self, name: str = DEFAULT_NAME, root: Path | None = None, inventory_dir: Path | None = None):
+        self.name = name
+        self.names = LabNames(run_id_for(name))
+        self.state_dir = ((root or default_lab_root()) / name).resolve()
+        self.inventory_path = (inventory_dir or Path("inventories")) / f"{name}.yml"
+
+    # -- up -------------------------------------------------------------------------------
+
+    def up(self, nodes: int = 4, faults: Path | None = None, profile: str = DEFAULT_PROFILE) -> LabState:
+        if nodes < 1:
+            raise LabError("a lab needs at least one node")
+        current = LabState.load(self.state_dir)
+        if current is not None or network.netns_names(self.names.prefix):
+            raise LabError(
+                f"lab {self.name!r} is already up (prefix {self.names.prefix}); run `bringup lab down` first"
+            )
+        spec = load_fault_spec(faults) if faults else FaultSpec({})
+        lab_nodes = [f"node{i:02d}" for i in range(1, nodes + 1)]
+        unknown = sorted(set(spec.faulty_nodes()) - set(lab_nodes))
+        if unknown:
+            raise LabError(
+                f"fault spec {faults} names node(s) the lab does not have: {', '.join(unknown)} "
+                f"(this lab has node01..node{nodes:02d})"
+            )
+        base = ensure_base_image()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        state = LabState(
+            name=self.name,
+            run_id=self.names.run_id,
+            prefix=self.names.prefix,
+            state_dir=str(self.state_dir),
+            inventory=str(self.inventory_path.resolve()),
+            created_at=datetime.now(timezone.utc).isoformat(),
+            fault_spec=str(Path(faults).resolve()) if faults else None,
+        )
+        state.save()  # from here on, `lab down` can clean up whatever happens
+        try:
+            self._up(state, lab_nodes, spec, base, profile)
+        except BaseException:
+            self.down()
+            raise
+        return state
+
+    def _up(self, state: LabState, lab_nodes: list[str], spec: FaultSpec, base: Path, profile: str) -> None:
+        net = network.create_network(self.names)
+        state.bridge, state.node_subnet, state.bmc_subnet = (
+            net.bridge,
+            str(net.node_subnet),
+            str(net.bmc_subnet),
+        )
+        key_path, public_key = _make_ssh_key(self.state_dir)
+        state.ssh_key = str(key_path)
+        for i, name in enumerate(lab_nodes):
+            state.nodes.append(
+                LabNode(
+                    name=name,
+                    index=i,
+                    ip=str(net.node_ip(i)),
+                    mac=self.names.mac(i),
+                    serial=f"LAB{self.names.run_id}{i + 1:03d}".upper(),
+                    uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"bringup-lab/{self.names.run_id}/{name}")),
+                    bmc_address=bmc_url(str(net.bmc_ip(i)), BMC_PORT),
+                    faults=list(spec.faults_for(name)),
+                )
+            )
+        state.save()
+
+        def node_prepare(node: LabNode):
+            def prepare(root: Path) -> None:
+                install_standins(root, node.faults)
+                ident = {"name": node.name, "serial": node.serial, "uuid": node.uuid, "mac": node.mac}
+                (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
+                (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
+
+            return prepare
+
+        specs = [NodeSpec(n.name, n.index, n.mac, node_prepare(n)) for n in state.nodes]
+        start_nodes(self.names, net, specs, base, self.state_dir, public_key)
+
+        password = secrets.token_urlsafe(18)
+        password_file = self.state_dir / "bmc-password"
+        _write_private(password_file, password + "\n")
+        for i in range(len(state.nodes)):
+            network.add_bmc_address(net, net.bmc_ip(i))
+        systems = [
+            BmcSystem(
+                name=n.name, uuid=n.uuid, serial=n.serial, macs=[n.mac], address=str(net.bmc_ip(n.index))
+            )
+            for n in state.nodes
+        ]
+        BmcEmulator(systems, BMC_PORT, self.state_dir / "bmc", BMC_USER, password).start()
+
+        self.inventory_path.parent.mkdir(parents=True, exist_ok=True)
+        text = render_inventory(state, self.inventory_path, password_file, profile)
+        tmp = self.inventory_path.with_suffix(".yml.tmp")
+        tmp.write_text(text)
+        tmp.replace(self.inventory_path)
+        state.save()
+
+    # -- down -----------------------------------------------------------------------------
+
+    def down(self) -> list[str]:
+        """Remove everything the lab made; works without a state file and after a crash."""
+        removed: list[str] = []
+        state = LabState.load(self.state_dir)
+        if BmcEmulator.stop_from_state(self.state_dir / "bmc"):
+            removed.append("bmc emulator")
+        if state is not None and state.nodes:
+            fake = [
+                FakeNode(
+                    name=n.name,
+                    index=n.index,
+                    netns=self.names.netns(n.name),
+                    ip=n.ip,
+                    mac=n.mac,
+                    root=self.state_dir / "nodes" / n.name / "root",
+                    upper=self.state_dir / "nodes" / n.name / "upper",
+                    pid=None,
+                    veth_host=self.names.veth_host(n.index),
+                )
+                for n in state.nodes
+            ]
+            stop_nodes(fake)
+        removed += network.sweep(self.names.prefix, self.state_dir)
+        network.destroy_network(self.names)
+        if self.state_dir.exists():
+            _remove_state_dir(self.state_dir, self.names.prefix)
+            removed.append(str(self.state_dir))
+        return removed
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        state = LabState.load(self.state_dir)
+        namespaces = network.netns_names(self.names.prefix)
+        if state is None:
+            return {"name": self.name, "up": False, "prefix": self.names.prefix, "leftovers": namespaces}
+        bmc_pid = _read_pid(self.state_dir / "bmc" / "bmc.pid")
+        nodes = []
+        for n in state.nodes:
+            nodes.append(
+                {
+                    **asdict(n),
+                    "netns": self.names.netns(n.name) in namespaces,
+                    "ssh": _port_open(n.ip, 22),
+                    "bmc": _port_open(n.bmc_address.split("//")[1].split(":")[0], state.bmc_port),
+                }
+            )
+        healthy = all(n["netns"] and n["ssh"] and n["bmc"] for n in nodes) and bmc_pid is not None
+        return {
+            "name": self.name,
+            "up": True,
+            "healthy": healthy,
+            "prefix": state.prefix,
+            "state_dir": state.state_dir,
+            "inventory": state.inventory,
+            "bridge": state.bridge,
+            "node_subnet": state.node_subnet,
+            "bmc_subnet": state.bmc_subnet,
+            "bmc_pid": bmc_pid,
+            "ssh_key": state.ssh_key,
+            "fault_spec": state.fault_spec,
+            "nodes": nodes,
+        }
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        pid = int(path.read_text().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _remove_state_dir(path: Path, prefix: str) -> None:
+    """Delete the lab's directory, refusing to descend into a mount that is still there."""
+    still = network.lab_mounts(prefix, path)
+    if still:
+        raise LabError(f"not removing {path}: still mounted: {', '.join(still)}")
+    shutil.rmtree(path, ignore_errors=False)

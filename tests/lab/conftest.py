@@ -1,0 +1,51 @@
+"""Fixtures that start the virtual rack for integration tests (root + network namespaces).
+
+One lab per xdist worker per session, with its own name (so its own prefix and subnets),
+state dir and inventory dir; torn down at the end of the session whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import unavailable
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        unavailable("the virtual rack needs root")
+    if shutil.which("debootstrap") is None or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
+        unavailable("debootstrap and openssh-server are needed (make test installs them)")
+
+
+def lab_inventory_dir(base: Path) -> Path:
+    """An inventory dir holding the shipped profiles, for a lab to write its inventory into."""
+    base.mkdir(parents=True, exist_ok=True)
+    if not (base / "profiles").exists():
+        shutil.copytree(REPO / "inventories" / "profiles", base / "profiles")
+    return base
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A running 4-node virtual rack; yields (VirtualRack, LabState)."""
+    require_root()
+    from bringup.lab.rack import VirtualRack
+
+    root = tmp_path_factory.mktemp("lab")
+    rack = VirtualRack(f"t{uuid.uuid4().hex[:8]}", root / "state", lab_inventory_dir(root / "inventories"))
+    fault_spec = root / "faults.yml"
+    fault_spec.write_text("nodes:\n  node02: [gpu-hw-slowdown]\n  node03: [pcie-nic-downtrained]\n")
+    try:
+        state = rack.up(4, fault_spec)
+        yield rack, state
+    finally:
+        rack.down()
