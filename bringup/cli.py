@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from bringup import __version__
 from bringup.credentials import CredentialError
@@ -18,9 +16,7 @@ from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore, StoreError
 from bringup.inventory import default_inventory_dir, load_rack
-
-console = Console()
-err_console = Console(stderr=True)
+from bringup.ui import console, err_console, table
 
 # Errors a user can act on: one clear line, exit 1, never a traceback.
 USER_ERRORS = (StoreError, IllegalTransition, CredentialError, ValueError, OSError)
@@ -191,11 +187,9 @@ def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json:
     if as_json:
         click.echo(json.dumps([node_record(n) for n in found], indent=2))
         return
-    table = Table(title=f"{len(found)} node(s)")
-    for col in ("name", "serial", "rack", "U", "state", "profile", "bmc", "ip"):
-        table.add_column(col)
+    out = table(f"{len(found)} node(s)", "name", "serial", "rack", "U", "state", "profile", "bmc", "ip")
     for n in found:
-        table.add_row(
+        out.add_row(
             n.name,
             n.serial or "-",
             n.rack,
@@ -205,7 +199,7 @@ def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json:
             n.bmc_address or "-",
             n.ip or "-",
         )
-    console.print(table)
+    console.print(out)
 
 
 @nodes.command("show")
@@ -248,17 +242,13 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     for key, value in record.items():
         if value not in (None, [], {}):
             console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
-    table = Table(title="history")
-    for col in ("time", "event", "reason", "actor"):
-        table.add_column(col)
+    out = table("history", "time", "event", "reason", "actor")
     for e in history:
         what = f"{e.from_state or '-'} -> {e.to_state}" if e.kind == "transition" else e.kind
-        table.add_row(e.time.strftime("%Y-%m-%d %H:%M:%S"), what, e.reason, e.actor)
-    console.print(table)
+        out.add_row(e.time.strftime("%Y-%m-%d %H:%M:%S"), what, e.reason, e.actor)
+    console.print(out)
     if results:
-        rt = Table(title="latest results")
-        for col in ("stage", "check", "verdict", "findings", "time"):
-            rt.add_column(col)
+        rt = table("latest results", "stage", "check", "verdict", "findings", "time")
         for r in results:
             rt.add_row(r.stage, r.check, r.verdict, str(len(r.findings)), r.time.strftime("%Y-%m-%d %H:%M"))
         console.print(rt)

@@ -3,8 +3,8 @@
 set -euo pipefail
 PACKAGES=(
   openssh-server openssh-client   # sshd inside fake nodes; ssh for Ansible
-  debootstrap                     # the cached base root filesystem of fake nodes
-  iproute2 psmisc util-linux      # namespaces, veth, bridges; fuser; unshare, mount
+  debootstrap debian-archive-keyring  # the cached base root filesystem of fake nodes
+  iproute2 util-linux mount procps    # namespaces, veth, bridges; unshare, nsenter, pivot_root; ps
   postgresql                      # the fleet store's PostgreSQL tests run against a real server
   python3 python3-venv            # the project's virtualenv
   ca-certificates

@@ -224,8 +224,13 @@ def serve(config: dict[str, Any]) -> None:
     while not stop.wait(0.5):
         if not all(t.is_alive() for t in threads):
             break
+    # shutdown() waits up to a poll interval (0.5 s) per server: do them all at once.
+    stoppers = [threading.Thread(target=srv.shutdown) for srv in servers]
+    for t in stoppers:
+        t.start()
+    for t in stoppers:
+        t.join(5)
     for srv in servers:
-        srv.shutdown()
         srv.server_close()
 
 

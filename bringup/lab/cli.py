@@ -9,10 +9,8 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-console = Console()
+from bringup.ui import console, table
 
 
 def _rack(ctx: click.Context, name: str, lab_dir: Path | None):
@@ -67,12 +65,18 @@ def lab_up(
     with console.status(f"starting lab {name} with {count} node(s)..."):
         state = rack.up(count, faults, profile)
     elapsed = time.monotonic() - t0
-    table = Table(title=f"lab {name}: {count} node(s) up in {elapsed:.1f} s (prefix {state.prefix})")
-    for col in ("node", "ip", "mac", "serial", "bmc", "faults"):
-        table.add_column(col)
+    out = table(
+        f"lab {name}: {count} node(s) up in {elapsed:.1f} s (prefix {state.prefix})",
+        "node",
+        "ip",
+        "mac",
+        "serial",
+        "bmc",
+        "faults",
+    )
     for n in state.nodes:
-        table.add_row(n.name, n.ip, n.mac, n.serial, n.bmc_address, ", ".join(n.faults) or "-")
-    console.print(table)
+        out.add_row(n.name, n.ip, n.mac, n.serial, n.bmc_address, ", ".join(n.faults) or "-")
+    console.print(out)
     console.print(f"inventory: {state.inventory}")
     console.print(f"ssh:       ssh -i {state.ssh_key} -o StrictHostKeyChecking=no root@{state.nodes[0].ip}")
     console.print(f"next:      bringup inventory check {name}   |   bringup lab down --name {name}")
@@ -112,18 +116,17 @@ def lab_status(ctx: click.Context, name: str, lab_dir: Path | None, as_json: boo
         )
         click.echo(f"lab {name}: down{extra}")
     else:
-        table = Table(
-            title=f"lab {name}: {'healthy' if status['healthy'] else 'DEGRADED'} (prefix {status['prefix']})"
+        health = "healthy" if status["healthy"] else "DEGRADED"
+        out = table(
+            f"lab {name}: {health} (prefix {status['prefix']})", "node", "ip", "netns", "ssh", "bmc", "faults"
         )
-        for col in ("node", "ip", "netns", "ssh", "bmc", "faults"):
-            table.add_column(col)
         for n in status["nodes"]:
-            table.add_row(
+            out.add_row(
                 n["name"],
                 n["ip"],
                 *("ok" if n[k] else "DOWN" for k in ("netns", "ssh", "bmc")),
                 ", ".join(n["faults"]) or "-",
             )
-        console.print(table)
+        console.print(out)
         console.print(f"inventory: {status['inventory']}")
     sys.exit(0 if status["up"] and status.get("healthy") else 1 if status["up"] else 3)

@@ -113,13 +113,14 @@ def _used_networks() -> list[ipaddress.IPv4Network]:
     return used
 
 
-def _pick_free_subnets(count: int) -> list[ipaddress.IPv4Network]:
+def _pick_free_subnets(count: int, seed: str) -> list[ipaddress.IPv4Network]:
     used = _used_networks()
     free = [s for s in POOL.subnets(new_prefix=24) if not any(s.overlaps(u) for u in used)]
     if len(free) < count:
         raise LabError(f"no {count} free /24s left in {POOL} (set BRINGUP_LAB_POOL)")
-    # Random order: a process that picks subnets without our lock is unlikely to clash with us.
-    return random.sample(free, count)
+    # Spread by the run id: a process that picks subnets without our lock is unlikely to clash
+    # with us, and the same lab gets the same subnets each time (a stable lab inventory).
+    return random.Random(seed).sample(free, count)
 
 
 def link_exists(name: str) -> bool:
@@ -135,7 +136,7 @@ def create_network(names: LabNames) -> LabNetwork:
     if link_exists(names.bridge):
         raise LabError(f"bridge {names.bridge} already exists: destroy_network() or sweep() it first")
     with flocked(RUN_DIR / "net.lock"):
-        node_subnet, bmc_subnet = _pick_free_subnets(2)
+        node_subnet, bmc_subnet = _pick_free_subnets(2, names.run_id)
         net = LabNetwork(names.bridge, node_subnet, bmc_subnet, node_subnet.network_address + 1)
         try:
             run_cmd(["ip", "link", "add", names.bridge, "type", "bridge"])

@@ -277,6 +277,7 @@ class VirtualRack:
                 for n in state.nodes
             ]
             stop_nodes(fake)
+            removed += [f"node {n.name}" for n in state.nodes]
         removed += network.sweep(self.names.prefix, self.state_dir)
         network.destroy_network(self.names)
         if self.state_dir.exists():
