@@ -16,10 +16,12 @@ from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore, StoreError
 from bringup.inventory import default_inventory_dir, load_rack
+from bringup.lab.bmc import BmcError
+from bringup.lab.network import LabError
 from bringup.ui import console, err_console, table
 
 # Errors a user can act on: one clear line, exit 1, never a traceback.
-USER_ERRORS = (StoreError, IllegalTransition, CredentialError, ValueError, OSError)
+USER_ERRORS = (StoreError, IllegalTransition, CredentialError, LabError, BmcError, ValueError, OSError)
 
 
 class FriendlyGroup(click.Group):

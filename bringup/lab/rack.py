@@ -28,6 +28,7 @@ from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.lab.faults import FaultSpec, load_fault_spec
 from bringup.lab.naming import LabNames
+from bringup.lab.network import LabError
 from bringup.lab.nodes import FakeNode, NodeSpec, start_nodes, stop_nodes
 from bringup.lab.standins import install_standins
 
@@ -36,10 +37,6 @@ DEFAULT_PROFILE = "h100-sxm-8x400g"
 BMC_PORT = 8000  # per-lab BMC addresses are unique, so every lab can use the same port
 BMC_USER = "root"
 STATE_FILE = "lab.json"
-
-
-class LabError(RuntimeError):
-    pass
 
 
 def default_lab_root() -> Path:
