@@ -5,6 +5,9 @@ knows it (DESIGN.md idea 1). Events are the node's history: every lifecycle tran
 anything else worth a line (a power action, a changed serial). Runs group the work of one
 command; check results hold verdict, metrics, findings and the raw evidence, so a result can
 be judged again when a threshold changes.
+
+Rows leave the store detached (short sessions), so there are no lazy relationships to trip
+over: ask the store for a node's history or results.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Bump when the schema changes, and add the step to store.MIGRATIONS.
 SCHEMA_VERSION = 1
@@ -75,8 +78,6 @@ class Node(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    events: Mapped[list[Event]] = relationship(back_populates="node", order_by="Event.id")
-
     @property
     def key(self) -> str:
         """The node's identity: its serial once known, its inventory name before."""
@@ -110,8 +111,6 @@ class Event(Base):
     reason: Mapped[str] = mapped_column(Text)
     actor: Mapped[str] = mapped_column(String(128))
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-
-    node: Mapped[Node] = relationship(back_populates="events")
 
 
 class CheckResult(Base):

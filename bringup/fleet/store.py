@@ -94,7 +94,9 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the write lock up front; readers never wait for writers in WAL mode.
+        readonly = conn.get_execution_options().get("bringup_readonly", False)
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
 
 class FleetStore:
@@ -107,6 +109,9 @@ class FleetStore:
             else:
                 self.engine = create_engine(url, pool_pre_ping=True)
             self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+            self._readers = sessionmaker(
+                self.engine.execution_options(bringup_readonly=True), expire_on_commit=False
+            )
             self._upgrade()
         except OperationalError as exc:
             raise StoreError(f"cannot open fleet store {redact_url(url)}: {exc.orig}") from None
@@ -153,8 +158,14 @@ class FleetStore:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """One short transaction: committed on success, rolled back on error."""
+        """One short write transaction: committed on success, rolled back on error."""
         with self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """One short read-only transaction (on SQLite it does not queue behind writers)."""
+        with self._readers() as session, session.begin():
             yield session
 
     @staticmethod
@@ -205,7 +216,7 @@ class FleetStore:
             return node, created
 
     def get_node(self, key: str) -> Node:
-        with self.session() as s:
+        with self.reading() as s:
             return self._find(s, key)
 
     def list_nodes(self, rack: str | None = None, state: str | State | None = None) -> list[Node]:
@@ -214,7 +225,7 @@ class FleetStore:
             stmt = stmt.where(Node.rack == rack)
         if state:
             stmt = stmt.where(Node.state == parse_state(state).value)
-        with self.session() as s:
+        with self.reading() as s:
             return list(s.execute(stmt).scalars())
 
     def update_node(self, key: str, **fields: Any) -> Node:
@@ -285,7 +296,7 @@ class FleetStore:
             return ev
 
     def history(self, key: str) -> list[Event]:
-        with self.session() as s:
+        with self.reading() as s:
             node = self._find(s, key)
             return list(s.execute(select(Event).where(Event.node_id == node.id).order_by(Event.id)).scalars())
 
@@ -317,7 +328,7 @@ class FleetStore:
             return run
 
     def get_run(self, run_id: int) -> Run:
-        with self.session() as s:
+        with self.reading() as s:
             run = s.get(Run, run_id)
             if run is None:
                 raise StoreError(f"no run {run_id}")
@@ -357,7 +368,7 @@ class FleetStore:
 
     def latest_results(self, key: str) -> list[CheckResult]:
         """The newest result of every (stage, check) of a node."""
-        with self.session() as s:
+        with self.reading() as s:
             node = self._find(s, key)
             rows = s.execute(
                 select(CheckResult).where(CheckResult.node_id == node.id).order_by(CheckResult.id.desc())

@@ -207,3 +207,15 @@ def test_two_writers_lose_nothing(store_url):
         assert len(moves) == 1 and store.get_node(name).state == "burnin"
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM check_results")).scalar() == 2 * RESULTS
+
+
+def test_sqlite_readers_do_not_queue_behind_a_writer(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    writer, reader = FleetStore(url), FleetStore(url)
+    _enroll(writer, 2)
+    with writer.session() as s:  # holds the write lock until the block ends
+        node = s.execute(text("SELECT id FROM nodes WHERE name = 'gpu001'")).scalar()
+        s.execute(text("UPDATE nodes SET ip = '10.0.0.99' WHERE id = :i"), {"i": node})
+        # A writer-style transaction here would wait for the lock (and fail after the timeout).
+        assert [n.ip for n in reader.list_nodes()] == [None, None]
+    assert reader.get_node("gpu001").ip == "10.0.0.99"
