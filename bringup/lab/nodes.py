@@ -125,7 +125,8 @@ def _ensure_netns_dir(names: LabNames) -> None:
             run_cmd(["ip", "netns", "del", probe])
 
 
-def _host_key() -> tuple[bytes, bytes]:
+def ed25519_keypair() -> tuple[bytes, bytes]:
+    """(private key in OpenSSH format, public key line): node host keys and the lab's login key."""
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
@@ -142,7 +143,7 @@ def _write(path: Path, data: str | bytes, mode: int) -> None:
 
 def _write_identity(node: FakeNode, authorized_key: str) -> None:
     root = node.root
-    private, public = _host_key()
+    private, public = ed25519_keypair()
     _write(root / "etc/ssh/ssh_host_ed25519_key", private, 0o600)
     _write(root / "etc/ssh/ssh_host_ed25519_key.pub", public + f" root@{node.name}\n".encode(), 0o644)
     _write(root / "etc/hostname", node.name + "\n", 0o644)

@@ -29,7 +29,7 @@ from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.lab.faults import FaultSpec, load_fault_spec
 from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError
-from bringup.lab.nodes import FakeNode, NodeSpec, start_nodes, stop_nodes
+from bringup.lab.nodes import FakeNode, NodeSpec, ed25519_keypair, start_nodes, stop_nodes
 from bringup.lab.standins import install_standins
 
 DEFAULT_NAME = "lab"
@@ -100,23 +100,13 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def _make_ssh_key(state_dir: Path) -> tuple[Path, str]:
-    """An ed25519 key pair for root on every node (OpenSSH format, readable by ssh and paramiko)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-        .decode()
-    )
+    """The key pair root logs in with on every node (OpenSSH format: ssh and paramiko read it)."""
+    private, public = ed25519_keypair()
     path = state_dir / "id_ed25519"
-    _write_private(path, private)
-    (state_dir / "id_ed25519.pub").write_text(f"{public} bringup-lab\n")
-    return path, f"{public} bringup-lab"
+    _write_private(path, private.decode())
+    line = f"{public.decode()} bringup-lab"
+    (state_dir / "id_ed25519.pub").write_text(line + "\n")
+    return path, line
 
 
 def render_inventory(state: LabState, inventory_path: Path, password_file: Path, profile: str) -> str:
