@@ -73,6 +73,14 @@ def parse_ref(value: object, base_dir: Path | None = None) -> CredentialRef:
     raise CredentialError(f"plaintext password in inventory; {HOW_TO_REFERENCE}")
 
 
+def write_secret_file(path: Path, text: str) -> None:
+    """Write a secret readable by its owner only (0600, also when the file already existed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
 def file_problem(ref: CredentialRef) -> str | None:
     """Why a ``file:`` reference cannot be used (missing, or readable by others), or None."""
     path = Path(ref.target)

@@ -66,12 +66,8 @@ class Profile:
     data: dict[str, Any] = field(repr=False)
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        value: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(value, dict) or part not in value:
-                return default
-            value = value[part]
-        return value
+        present, value = _lookup(self.data, dotted)
+        return value if present else default
 
 
 def _lookup(data: Any, dotted: str) -> tuple[bool, Any]:

@@ -31,6 +31,7 @@ from pathlib import Path
 import bcrypt
 
 import bringup
+from bringup.credentials import write_secret_file
 
 SERVER_MODULE = "bringup.lab.bmc_server"
 # bcrypt cost for the lab htpasswd: sushy re-checks the hash on EVERY request, and cost 12
@@ -120,7 +121,7 @@ class BmcEmulator:
         sushy_state.mkdir()
         self._ready_path.unlink(missing_ok=True)
         htpasswd = self.state_dir / "htpasswd"
-        _write_private(htpasswd, _htpasswd_line(self.username, self._password))
+        write_secret_file(htpasswd, _htpasswd_line(self.username, self._password))
         config = {
             "port": self.port,
             "auth_file": str(htpasswd),
@@ -129,7 +130,7 @@ class BmcEmulator:
             "external_notification_url": self.external_notification_url,
             "systems": [asdict(s) for s in self.systems],
         }
-        _write_private(self.config_path, json.dumps(config, indent=2) + "\n")
+        write_secret_file(self.config_path, json.dumps(config, indent=2) + "\n")
 
         env = dict(os.environ)
         env.pop("SUSHY_EMULATOR_CONFIG", None)
@@ -257,12 +258,6 @@ def _validate(systems: list[BmcSystem], port: int, username: str) -> None:
 def _htpasswd_line(username: str, password: str) -> str:
     digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=_BCRYPT_ROUNDS)).decode()
     return f"{username}:{digest}\n"
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
 
 
 def _read_pid(path: Path) -> int | None:

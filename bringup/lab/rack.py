@@ -20,9 +20,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
+from bringup.credentials import write_secret_file
 from bringup.lab import network
 from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
@@ -92,18 +94,11 @@ class LabState:
         return cls(**data)
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o600)
-
-
 def _make_ssh_key(state_dir: Path) -> tuple[Path, str]:
     """The key pair root logs in with on every node (OpenSSH format: ssh and paramiko read it)."""
     private, public = ed25519_keypair()
     path = state_dir / "id_ed25519"
-    _write_private(path, private.decode())
+    write_secret_file(path, private.decode())
     line = f"{public.decode()} bringup-lab"
     (state_dir / "id_ed25519.pub").write_text(line + "\n")
     return path, line
@@ -222,7 +217,7 @@ class VirtualRack:
 
         password = secrets.token_urlsafe(18)
         password_file = self.state_dir / "bmc-password"
-        _write_private(password_file, password + "\n")
+        write_secret_file(password_file, password + "\n")
         for i in range(len(state.nodes)):
             network.add_bmc_address(net, net.bmc_ip(i))
         systems = [
@@ -287,7 +282,7 @@ class VirtualRack:
                     **asdict(n),
                     "netns": self.names.netns(n.name) in namespaces,
                     "ssh": _port_open(n.ip, 22),
-                    "bmc": _port_open(n.bmc_address.split("//")[1].split(":")[0], state.bmc_port),
+                    "bmc": _port_open(urlsplit(n.bmc_address).hostname or "", state.bmc_port),
                 }
             )
         healthy = all(n["netns"] and n["ssh"] and n["bmc"] for n in nodes) and bmc_pid is not None

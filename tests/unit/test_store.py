@@ -97,7 +97,6 @@ def test_results_committed_and_latest_per_check(store_url):
 def test_list_filters(store_url):
     store = FleetStore(store_url)
     _enroll(store, 3)
-    _enroll(store, 2, rack="r02") if False else None
     store.enroll("other1", "r02", "p", bmc_address="10.9.9.9", rack_unit=1)
     store.transition("gpu002", "discovered", "x")
     assert [n.name for n in store.list_nodes(rack="r01")] == ["gpu001", "gpu002", "gpu003"]
