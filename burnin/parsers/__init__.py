@@ -1,0 +1,29 @@
+"""Pure parsers: tool output text in, frozen dataclasses out.
+
+Every public parser takes the tool's output exactly as printed (callers strip nothing) and
+either returns typed records or raises :class:`ParseError` when the text is not that tool's
+output at all, or is too broken to trust. Nothing else ever escapes: a parser bug surfaces
+as a ``ParseError`` with ``internal=True`` (so a check reports UNKNOWN, never a pass), and
+the robustness tests assert that this never happens on their inputs.
+
+Parsers classify but never judge: PASS/FAIL against a hardware profile belongs to the checks.
+"""
+
+from __future__ import annotations
+
+
+class ParseError(ValueError):
+    """The text is not the expected tool output, or is too broken to trust.
+
+    ``internal`` is True when the parser itself failed (a bug caught by the safety net);
+    such errors should never happen and are asserted against in the tests.
+    """
+
+    def __init__(self, message: str, *, internal: bool = False) -> None:
+        super().__init__(message)
+        self.internal = internal
+
+
+from burnin.parsers._common import normalize_bdf  # noqa: E402 - needs ParseError defined first
+
+__all__ = ["ParseError", "normalize_bdf"]

@@ -1,0 +1,134 @@
+"""Small helpers shared by the parsers (not part of the public API except normalize_bdf)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from burnin.parsers import ParseError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Values tools print for "no value / not supported": None, not failure.
+_NA = {"n/a", "[n/a]", "na", "[not supported]", "not supported", "[unknown error]", "unknown", "-", ""}
+
+
+def parser(func: F) -> F:
+    """Public-parser safety net: a non-str input is a ParseError, and so is any bug.
+
+    Bugs are re-raised as ``ParseError(internal=True)`` chained to the original exception, so
+    a caller can never mistake a crash for a result, and tests can still catch the bug.
+    """
+
+    @functools.wraps(func)
+    def wrapper(text: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(text, str):
+            raise ParseError(f"{func.__name__}: expected text (str), got {type(text).__name__}")
+        try:
+            return func(text, *args, **kwargs)
+        except ParseError:
+            raise
+        except ValueError as exc:
+            if "integer string conversion" in str(exc):  # a number of more than 4300 digits
+                raise ParseError(f"{func.__name__}: absurdly long number: not tool output") from exc
+            raise ParseError(f"{func.__name__}: internal parser error: {exc!r}", internal=True) from exc
+        except Exception as exc:  # the safety net: RecursionError, IndexError... all become ParseError
+            raise ParseError(f"{func.__name__}: internal parser error: {exc!r}", internal=True) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminators; a lone '\\r' (progress redraws) also ends a line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def is_na(value: str | None) -> bool:
+    return value is None or value.strip().lower() in _NA
+
+
+def clean(value: str | None) -> str | None:
+    """Stripped value, or None for N/A-like values."""
+    if value is None:
+        return None
+    value = value.strip()
+    return None if value.lower() in _NA else value
+
+
+_NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def to_float(value: str | None) -> float | None:
+    """Leading number of a value ('690.12 W', '29 C', '16x' -> 16.0); None for N/A or no number."""
+    value = clean(value)
+    if value is None:
+        return None
+    m = _NUM_RE.match(value)
+    if not m:
+        return None
+    try:
+        result = float(m.group(0))
+    except ValueError:
+        return None
+    if result != result or result in (float("inf"), float("-inf")):
+        return None
+    return result
+
+
+def to_int(value: str | None) -> int | None:
+    """Leading integer of a value ('67', '16x', '2560 bank(s)'); hex with 0x; None otherwise."""
+    value = clean(value)
+    if value is None:
+        return None
+    if re.match(r"^0[xX][0-9a-fA-F]+$", value):
+        return int(value, 16)
+    m = re.match(r"^[-+]?\d+", value)
+    if not m:
+        return None
+    return int(m.group(0))
+
+
+def yes_no(value: str | None) -> bool | None:
+    """Yes/No, Enabled/Disabled, On/Off, Active/Not Active -> bool; None otherwise."""
+    value = clean(value)
+    if value is None:
+        return None
+    low = value.lower()
+    if low in ("yes", "enabled", "on", "active", "true"):
+        return True
+    if low in ("no", "disabled", "off", "not active", "inactive", "false"):
+        return False
+    return None
+
+
+_BDF_RE = re.compile(
+    r"^(?:PCI:)?(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})"
+    r"(?:\.(?P<fn>[0-7]))?$"
+)
+
+
+def normalize_bdf(value: str | None) -> str | None:
+    """Canonical PCI address 'dddd:bb:dd.f' (lower case), from any form the tools print.
+
+    '00000000:19:00.0' (nvidia-smi), 'PCI:0000:0f:00' (Xid, no function -> .0), '19:00.0'
+    (lspci without -D -> domain 0000). None when the value is not a PCI address.
+    """
+    if value is None:
+        return None
+    m = _BDF_RE.match(value.strip())
+    if not m:
+        return None
+    domain = int(m.group("domain") or "0", 16)
+    bus = int(m.group("bus"), 16)
+    dev = int(m.group("dev"), 16)
+    fn = int(m.group("fn") or "0")
+    if dev > 0x1F:
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def snake(name: str) -> str:
+    """'HW Power Brake Slowdown' -> 'hw_power_brake_slowdown'; 'SEC-DED' -> 'sec_ded'."""
+    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")

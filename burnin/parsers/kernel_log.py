@@ -1,0 +1,500 @@
+"""Kernel log lines (dmesg, journald, syslog) classified into events.
+
+Prefixes understood (in any combination): none (``dmesg -t``), ``<4>`` (``dmesg -r``),
+``[  123.456789]``, ``[Sun Feb 23 16:24:18 2025]`` (``dmesg -T``), ``[  +0.000844]`` and
+``[Jan21 10:14]`` (``dmesg -H``), ISO ``2024-11-15T05:39:15,491363+00:00`` (``--time-format iso``),
+``kern  :warn  : `` (``--decode``), ``kernel: `` (journald) and syslog
+``Aug 17 06:18:01 host tag[pid]: ``. A line without any prefix that starts with whitespace or
+``(``, or is a single bare word, continues the line before it (NVRM multi-line messages,
+wrapped pastes). Lines starting with ``#`` are annotations, not kernel output, and are skipped.
+
+Each meaningful line gives one event; AER reports (header, ``PCIe Bus Error`` line, status
+and error-bit lines) merge into one :class:`AerEvent`. Lines that mean nothing (healthy
+``available PCIe bandwidth`` lines, RPC history tables) give no event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from burnin.parsers._common import normalize_bdf, parser, split_lines
+from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
+
+__all__ = [
+    "XID_CATALOG",
+    "AerEvent",
+    "FallenOffBusEvent",
+    "KernelEvent",
+    "LinkFlapEvent",
+    "ModuleEvent",
+    "PcieLimitedEvent",
+    "SuspiciousEvent",
+    "SxidEvent",
+    "XidEvent",
+    "XidInfo",
+    "parse_kernel_log",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelEvent:
+    kind: str = ""
+    raw: str  # the line(s) as printed, joined with '\n'
+    message: str  # prefixes removed, continuation lines joined with a space
+    # as printed: '74785.660366', 'Sun Feb 23 16:24:18 2025', ISO, '+0.000844', 'Aug 17 06:18:01'
+    timestamp: str | None = None
+    uptime_s: float | None = None  # seconds since boot, for '[  123.456]' stamps
+    wallclock: datetime | None = None  # for ISO and 'dmesg -T' stamps
+    level: str | None = None  # 'warn', 'err', ... from 'dmesg --decode' or '<4>'
+    source: str | None = None  # syslog/journald tag: 'kernel', 'systemd-networkd[5398]'
+
+
+@dataclass(frozen=True, kw_only=True)
+class XidEvent(KernelEvent):
+    kind: str = field(default="xid", init=False)
+    bdf: str | None  # canonical '0000:19:00.0' (Xid lines omit the function: .0 assumed)
+    xid: int
+    pid: int | None = None
+    process: str | None = None
+    detail: str = ""  # text after 'pid=..., name=..., '
+    caused_by_xid: int | None = None  # '... caused by previous Xid 149'
+
+    @property
+    def root_xid(self) -> int:
+        """The Xid to attribute this event to (the earlier one for 'caused by previous Xid N')."""
+        return self.caused_by_xid if self.caused_by_xid is not None else self.xid
+
+    @property
+    def info(self) -> XidInfo | None:
+        return XID_CATALOG.get(self.xid)
+
+    @property
+    def fallen_off_bus(self) -> bool:
+        return self.xid == 79
+
+
+@dataclass(frozen=True, kw_only=True)
+class SxidEvent(KernelEvent):
+    """NVSwitch SXid. One error prints a triplet of lines; only the one carrying 'Fatal' /
+    'Non-fatal' has ``fatal`` set (the 'Data {...}' and 'Severity N ...' lines have None)."""
+
+    kind: str = field(default="sxid", init=False)
+    switch: str  # 'nvidia-nvswitch2'
+    bdf: str | None
+    sxid: int
+    fatal: bool | None = None
+    link: int | None = None
+    severity: int | None = None  # from the 'Severity N Engine instance ...' line
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AerEvent(KernelEvent):
+    kind: str = field(default="aer", init=False)
+    bdf: str | None  # the device that printed the report (often the root/switch port)
+    driver: str | None = None  # 'pcieport', 'nvidia', ...
+    severity: str | None = None  # 'corrected', 'non_fatal', 'fatal'; None for recovery lines
+    error_type: str | None = None  # 'Data Link Layer', 'Transaction Layer', 'Physical Layer'
+    error_names: tuple[str, ...] = ()  # 'Replay Timer Timeout', 'Surprise Down Error', 'CmpltTO'...
+    status: str | None = None  # error status register (hex) from 'error status/mask='
+    mask: str | None = None
+    detail: str = ""  # e.g. "device recovery failed", "can't recover (no error_detected callback)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FallenOffBusEvent(KernelEvent):
+    """'GPU has fallen off the bus' printed WITHOUT an Xid (Xid 79 lines are XidEvents)."""
+
+    kind: str = field(default="fallen_off_bus", init=False)
+    bdf: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PcieLimitedEvent(KernelEvent):
+    """'... available PCIe bandwidth, limited by <speed> x<w> link at <bdf> (capable of ...)'."""
+
+    kind: str = field(default="pcie_limited", init=False)
+    bdf: str | None  # the device whose bandwidth is limited (None when the paste dropped the prefix)
+    driver: str | None
+    available_gbps: float | None
+    speed_gts: float | None  # speed of the limiting link; None for 'Unknown'
+    width: int | None
+    limiting_bdf: str | None  # the port where the limiting link is
+    capable_gbps: float | None = None
+    capable_speed_gts: float | None = None
+    capable_width: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkFlapEvent(KernelEvent):
+    kind: str = field(default="link_flap", init=False)
+    interface: str  # 'ib6', 'enp1s0f0np0'
+    state: str  # 'down' (lost carrier / Link down) or 'up' (Gained carrier / Link up)
+    bdf: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleEvent(KernelEvent):
+    """mlx5 'Port module event[error]: module N, <status>[, <error>]'."""
+
+    kind: str = field(default="module_event", init=False)
+    bdf: str | None
+    module: int
+    status: str  # 'Cable plugged', 'Cable unplugged', 'Cable error', ...
+    error: bool  # the '[error]' variant
+    detail: str | None = None  # the error string of the '[error]' variant, e.g. 'High Temperature'
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuspiciousEvent(KernelEvent):
+    """A line with error/failure wording that none of the specific patterns explained."""
+
+    kind: str = field(default="suspicious", init=False)
+    matched: str  # the word that made it suspicious ('ERROR', 'Call Trace', 'failed', ...)
+    bdf: str | None = None
+
+
+# --- line prefixes ---------------------------------------------------------------------------
+
+_ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?"
+_PREFIXES: list[tuple[str, re.Pattern[str]]] = [
+    ("raw", re.compile(r"^<(?P<lvl>[0-7])>")),
+    (
+        "syslog",
+        re.compile(
+            r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?P<src>[\w.\-/]+(?:\[\d+\])?): "
+        ),
+    ),
+    ("journal_iso", re.compile(rf"^(?P<ts>{_ISO}) (?P<host>\S+) (?P<src>kernel|[\w.\-/]+\[\d+\]): ")),
+    (
+        "decode",
+        re.compile(
+            r"^(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
+            r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*: ?"
+        ),
+    ),
+    ("kernel", re.compile(r"^(?P<src>kernel): ")),
+    ("mono", re.compile(r"^\[\s*(?P<up>\d+\.\d+)\] ?")),
+    ("ctime", re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?")),
+    ("delta", re.compile(r"^\[\s*(?P<ts>[+-]\d+\.\d+)\] ?")),
+    ("human", re.compile(r"^\[(?P<ts>[A-Z][a-z]{2}\d{1,2} \d\d:\d\d(?::\d\d)?)\] ?")),
+    ("iso", re.compile(rf"^(?P<ts>{_ISO}) ")),
+]
+_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
+
+
+@dataclass
+class _Entry:
+    raw: list[str]
+    message: str
+    timestamp: str | None = None
+    uptime_s: float | None = None
+    wallclock: datetime | None = None
+    level: str | None = None
+    source: str | None = None
+
+    def base(self) -> dict:
+        return {
+            "raw": "\n".join(self.raw),
+            "message": self.message,
+            "timestamp": self.timestamp,
+            "uptime_s": self.uptime_s,
+            "wallclock": self.wallclock,
+            "level": self.level,
+            "source": self.source,
+        }
+
+
+def _wallclock(kind: str, ts: str) -> datetime | None:
+    try:
+        if kind in ("iso", "journal_iso"):
+            return datetime.fromisoformat(ts.replace(",", ".").replace(" ", "T", 1).replace("Z", "+00:00"))
+        if kind == "ctime":
+            return datetime.strptime(re.sub(r"\s+", " ", ts), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None
+    return None
+
+
+def _strip_prefixes(line: str) -> tuple[_Entry, bool]:
+    """Entry for one physical line; the flag says whether any prefix was found."""
+    entry = _Entry(raw=[line], message=line)
+    rest = line
+    used: set[str] = set()
+    found = False
+    progress = True
+    while progress:
+        progress = False
+        for kind, rx in _PREFIXES:
+            if kind in used:
+                continue
+            m = rx.match(rest)
+            if not m:
+                continue
+            used.add(kind)
+            found = progress = True
+            groups = m.groupdict()
+            if groups.get("lvl"):
+                entry.level = _LEVELS[int(groups["lvl"])] if groups["lvl"].isdigit() else groups["lvl"]
+            if groups.get("src"):
+                entry.source = groups["src"]
+            if groups.get("up"):
+                entry.timestamp = groups["up"]
+                entry.uptime_s = float(groups["up"])
+            elif groups.get("ts") and entry.timestamp is None:
+                entry.timestamp = groups["ts"]
+                entry.wallclock = _wallclock(kind, groups["ts"])
+            rest = rest[m.end() :]
+            break
+    entry.message = rest.strip()
+    return entry, found
+
+
+def _is_continuation(line: str) -> bool:
+    if line[:1].isspace():
+        return True
+    stripped = line.strip()
+    return stripped.startswith("(") or bool(re.fullmatch(r"[A-Za-z][\w\-]*\.?", stripped))
+
+
+def _entries(text: str) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for line in split_lines(text):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        entry, found = _strip_prefixes(line)
+        if not found and entries and _is_continuation(line):
+            prev = entries[-1]
+            prev.raw.append(line)
+            part = re.sub(r"^NVRM:\s*", "", line.strip())
+            prev.message = f"{prev.message} {part}".strip()
+            continue
+        if entry.message:
+            entries.append(entry)
+    return entries
+
+
+# --- classification --------------------------------------------------------------------------
+
+_BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
+_DEVICE_RE = re.compile(rf"^(?P<drv>[\w\-.]+) (?P<bdf>{_BDF})(?: (?P<ifname>[\w.\-@]+))?:\s?(?P<rest>.*)$")
+_XID_RE = re.compile(
+    r"NVRM: Xid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
+    r"(?P<xid>\d+)\b,?\s*(?P<rest>.*)$"
+)
+_SXID_RE = re.compile(
+    r"(?P<switch>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f:.]+)\): (?P<sxid>\d+)\b,?\s*(?P<rest>.*)$"
+)
+_SPEED = r"(?:(?P<{0}>\d+(?:\.\d+)?) ?GT/s(?: PCIe)?|Unknown(?: speed)?)"
+_LIMITED_RE = re.compile(
+    r"(?<![\d.])(?P<avail>\d+(?:\.\d+)?) Gb/s available PCIe bandwidth, limited by "
+    + _SPEED.format("speed")
+    + rf" x(?P<width>\d+) link at (?P<at>{_BDF})"
+    r"(?: \(capable of (?P<cap>\d+(?:\.\d+)?) Gb/s with "
+    + _SPEED.format("capspeed")
+    + r" x(?P<capwidth>\d+) link)?"
+)
+_AER_RECEIVED_RE = re.compile(
+    r"^AER: (?:Multiple )?(?P<sev>Corrected|Correctable|Uncorrected \([\w-]+\)|Uncorrectable \([\w-]+\))"
+    r" error (?:message )?received"
+)
+_AER_BUS_RE = re.compile(r"^(?:AER: )?PCIe Bus Error: severity=(?P<sev>[^,]+), type=(?P<type>[^,]+)")
+_AER_STATUS_RE = re.compile(
+    r"^device \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\] error status/mask=(?P<st>[0-9a-fA-F]+)/(?P<mk>[0-9a-fA-F]+)"
+)
+_AER_BIT_RE = re.compile(r"^\[\s*(?P<bit>\d+)\]\s*(?P<name>.*?)\s*(?:\(First\))?\s*$")
+_AER_OTHER_RE = re.compile(r"^AER: (?P<detail>.*)$")
+_FALLEN_RE = re.compile(r"fallen off the bus", re.I)
+_FALLEN_BDF_RE = re.compile(
+    r"GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
+)
+_FLAP_RE = re.compile(
+    r"(?<![\w.\-@])([\w.\-@]+): (lost carrier|gained carrier|link (?:is )?(?:up|down))\b", re.I
+)
+_MODULE_RE = re.compile(r"Port module event(?P<err>\[error\])?: module (?P<module>\d+), (?P<rest>.*)$")
+_SUSPICIOUS_RE = re.compile(
+    r"(?i:\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic|oops|call trace|hung task|blocked for more than"
+    r"|machine check|mce|hardware error|segfault|soft lockup|hard lockup|timed out|timeout|stall(?:ed)?)\b)"
+    r"|\bBUG\b|\bWARNING: CPU:"
+)
+
+
+def _severity(value: str) -> str | None:
+    low = value.strip().lower()
+    if low.startswith("correct"):
+        return "corrected"
+    if "non-fatal" in low or "nonfatal" in low:
+        return "non_fatal"
+    if "fatal" in low:
+        return "fatal"
+    return None
+
+
+def _float(value: str | None) -> float | None:
+    return float(value) if value else None
+
+
+@dataclass
+class _AerDraft:
+    entry: _Entry
+    bdf: str | None
+    driver: str | None
+    severity: str | None = None
+    error_type: str | None = None
+    names: list[str] = field(default_factory=list)
+    status: str | None = None
+    mask: str | None = None
+    detail: str = ""
+    raws: list[str] = field(default_factory=list)
+
+    def build(self) -> AerEvent:
+        base = self.entry.base()
+        base["raw"] = "\n".join(self.raws)
+        return AerEvent(
+            **base,
+            bdf=self.bdf,
+            driver=self.driver,
+            severity=self.severity,
+            error_type=self.error_type,
+            error_names=tuple(self.names),
+            status=self.status,
+            mask=self.mask,
+            detail=self.detail,
+        )
+
+
+def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> KernelEvent | None:
+    msg = entry.message
+    base = entry.base()
+    if m := _XID_RE.search(msg):
+        detail = m.group("rest")
+        pid = process = None
+        if pm := re.match(r"^pid=(?:'?<unknown>'?|'?(\d+)'?),\s*", detail):
+            pid = int(pm.group(1)) if pm.group(1) else None
+            detail = detail[pm.end() :]
+        if nm := re.match(r"^name=(.*?),\s*", detail):
+            process = None if nm.group(1) in ("<unknown>", "'<unknown>'") else nm.group(1)
+            detail = detail[nm.end() :]
+        cause = re.search(r"caused by previous Xid (\d+)", detail)
+        return XidEvent(
+            **base,
+            bdf=normalize_bdf(m.group("bdf")),
+            xid=int(m.group("xid")),
+            pid=pid,
+            process=process,
+            detail=detail.strip(),
+            caused_by_xid=int(cause.group(1)) if cause else None,
+        )
+    if m := _SXID_RE.search(msg):
+        detail = m.group("rest").strip()
+        fatal = None
+        if re.match(r"^Non-fatal\b", detail, re.I):
+            fatal = False
+        elif re.match(r"^Fatal\b", detail, re.I):
+            fatal = True
+        link = re.search(r"\bLink (\d+)\b", detail)
+        sev = re.match(r"^Severity (\d+)\b", detail)
+        return SxidEvent(
+            **base,
+            switch=m.group("switch"),
+            bdf=normalize_bdf(m.group("bdf")),
+            sxid=int(m.group("sxid")),
+            fatal=fatal,
+            link=int(link.group(1)) if link else None,
+            severity=int(sev.group(1)) if sev else None,
+            detail=detail,
+        )
+    if m := _LIMITED_RE.search(msg):
+        return PcieLimitedEvent(
+            **base,
+            bdf=bdf,
+            driver=drv,
+            available_gbps=_float(m.group("avail")),
+            speed_gts=_float(m.group("speed")),
+            width=int(m.group("width")),
+            limiting_bdf=normalize_bdf(m.group("at")),
+            capable_gbps=_float(m.group("cap")),
+            capable_speed_gts=_float(m.group("capspeed")),
+            capable_width=int(m.group("capwidth")) if m.group("capwidth") else None,
+        )
+    if _FALLEN_RE.search(msg):
+        fm = _FALLEN_BDF_RE.search(msg)
+        return FallenOffBusEvent(**base, bdf=normalize_bdf(fm.group(1)) if fm else bdf)
+    if m := _MODULE_RE.search(msg):
+        status, _, detail = m.group("rest").partition(", ")
+        return ModuleEvent(
+            **base,
+            bdf=bdf,
+            module=int(m.group("module")),
+            status=status.strip(),
+            error=bool(m.group("err")),
+            detail=detail.strip() or None,
+        )
+    if m := _FLAP_RE.search(msg):
+        word = m.group(2).lower()
+        state = "down" if ("lost" in word or word.endswith("down")) else "up"
+        return LinkFlapEvent(**base, interface=m.group(1), state=state, bdf=bdf)
+    if m := _SUSPICIOUS_RE.search(msg):
+        return SuspiciousEvent(**base, matched=m.group(0), bdf=bdf)
+    return None
+
+
+@parser
+def parse_kernel_log(text: str) -> list[KernelEvent]:
+    """Classify kernel log text (any of the prefix styles above) into events, in order.
+
+    Never raises on text that merely contains no events (an empty list is a valid answer:
+    a clean log); only non-text input is a ParseError.
+    """
+    events: list[KernelEvent | _AerDraft] = []
+    open_aer: _AerDraft | None = None
+    for entry in _entries(text):
+        dm = _DEVICE_RE.match(entry.message)
+        drv, bdf, rest = (
+            (dm.group("drv"), normalize_bdf(dm.group("bdf")), dm.group("rest"))
+            if dm
+            else (None, None, entry.message)
+        )
+        continuing = open_aer is not None and events and events[-1] is open_aer
+        if m := _AER_RECEIVED_RE.match(rest):
+            open_aer = _AerDraft(entry, bdf, drv, severity=_severity(m.group("sev")), raws=list(entry.raw))
+            events.append(open_aer)
+            continue
+        if m := _AER_BUS_RE.match(rest):
+            if continuing and open_aer is not None and open_aer.error_type is None:
+                open_aer.severity = _severity(m.group("sev")) or open_aer.severity
+                open_aer.error_type = m.group("type").strip()
+                open_aer.raws += entry.raw
+            else:
+                open_aer = _AerDraft(
+                    entry,
+                    bdf,
+                    drv,
+                    severity=_severity(m.group("sev")),
+                    error_type=m.group("type").strip(),
+                    raws=list(entry.raw),
+                )
+                events.append(open_aer)
+            continue
+        if continuing and open_aer is not None:
+            stripped = rest.strip()
+            if m := _AER_STATUS_RE.match(stripped):
+                open_aer.status, open_aer.mask = m.group("st"), m.group("mk")
+                open_aer.raws += entry.raw
+                continue
+            if m := _AER_BIT_RE.match(stripped):
+                open_aer.names.append(m.group("name"))
+                open_aer.raws += entry.raw
+                continue
+        if m := _AER_OTHER_RE.match(rest):
+            open_aer = None
+            draft = _AerDraft(entry, bdf, drv, detail=m.group("detail").strip(), raws=list(entry.raw))
+            events.append(draft)
+            continue
+        open_aer = None
+        event = _classify(entry, drv, bdf, rest)
+        if event is not None:
+            events.append(event)
+    return [e.build() if isinstance(e, _AerDraft) else e for e in events]
