@@ -5,6 +5,7 @@
 #   make lint        ruff
 #   make lab-up      start the virtual rack (LAB_NODES=4, FAULTS=inventories/faults/none.yml)
 #   make lab-down    stop it and remove everything it made
+#   make burnin RACK=r01 [STAGES=preflight,gpu,pcie]   burn in a rack's configured nodes
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -13,11 +14,13 @@ WORKERS     ?= 4
 LAB_NODES   ?= 4
 FAULTS      ?=
 PYTEST_ARGS ?=
+RACK        ?=
+STAGES      ?= preflight,gpu,pcie
 
-.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status clean
+.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# //'
+	@sed -n '2,10p' Makefile | sed 's/^# //'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,3 +59,7 @@ lab-status:
 
 clean: lab-down
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+
+burnin: install
+	@test -n "$(RACK)" || { echo "usage: make burnin RACK=<rack> [STAGES=preflight,gpu,pcie]"; exit 2; }
+	$(BIN)/burnin run --rack $(RACK) --stages $(STAGES)

@@ -49,14 +49,22 @@ PROFILE_SCHEMA: dict[str, tuple[tuple[type, ...], bool]] = {
     "floors.h2d_gbps": (NUMBER, False),
     "floors.d2d_gbps": (NUMBER, False),
     "floors.matmul_tflops_fraction_of_best": (NUMBER, False),
+    "floors.matmul_tflops": (NUMBER, False),
     "diag.dcgm_level": ((int,), True),
     "diag.stress_minutes": (NUMBER, False),
+    "diag.pcie_load_seconds": (NUMBER, False),
+    "host.disk_use_warn_pct": (NUMBER, False),
+    "host.disk_use_fail_pct": (NUMBER, False),
+    "host.max_clock_offset_s": (NUMBER, False),
+    "host.zfs": ((bool,), False),
+    "host.container_image": ((str,), False),
+    "host.kernel_log_allowlist": ((list,), False),
 }
 
 BOOT_MODES = ("uefi", "legacy")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 FRACTIONS = ("floors.ib_write_bw_fraction", "floors.matmul_tflops_fraction_of_best")
-POSITIVE = ("gpu.count", "gpu.memory_gib", "ib.rate_gbps", "pcie.gpu.width", "pcie.nic.width")
+POSITIVE = ("gpu.count", "gpu.memory_gib", "ib.rate_gbps", "pcie.gpu.width", "pcie.nic.width", "diag.dcgm_level")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,31 @@
+"""Every check, by name. One module per domain; each check = command() + evaluate()."""
+
+from __future__ import annotations
+
+from burnin.checks import gpu, host, ib, kernel, pcie
+from burnin.checks.base import Check
+
+_CHECKS: list[Check] = [
+    # preflight: cheap, read-only, seconds
+    gpu.GpuInventory(),
+    gpu.GpuEcc(),
+    gpu.GpuMemoryHealth(),
+    gpu.GpuVersions(),
+    gpu.Nvlink(),
+    gpu.FabricManager(),
+    kernel.KernelLog(),
+    ib.IbPorts(),
+    host.OfedVersion(),
+    host.DiskUsage(),
+    host.ZfsPool(),
+    host.ClockOffset(),
+    host.ContainerRuntime(),
+    host.BmcEventLog(),
+    # gpu: minutes to hours of load
+    gpu.DcgmDiag(),
+    gpu.GpuStress(),
+    # pcie: links at idle and under load
+    pcie.PcieLinks(),
+]
+
+ALL_CHECKS: dict[str, Check] = {c.name: c for c in _CHECKS}

@@ -1,0 +1,116 @@
+"""The check model (DESIGN.md, idea 3): a check = ``command()`` + ``evaluate(output, profile)``.
+
+``command`` says what to run on a node (a bash script, or None for a check judged from the
+node's record, such as the BMC event log). ``evaluate`` is pure: it parses the output with
+burnin.parsers and judges it against the hardware profile. ``judge`` wraps it so that a
+check that could not run, timed out, or produced something unparseable is UNKNOWN with the
+reason, and no exception ever escapes: a bug in a check must never read as a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bringup.profiles import Profile
+from burnin.parsers import ParseError
+from burnin.result import Result
+
+# A multi-part output (e.g. PCIe links at idle, under load, after) is split by lines of this form.
+SECTION_MARK = "@@burnin-section "
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """What came back from running a check's command on a node."""
+
+    stdout: str
+    stderr: str = ""
+    rc: int | None = 0
+    timed_out: bool = False
+    error: str = ""  # it could not be run at all (SSH failed, the batch died): why
+    started_at: float | None = None  # controller clock (epoch seconds) around the run
+    finished_at: float | None = None
+
+
+class Check(ABC):
+    name: ClassVar[str]
+    stage: ClassVar[str]
+    description: ClassVar[str]
+    timeout_s: ClassVar[int] = 60
+    # Exit codes that mean "the tool ran and its output is to be judged" (ibstat exits 255
+    # after printing good data, dcgmi non-zero when a test fails): the check decides.
+    judge_any_rc: ClassVar[bool] = False
+
+    def applies(self, profile: Profile) -> bool:
+        """Whether the profile's hardware has what this check looks at (no NVSwitch, no ZFS...)."""
+        return True
+
+    def timeout(self, profile: Profile) -> int:
+        return self.timeout_s
+
+    @abstractmethod
+    def command(self, profile: Profile) -> str | None:
+        """The bash script to run on the node; None when the check reads the node's record."""
+
+    def from_record(self, record: dict) -> str:
+        """For a check whose command() is None: its input, taken from the node's record."""
+        raise NotImplementedError(f"{self.name} runs a command on the node")
+
+    @abstractmethod
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        """Judge the output. May raise ParseError; ``judge`` turns that into UNKNOWN."""
+
+
+def judge(check: Check, output: CommandOutput, profile: Profile) -> Result:
+    """``check.evaluate`` with the failure modes of running things turned into UNKNOWN."""
+    if output.error:
+        return Result.unknown(check.name, f"could not run: {output.error}")
+    if output.timed_out:
+        return Result.unknown(check.name, f"timed out after {check.timeout(profile)} s")
+    if output.rc in (126, 127):
+        detail = _last_line(output.stderr) or _last_line(output.stdout)
+        return Result.unknown(check.name, f"the tool is not installed or not executable ({detail})")
+    if output.rc not in (0, None) and not check.judge_any_rc and not output.stdout.strip():
+        detail = _last_line(output.stderr) or "no output"
+        return Result.unknown(check.name, f"exited {output.rc} with no output ({detail})")
+    if not output.stdout.strip():
+        detail = _last_line(output.stderr)
+        return Result.unknown(check.name, "the command printed nothing" + (f" ({detail})" if detail else ""))
+    if not output.stdout.endswith("\n"):
+        # Every tool ends its output with a newline; without one the output was cut short, and a
+        # cut-short output that happens to parse (fewer dmesg lines, fewer mounts) must not pass.
+        return Result.unknown(check.name, "the output ends mid-line: it was cut short")
+    try:
+        return check.evaluate(output, profile)
+    except ParseError as exc:
+        return Result.unknown(check.name, f"could not parse the output: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a bug in a check is UNKNOWN, never a pass
+        return Result.unknown(check.name, f"evaluation error: {type(exc).__name__}: {exc}")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def sections(text: str) -> dict[str, str]:
+    """Split ``@@burnin-section NAME`` parts; text before the first mark is section ''."""
+    parts: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith(SECTION_MARK):
+            current = line[len(SECTION_MARK) :].strip()
+            parts.setdefault(current, [])
+            continue
+        parts[current].append(line)
+    return {name: "".join(lines) for name, lines in parts.items()}
+
+
+def section_mark(name: str) -> str:
+    """The shell line that starts section NAME of a multi-part command's output."""
+    if not re.fullmatch(r"[a-z0-9_-]+", name):
+        raise ValueError(f"bad section name {name!r}")
+    return f"echo '{SECTION_MARK}{name}'"

@@ -1,0 +1,675 @@
+"""GPU checks: inventory, ECC, memory health, versions, NVLink, fabric manager (preflight);
+DCGM diagnostics and the stress load with its silent-data-corruption compare (gpu stage).
+
+Thresholds come from the profile; the figures behind the fixed ones are in REFERENCE.md.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+
+from bringup.profiles import Profile
+from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.load import stress_shell
+from burnin.parsers import ParseError
+from burnin.parsers.dcgmi import DCGM_ERRORS, parse_diag
+from burnin.parsers.nvidia_smi import (
+    GpuQuery,
+    SmiQuery,
+    decode_throttle_reasons,
+    parse_nvlink_status,
+    parse_query,
+    parse_throttle_samples,
+)
+from burnin.result import Action, Finding, Result, critical, info, warning
+
+SMI_QUERY = "nvidia-smi -q"
+
+# Lifetime ECC limits one cloud fails a GPU at (REFERENCE.md): DRAM correctable, SRAM correctable.
+DRAM_CORRECTABLE_LIMIT = 20_000_000
+SRAM_CORRECTABLE_LIMIT = 10_000
+# Throttle (event) reasons under load that are hardware protecting itself: findings. Idle,
+# application clocks and the software power cap are normal under a full load.
+HW_THROTTLE = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+SOFT_THROTTLE_WARN = {"sw_thermal_slowdown"}
+
+
+def _where(index: int, gpu: GpuQuery) -> str:
+    return f"GPU {index} ({gpu.bdf or gpu.bus_id})"
+
+
+def _query(output: CommandOutput) -> SmiQuery:
+    q = parse_query(output.stdout)
+    if not q.gpus and not q.attached_gpus:
+        raise ParseError("nvidia-smi -q listed no GPU block")
+    return q
+
+
+class GpuInventory(Check):
+    name = "gpu_inventory"
+    stage = "preflight"
+    description = "GPU count and model as the profile says; no GPU waiting for a reset"
+    timeout_s = 90
+
+    def command(self, profile: Profile) -> str:
+        return SMI_QUERY
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if output.rc not in (0, None) and "fallen off the bus" in (output.stdout + output.stderr):
+            return Result.judged(
+                self.name,
+                [
+                    critical(
+                        "a GPU has fallen off the bus (nvidia-smi)",
+                        Action.REBOOT,
+                        (output.stdout + output.stderr).strip()[-300:],
+                    )
+                ],
+            )
+        q = _query(output)
+        want_count, want_model = int(profile.get("gpu.count")), str(profile.get("gpu.model"))
+        findings: list[Finding] = []
+        if len(q.gpus) != want_count:
+            attached = f" (nvidia-smi says {q.attached_gpus} attached)" if q.attached_gpus is not None else ""
+            findings.append(
+                critical(
+                    f"{len(q.gpus)} GPU(s) found, the profile has {want_count}{attached}",
+                    Action.RESEAT,
+                    f"Attached GPUs : {q.attached_gpus}",
+                )
+            )
+        for i, gpu in enumerate(q.gpus):
+            if gpu.product_name != want_model:
+                findings.append(
+                    critical(
+                        f"{_where(i, gpu)} is {gpu.product_name!r}, the profile wants {want_model!r}",
+                        Action.RMA,
+                        f"Product Name : {gpu.product_name}",
+                        f"GPU {i}",
+                    )
+                )
+            if gpu.reset_required:
+                findings.append(
+                    critical(
+                        f"{_where(i, gpu)} reports a reset is required",
+                        Action.RESET_GPU,
+                        "GPU Reset Status: Reset Required : Yes",
+                        f"GPU {i}",
+                    )
+                )
+        metrics = {
+            "gpus": len(q.gpus),
+            "models": sorted({g.product_name or "?" for g in q.gpus}),
+            "uuids": [g.uuid for g in q.gpus],
+        }
+        return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
+
+
+class GpuEcc(Check):
+    name = "gpu_ecc"
+    stage = "preflight"
+    description = "ECC enabled (current and pending); no uncorrected errors; lifetime counts under limits"
+    timeout_s = 90
+
+    def command(self, profile: Profile) -> str:
+        return SMI_QUERY
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        q = _query(output)
+        findings: list[Finding] = []
+        unreadable = []
+        for i, gpu in enumerate(q.gpus):
+            where, subject = _where(i, gpu), f"GPU {i}"
+            if gpu.ecc_mode_current is None:
+                unreadable.append(subject)
+            for label, mode in (("current", gpu.ecc_mode_current), ("pending", gpu.ecc_mode_pending)):
+                if mode is not None and mode.lower() != "enabled":
+                    findings.append(
+                        critical(
+                            f"{where}: ECC mode {label} is {mode} (enable it: nvidia-smi -e 1, reboot)",
+                            Action.RECONFIGURE,
+                            f"ECC Mode {label.title()} : {mode}",
+                            subject,
+                        )
+                    )
+            for kind in ("dram_uncorrectable", "sram_uncorrectable"):
+                value = gpu.ecc_volatile.get(kind)
+                if value:
+                    findings.append(
+                        critical(
+                            f"{where}: {value} volatile {kind.replace('_', ' ')} ECC error(s)",
+                            Action.RESET_GPU,
+                            f"Volatile {kind} : {value}",
+                            subject,
+                        )
+                    )
+            agg = gpu.ecc_aggregate
+            if agg.get("sram_uncorrectable"):
+                findings.append(
+                    critical(
+                        f"{where}: {agg['sram_uncorrectable']} lifetime SRAM uncorrectable error(s)",
+                        Action.RMA,
+                        f"Aggregate sram_uncorrectable : {agg['sram_uncorrectable']}",
+                        subject,
+                    )
+                )
+            for kind, limit in (
+                ("sram_correctable", SRAM_CORRECTABLE_LIMIT),
+                ("dram_correctable", DRAM_CORRECTABLE_LIMIT),
+            ):
+                value = agg.get(kind)
+                if value is not None and value >= limit:
+                    findings.append(
+                        critical(
+                            f"{where}: {value} lifetime {kind.replace('_', ' ')} errors (limit {limit})",
+                            Action.RMA,
+                            f"Aggregate {kind} : {value}",
+                            subject,
+                        )
+                    )
+        incomplete = f"ECC mode not reported for {', '.join(unreadable)}" if unreadable else ""
+        metrics = {
+            "volatile_uncorrectable": sum(
+                (g.ecc_volatile.get("dram_uncorrectable") or 0)
+                + (g.ecc_volatile.get("sram_uncorrectable") or 0)
+                for g in q.gpus
+            )
+        }
+        return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+
+
+class GpuMemoryHealth(Check):
+    name = "gpu_memory"
+    stage = "preflight"
+    description = "row remapping (pending or failed) and retired pages"
+    timeout_s = 90
+
+    def command(self, profile: Profile) -> str:
+        return SMI_QUERY
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        q = _query(output)
+        findings: list[Finding] = []
+        for i, gpu in enumerate(q.gpus):
+            where, subject = _where(i, gpu), f"GPU {i}"
+            rows = gpu.remapped_rows
+            if rows is not None:
+                line = (
+                    f"Remapped Rows: correctable {rows.correctable}, uncorrectable {rows.uncorrectable}, "
+                    f"pending {rows.pending}, failure {rows.failure}"
+                )
+                if rows.failure:
+                    findings.append(
+                        critical(
+                            f"{where}: row remapping failed (no spare rows left)", Action.RMA, line, subject
+                        )
+                    )
+                elif rows.pending:
+                    findings.append(
+                        critical(
+                            f"{where}: a row remap is pending: reset the GPU to apply it",
+                            Action.RESET_GPU,
+                            line,
+                            subject,
+                        )
+                    )
+                elif rows.uncorrectable:
+                    findings.append(
+                        info(
+                            f"{where}: {rows.uncorrectable} row(s) remapped for uncorrectable errors",
+                            line,
+                            subject,
+                        )
+                    )
+            pages = gpu.retired_pages
+            if pages is not None:
+                line = f"Retired Pages: SBE {pages.sbe}, DBE {pages.dbe}, pending {pages.pending}"
+                if pages.pending:
+                    findings.append(
+                        critical(
+                            f"{where}: a page retirement is pending: reboot to apply it",
+                            Action.REBOOT,
+                            line,
+                            subject,
+                        )
+                    )
+                elif pages.dbe:
+                    findings.append(
+                        critical(
+                            f"{where}: {pages.dbe} page(s) retired for double-bit errors",
+                            Action.RMA,
+                            line,
+                            subject,
+                        )
+                    )
+        return Result.judged(self.name, findings, {"gpus": len(q.gpus)}, incomplete="; ".join(q.problems))
+
+
+class GpuVersions(Check):
+    name = "gpu_versions"
+    stage = "preflight"
+    description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
+    timeout_s = 90
+
+    def command(self, profile: Profile) -> str:
+        return SMI_QUERY
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        q = _query(output)
+        findings: list[Finding] = []
+        driver_pin, vbios_pin = profile.get("pins.driver"), profile.get("pins.vbios")
+        if q.driver_version is None:
+            raise ParseError("no Driver Version in nvidia-smi -q")
+        if driver_pin and q.driver_version != str(driver_pin):
+            findings.append(
+                critical(
+                    f"driver {q.driver_version} installed, the profile pins {driver_pin}",
+                    Action.RECONFIGURE,
+                    f"Driver Version : {q.driver_version}",
+                )
+            )
+        vbios = Counter(g.vbios_version for g in q.gpus)
+        for i, gpu in enumerate(q.gpus):
+            if vbios_pin and gpu.vbios_version != str(vbios_pin):
+                findings.append(
+                    critical(
+                        f"{_where(i, gpu)}: VBIOS {gpu.vbios_version}, the profile pins {vbios_pin}",
+                        Action.RECONFIGURE,
+                        f"VBIOS Version : {gpu.vbios_version}",
+                        f"GPU {i}",
+                    )
+                )
+        if len(vbios) > 1 and not vbios_pin:
+            findings.append(
+                warning(f"GPUs run {len(vbios)} different VBIOS versions: {dict(vbios)}", Action.MONITOR)
+            )
+        metrics = {
+            "driver": q.driver_version,
+            "cuda": q.cuda_version,
+            "vbios": sorted(v or "?" for v in vbios),
+        }
+        return Result.judged(self.name, findings, metrics)
+
+
+class Nvlink(Check):
+    name = "nvlink"
+    stage = "preflight"
+    description = "every NVLink of every GPU active and at full speed"
+    timeout_s = 60
+
+    def applies(self, profile: Profile) -> bool:
+        return int(profile.get("gpu.nvlink_links_per_gpu", 0)) > 0
+
+    def command(self, profile: Profile) -> str:
+        return "nvidia-smi nvlink -s"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        want = int(profile.get("gpu.nvlink_links_per_gpu"))
+        status = parse_nvlink_status(output.stdout)
+        findings: list[Finding] = []
+        if status.all_inactive and not any(g.links for g in status.gpus):
+            return Result.judged(
+                self.name,
+                [
+                    critical(
+                        "all NVLinks are inactive (fabric manager down, or the NVSwitch tray): reboot, then check the tray",
+                        Action.REBOOT,
+                        output.stdout.strip()[-300:],
+                    )
+                ],
+                {"active_links": 0},
+            )
+        if not status.gpus:
+            raise ParseError("no GPU in nvidia-smi nvlink -s")
+        speeds = [link.speed_gbps for g in status.gpus for link in g.links if link.speed_gbps]
+        typical = statistics.median(speeds) if speeds else None
+        active = 0
+        for g in status.gpus:
+            up = [link for link in g.links if not link.inactive and link.speed_gbps]
+            active += len(up)
+            subject = f"GPU {g.index}"
+            if g.all_inactive or len(up) < want:
+                down = sorted({link.number for link in g.links if link.inactive or not link.speed_gbps})
+                findings.append(
+                    critical(
+                        f"{subject}: {len(up)} of {want} NVLinks active"
+                        + (f" (down: {', '.join(map(str, down))})" if down else ""),
+                        Action.RMA,
+                        f"GPU {g.index}: {g.name}",
+                        subject,
+                    )
+                )
+            slow = [link for link in up if typical and link.speed_gbps < 0.5 * typical]
+            if slow:
+                evidence = "; ".join(f"Link {link.number}: {link.speed_gbps} GB/s" for link in slow[:6])
+                findings.append(
+                    critical(
+                        f"{subject}: {len(slow)} NVLink(s) degraded (typical {typical:g} GB/s)",
+                        Action.RMA,
+                        evidence,
+                        subject,
+                    )
+                )
+        return Result.judged(self.name, findings, {"active_links": active, "link_gbps": typical})
+
+
+class FabricManager(Check):
+    name = "fabric_manager"
+    stage = "preflight"
+    description = "nvidia-fabricmanager running (NVSwitch systems: without it CUDA cannot start)"
+    timeout_s = 20
+    judge_any_rc = True  # systemctl is-active exits 3 for inactive: that is the answer
+
+    def applies(self, profile: Profile) -> bool:
+        return bool(profile.get("gpu.nvswitch", False))
+
+    def command(self, profile: Profile) -> str:
+        return "systemctl is-active nvidia-fabricmanager"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        lines = output.stdout.strip().splitlines()
+        state = lines[-1].strip() if lines else ""
+        if state not in (
+            "active",
+            "inactive",
+            "failed",
+            "activating",
+            "deactivating",
+            "unknown",
+            "reloading",
+        ):
+            raise ParseError(f"not a systemctl is-active answer: {state[:60]!r}")
+        findings = []
+        if state != "active":
+            findings.append(
+                critical(
+                    f"nvidia-fabricmanager is {state}: CUDA fails with 'system not yet initialized' until it runs",
+                    Action.RECONFIGURE,
+                    f"systemctl is-active nvidia-fabricmanager: {state}",
+                )
+            )
+        return Result.judged(self.name, findings, {"state": state})
+
+
+# -- gpu stage ------------------------------------------------------------------------------
+
+
+class DcgmDiag(Check):
+    name = "dcgm_diag"
+    stage = "gpu"
+    description = "DCGM diagnostics at the profile's level (dcgmi diag -r N -j)"
+    judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
+
+    def level(self, profile: Profile) -> int:
+        return int(profile.get("diag.dcgm_level", 3))
+
+    def timeout(self, profile: Profile) -> int:
+        # r1 seconds, r2 ~2 min, r3 ~15 min, r4 up to hours (REFERENCE.md), with margin.
+        return {1: 300, 2: 900, 3: 2700}.get(self.level(profile), 4 * 3600)
+
+    def command(self, profile: Profile) -> str:
+        return f"dcgmi diag -r {self.level(profile)} -j"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        diag = parse_diag(output.stdout)
+        if not diag.tests:
+            if diag.runtime_error:
+                return Result.unknown(self.name, f"DCGM could not run: {diag.runtime_error}")
+            raise ParseError("no test results in the DCGM output")
+        findings: list[Finding] = []
+        counts: Counter[str] = Counter()
+        for test in diag.tests:
+            for res in test.results:
+                counts[res.status] += 1
+                gpu = res.gpu_id if res.gpu_id is not None else next((w.gpu_id for w in res.warnings), None)
+                subject = f"GPU {gpu}" if gpu is not None else "all GPUs"
+                messages = [w.message for w in res.warnings] or [f"{test.name} {res.status}"]
+                error_ids = [w.error_id for w in res.warnings if w.error_id is not None]
+                if res.status == "fail":
+                    action = _dcgm_action(error_ids, test.name, messages)
+                    findings.append(
+                        critical(
+                            f"{subject}: DCGM {test.name} failed: {messages[0]}",
+                            action,
+                            "\n".join(messages),
+                            subject,
+                        )
+                    )
+                elif res.status == "warn":
+                    findings.append(
+                        warning(
+                            f"{subject}: DCGM {test.name} warning: {messages[0]}",
+                            Action.MONITOR,
+                            "\n".join(messages),
+                            subject,
+                        )
+                    )
+        metrics = {
+            "level": self.level(profile),
+            "dcgm_version": diag.dcgm_version,
+            **{k: v for k, v in counts.items()},
+        }
+        incomplete = f"DCGM reported: {diag.runtime_error}" if diag.runtime_error else ""
+        return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+
+
+# Failures whose cause is software or configuration, whatever test reported them (samples/INDEX.md).
+_CONFIG_CAUSES = ("system not yet initialized", "fabric manager", "persistence mode", "nvidia-smi -pm")
+
+
+def _dcgm_action(error_ids: list[int], test: str, messages: list[str]) -> Action:
+    """DCGM's own severity for the error, mapped onto our actions (dcgm_errors.h)."""
+    text = " ".join(messages).lower()
+    if any(cause in text for cause in _CONFIG_CAUSES):
+        return Action.RECONFIGURE
+    severities = {DCGM_ERRORS[e].severity for e in error_ids if e in DCGM_ERRORS}
+    if "RESET" in severities:
+        return Action.RESET_GPU
+    if "ISOLATE" in severities:
+        return Action.RMA
+    if "CONFIG" in severities:
+        return Action.RECONFIGURE
+    if "TRIAGE" in severities:
+        return Action.REBOOT
+    return Action.RMA if "memory" in test.lower() else Action.REBOOT
+
+
+THROTTLE_SAMPLER = (
+    "nvidia-smi --query-gpu=index,clocks_throttle_reasons.active,temperature.gpu,power.draw "
+    "--format=csv,noheader,nounits -lms 1000"
+)
+
+
+class GpuStress(Check):
+    name = "gpu_stress"
+    stage = "gpu"
+    description = (
+        "matmul load on every GPU: bit-identical results (silent data corruption), TFLOP/s, throttling"
+    )
+
+    def seconds(self, profile: Profile) -> float:
+        return float(profile.get("diag.stress_minutes", 10)) * 60
+
+    def timeout(self, profile: Profile) -> int:
+        return int(self.seconds(profile)) + 300
+
+    def command(self, profile: Profile) -> str:
+        return "\n".join(
+            [
+                f"{THROTTLE_SAMPLER} >/tmp/burnin-throttle.$$ 2>&1 &",
+                "sampler=$!",
+                section_mark("stress"),
+                stress_shell(self.seconds(profile)),
+                "rc=$?",
+                "kill $sampler 2>/dev/null; wait $sampler 2>/dev/null",
+                section_mark("throttle"),
+                "cat /tmp/burnin-throttle.$$; rm -f /tmp/burnin-throttle.$$",
+                "exit $rc",
+            ]
+        )
+
+    judge_any_rc = True  # burnin-stress exits 2 with an error report: the report says why
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        parts = sections(output.stdout)
+        report = _stress_report(parts.get("stress", ""))
+        if report.get("error"):
+            return Result.unknown(self.name, f"the stress load did not run: {report['error']}")
+        gpus = report.get("gpus")
+        if not isinstance(gpus, list) or not gpus:
+            raise ParseError("the stress report lists no GPU")
+        findings: list[Finding] = []
+        want = int(profile.get("gpu.count", len(gpus)))
+        if len(gpus) < want:
+            findings.append(
+                critical(f"the load ran on {len(gpus)} GPU(s), the profile has {want}", Action.RESEAT)
+            )
+        findings += _sdc_findings(gpus)
+        findings += _tflops_findings(gpus, profile)
+        samples_text = parts.get("throttle", "")
+        samples = parse_throttle_samples(samples_text) if samples_text.strip() else []
+        findings += _throttle_findings(samples)
+        tflops = {f"GPU {g.get('index')}": g.get("tflops") for g in gpus if isinstance(g, dict)}
+        temps = [s.temperature_c for s in samples if s.temperature_c is not None]
+        power = [s.power_draw_w for s in samples if s.power_draw_w is not None]
+        metrics = {
+            "backend": report.get("backend"),
+            "seconds": report.get("seconds"),
+            "tflops": tflops,
+            "max_temp_c": max(temps) if temps else None,
+            "max_power_w": max(power) if power else None,
+            "throttle_samples": len(samples),
+        }
+        incomplete = "" if samples else "no clock throttle samples during the load (nvidia-smi sampler)"
+        return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+
+
+def _stress_report(text: str) -> dict:
+    start = text.find("{")
+    if start < 0:
+        raise ParseError("no JSON report from burnin-stress")
+    try:
+        report = json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"unreadable burnin-stress report: {exc.msg}") from None
+    if not isinstance(report, dict) or report.get("tool") != "burnin-stress":
+        raise ParseError("not a burnin-stress report")
+    return report
+
+
+def _sdc_findings(gpus: list) -> list[Finding]:
+    findings: list[Finding] = []
+    by_seed: dict[str, Counter[str]] = {}
+    for g in gpus:
+        if not isinstance(g, dict):
+            raise ParseError("a GPU entry of the stress report is not an object")
+        subject = f"GPU {g.get('index')}"
+        if g.get("error"):
+            findings.append(
+                critical(
+                    f"{subject}: the load failed: {g['error']}", Action.RESET_GPU, str(g["error"]), subject
+                )
+            )
+            continue
+        if g.get("mismatches"):
+            findings.append(
+                critical(
+                    f"{subject}: {g['mismatches']} iteration(s) gave a different result for the same "
+                    "input (silent data corruption)",
+                    Action.RMA,
+                    json.dumps(g.get("digests")),
+                    subject,
+                )
+            )
+        for seed, digest in (g.get("digests") or {}).items():
+            by_seed.setdefault(seed, Counter())[digest] += 1
+    for seed, counts in by_seed.items():
+        if len(counts) < 2:
+            continue
+        majority, _ = counts.most_common(1)[0]
+        for g in gpus:
+            digest = (g.get("digests") or {}).get(seed)
+            if digest is not None and digest != majority:
+                subject = f"GPU {g.get('index')}"
+                findings.append(
+                    critical(
+                        f"{subject}: its result for input {seed} differs from the other GPUs' "
+                        "(silent data corruption)",
+                        Action.RMA,
+                        f"seed {seed}: {digest[:16]} vs majority {majority[:16]}",
+                        subject,
+                    )
+                )
+    return findings
+
+
+def _tflops_findings(gpus: list, profile: Profile) -> list[Finding]:
+    values = {g.get("index"): g.get("tflops") for g in gpus if isinstance(g.get("tflops"), int | float)}
+    if not values:
+        return []
+    best = max(values.values())
+    fraction = float(profile.get("floors.matmul_tflops_fraction_of_best", 0.9))
+    floor = profile.get("floors.matmul_tflops")
+    findings = []
+    for index, value in sorted(values.items()):
+        subject = f"GPU {index}"
+        if floor is not None and value < float(floor):
+            findings.append(
+                critical(
+                    f"{subject}: {value:g} TFLOP/s, below the profile's floor of {float(floor):g}",
+                    Action.RMA,
+                    f"{subject}: {value} TFLOP/s",
+                    subject,
+                )
+            )
+        elif value < fraction * best:
+            findings.append(
+                critical(
+                    f"{subject}: {value:g} TFLOP/s, more than {100 - fraction * 100:g}% below the "
+                    f"node's best GPU ({best:g})",
+                    Action.RMA,
+                    f"{subject}: {value} TFLOP/s",
+                    subject,
+                )
+            )
+    return findings
+
+
+def _throttle_findings(samples: list) -> list[Finding]:
+    seen: dict[int, set[str]] = {}
+    evidence: dict[int, str] = {}
+    for s in samples:
+        if s.reasons_mask is None:
+            continue
+        names = set(decode_throttle_reasons(s.reasons_mask))
+        flagged = names & (HW_THROTTLE | SOFT_THROTTLE_WARN)
+        if flagged:
+            seen.setdefault(s.index, set()).update(flagged)
+            evidence.setdefault(
+                s.index, f"{s.index}, {s.reasons_mask:#018x}, {s.temperature_c}, {s.power_draw_w}"
+            )
+    findings = []
+    for index, names in sorted(seen.items()):
+        subject = f"GPU {index}"
+        hw = sorted(names & HW_THROTTLE)
+        if hw:
+            findings.append(
+                critical(
+                    f"{subject} throttled by hardware under load: {', '.join(hw)}",
+                    Action.RESEAT,
+                    evidence[index],
+                    subject,
+                )
+            )
+        else:
+            findings.append(
+                warning(
+                    f"{subject} throttled under load: {', '.join(sorted(names))} (cooling?)",
+                    Action.MONITOR,
+                    evidence[index],
+                    subject,
+                )
+            )
+    return findings

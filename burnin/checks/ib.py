@@ -1,0 +1,103 @@
+"""InfiniBand port state (preflight): count, Active, LinkUp, rate and HCA firmware vs the profile.
+
+Ethernet ports of the same HCAs (a CX-6 Dx or BlueField next to the IB rails) show as Down or
+Disabled in ibstat: they are filtered by link layer, never counted as IB failures.
+"""
+
+from __future__ import annotations
+
+from bringup.profiles import Profile
+from burnin.checks.base import Check, CommandOutput
+from burnin.parsers import ParseError
+from burnin.parsers.ibstat import parse_ibstat
+from burnin.result import Action, Finding, Result, critical, info
+
+
+class IbPorts(Check):
+    name = "ib_ports"
+    stage = "preflight"
+    description = "IB ports: count, Active/LinkUp, rate, HCA firmware pin (ibstat)"
+    timeout_s = 30
+    judge_any_rc = True  # ibstat exits 255 after printing good data when one device vanished
+
+    def applies(self, profile: Profile) -> bool:
+        return int(profile.get("ib.hca_count", 0)) > 0
+
+    def command(self, profile: Profile) -> str:
+        return "ibstat"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        report = parse_ibstat(output.stdout)
+        if not report.hcas:
+            raise ParseError("ibstat listed no HCA")
+        want_count = int(profile.get("ib.hca_count"))
+        want_rate = float(profile.get("ib.rate_gbps"))
+        layer = str(profile.get("ib.link_layer", "InfiniBand"))
+        fw_pin = profile.get("pins.hca_firmware")
+        findings: list[Finding] = []
+        ports = [(hca, port) for hca in report.hcas for port in hca.ports if (port.link_layer or "") == layer]
+        others = [
+            (hca, port) for hca in report.hcas for port in hca.ports if (port.link_layer or "") != layer
+        ]
+        if len(ports) != want_count:
+            findings.append(
+                critical(
+                    f"{len(ports)} {layer} port(s) found, the profile has {want_count}",
+                    Action.RESEAT,
+                    ", ".join(f"{h.name}/{p.number} {p.link_layer}" for h, p in ports + others) or "no port",
+                    "HCAs",
+                )
+            )
+        for hca, port in ports:
+            subject = f"{hca.name} port {port.number}"
+            evidence = (
+                f"CA '{hca.name}' Port {port.number}: State: {port.state}, Physical state: "
+                f"{port.physical_state}, Rate: {port.rate}, GUID {port.port_guid}"
+            )
+            if port.state != "Active" or port.physical_state != "LinkUp":
+                action = (
+                    Action.REPLACE_CABLE
+                    if port.physical_state in ("Polling", "Disabled", None)
+                    else Action.RESEAT
+                )
+                findings.append(
+                    critical(
+                        f"{subject} is {port.state}/{port.physical_state} (want Active/LinkUp)",
+                        action,
+                        evidence,
+                        subject,
+                    )
+                )
+            elif port.rate is not None and float(port.rate) < want_rate:
+                findings.append(
+                    critical(
+                        f"{subject} runs at {port.rate} Gb/s, the profile wants {want_rate:g}",
+                        Action.REPLACE_CABLE,
+                        evidence,
+                        subject,
+                    )
+                )
+        for hca in {h.name: h for h, _ in ports}.values():
+            if fw_pin and hca.firmware != str(fw_pin):
+                findings.append(
+                    critical(
+                        f"{hca.name} firmware {hca.firmware}, the profile pins {fw_pin}",
+                        Action.RECONFIGURE,
+                        f"CA '{hca.name}' Firmware version: {hca.firmware}",
+                        hca.name,
+                    )
+                )
+        if others:
+            findings.append(
+                info(
+                    f"{len(others)} non-{layer} port(s) ignored",
+                    ", ".join(f"{h.name}/{p.number} {p.link_layer}" for h, p in others),
+                )
+            )
+        metrics = {
+            "ports": len(ports),
+            "active": sum(p.state == "Active" for _, p in ports),
+            "firmware": sorted({h.firmware or "?" for h, _ in ports}),
+        }
+        incomplete = "; ".join(report.problems) if report.problems else ""
+        return Result.judged(self.name, findings, metrics, incomplete=incomplete)

@@ -1,0 +1,213 @@
+"""The kernel log scan (preflight): Xid and SXid lines with what to do about each, AER errors,
+GPUs fallen off the bus, IB link flaps and cable events, and unknown error lines.
+
+What each Xid means and needs comes from NVIDIA's Xid catalog and one operator's list of
+hardware Xids (REFERENCE.md, samples/xid_catalog_nvidia_selected.md). "limited by ... link"
+lines belong to the PCIe stage, which judges them against the live link.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from bringup.profiles import Profile
+from burnin.checks.base import Check, CommandOutput
+from burnin.parsers.kernel_log import (
+    AerEvent,
+    FallenOffBusEvent,
+    LinkFlapEvent,
+    ModuleEvent,
+    SuspiciousEvent,
+    SxidEvent,
+    XidEvent,
+    parse_kernel_log,
+)
+from burnin.parsers.xid_catalog import XID_CATALOG
+from burnin.result import Action, Finding, Result, Severity, critical, info, warning
+
+
+@dataclass(frozen=True)
+class XidRule:
+    severity: Severity
+    action: Action
+    advice: str
+
+
+_APP = XidRule(Severity.WARNING, Action.MONITOR, "usually an application fault; watch for repeats")
+_HW = XidRule(Severity.CRITICAL, Action.REBOOT, "hardware Xid: reboot and re-test; RMA if it recurs")
+
+# Specific rules first (NVIDIA's resolution buckets), then the hardware list, else a warning.
+XID_RULES: dict[int, XidRule] = {
+    13: _APP,
+    31: _APP,
+    43: _APP,
+    45: _APP,
+    48: XidRule(
+        Severity.CRITICAL, Action.RESET_GPU, "double-bit ECC error: reset the GPU, then check row remapping"
+    ),
+    63: XidRule(
+        Severity.WARNING,
+        Action.MONITOR,
+        "a row was marked for remapping; the memory check says if a reset is due",
+    ),
+    64: XidRule(Severity.CRITICAL, Action.RMA, "row remapping failed: an RMA criterion"),
+    74: XidRule(
+        Severity.CRITICAL, Action.RESET_GPU, "NVLink error: reset the GPU; reseat or RMA if it recurs"
+    ),
+    79: XidRule(
+        Severity.CRITICAL, Action.REBOOT, "GPU fell off the bus: reboot; if it recurs, reseat the GPU/riser"
+    ),
+    92: XidRule(Severity.WARNING, Action.MONITOR, "high single-bit ECC rate"),
+    94: XidRule(
+        Severity.WARNING, Action.MONITOR, "contained ECC error: the application was stopped, the GPU is fine"
+    ),
+    95: XidRule(Severity.CRITICAL, Action.RESET_GPU, "uncontained ECC error: reset the GPU"),
+    119: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP RPC timeout: reset the GPU"),
+    120: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP error: reset the GPU"),
+}
+# One operator's list of Xids that indicate hardware (REFERENCE.md).
+HARDWARE_XIDS = frozenset(
+    [48, 56, 57, 58, 62, 63, 64, 92, 94]
+    + list(range(68, 78))
+    + list(range(79, 87))
+    + [88, 89]
+    + list(range(95, 106))
+    + list(range(110, 121))
+    + list(range(122, 126))
+)
+# NVSwitch SXids known harmless on a healthy fabric (one operator's whitelist).
+BENIGN_SXIDS = frozenset({22013})
+# Kernel lines that say "error" on healthy nodes.
+BUILTIN_ALLOWLIST = (
+    r"ACPI (BIOS )?Error",
+    r"ACPI Error: .*AE_NOT_FOUND",
+    r"ERST: Failed to get Error Log Address Range",
+    r"Error parsing PCC subspaces",
+    r"module verification failed: signature and/or required key missing",
+    r"RAS: Correctable Errors collector initialized",
+    r"EDAC .*: ECC is disabled",
+    r"failed to load regulatory\.db",
+    r"Direct firmware load for .* failed",
+)
+FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" (REFERENCE.md: 5 or more in 24 h)
+
+
+def xid_rule(xid: int) -> XidRule:
+    if xid in XID_RULES:
+        return XID_RULES[xid]
+    if xid in HARDWARE_XIDS:
+        return _HW
+    return XidRule(Severity.WARNING, Action.MONITOR, "not on the hardware list")
+
+
+class KernelLog(Check):
+    name = "kernel_log"
+    stage = "preflight"
+    description = "kernel log: Xid/SXid, AER, GPUs off the bus, IB link flaps, unknown error lines"
+    timeout_s = 30
+
+    def command(self, profile: Profile) -> str:
+        return "dmesg --time-format iso"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        allow = [
+            re.compile(p) for p in (*BUILTIN_ALLOWLIST, *(profile.get("host.kernel_log_allowlist") or ()))
+        ]
+        events = parse_kernel_log(output.stdout)
+        # One finding per (what, where): a GPU that logged Xid 94 nine times is one finding, "x9".
+        grouped: dict[tuple, tuple[Finding, int]] = {}
+        xids: Counter[int] = Counter()
+        flaps: Counter[str] = Counter()
+        xid79 = {e.bdf for e in events if isinstance(e, XidEvent) and e.xid == 79}
+        classified = {(e.sxid, e.switch) for e in events if isinstance(e, SxidEvent) and e.fatal is not None}
+
+        def add(key: tuple, finding: Finding) -> None:
+            first, count = grouped.get(key, (finding, 0))
+            grouped[key] = (first, count + 1)
+
+        for e in events:
+            if isinstance(e, XidEvent):
+                xids[e.xid] += 1
+                add(("xid", e.xid, e.bdf), _xid_finding(e))
+            elif isinstance(e, SxidEvent) and (e.fatal is not None or (e.sxid, e.switch) not in classified):
+                # An SXid prints three lines; only the Fatal/Non-fatal one says which it is.
+                add(("sxid", e.sxid, e.switch), _sxid_finding(e))
+            elif isinstance(e, AerEvent) and e.severity is not None:  # None: a recovery line
+                where = e.bdf or "a PCIe device"
+                if e.severity in ("fatal", "non_fatal"):
+                    finding = critical(
+                        f"uncorrected ({e.severity}) PCIe AER error at {where}", Action.RESEAT, e.raw, where
+                    )
+                else:
+                    finding = warning(f"corrected PCIe AER error at {where}", Action.MONITOR, e.raw, where)
+                add(("aer", e.severity, e.bdf), finding)
+            elif isinstance(e, FallenOffBusEvent) and e.bdf not in xid79:  # Xid 79 already says it
+                subject = f"GPU {e.bdf or ''}".strip()
+                add(
+                    ("off-bus", e.bdf),
+                    critical(
+                        f"{subject} has fallen off the bus: reboot; reseat if it recurs",
+                        Action.REBOOT,
+                        e.raw,
+                        subject,
+                    ),
+                )
+            elif isinstance(e, LinkFlapEvent) and e.state == "down":
+                flaps[e.interface] += 1
+            elif isinstance(e, ModuleEvent) and e.error:
+                where = f"module {e.module}" + (f" ({e.bdf})" if e.bdf else "")
+                detail = f"{e.status}" + (f", {e.detail}" if e.detail else "")
+                add(
+                    ("module", e.bdf, e.module),
+                    critical(
+                        f"transceiver/cable problem on {where}: {detail}", Action.REPLACE_CABLE, e.raw, where
+                    ),
+                )
+            elif isinstance(e, SuspiciousEvent) and not any(p.search(e.message) for p in allow):
+                shape = re.sub(r"[0-9a-fx]+", "#", e.message.lower())  # same line, other numbers
+                add(("line", shape), warning(f"kernel: {e.message.strip()[:160]}", Action.MONITOR, e.raw))
+        findings = [_counted(f, n) for f, n in grouped.values()]
+        for iface, count in sorted(flaps.items()):
+            if count >= FLAP_LIMIT:
+                findings.append(
+                    critical(
+                        f"{iface} lost carrier {count} times: a flapping link",
+                        Action.REPLACE_CABLE,
+                        f"{count} x lost carrier on {iface}",
+                        iface,
+                    )
+                )
+            else:
+                findings.append(warning(f"{iface} lost carrier {count} time(s)", Action.MONITOR, "", iface))
+        metrics = {"xids": {str(k): v for k, v in sorted(xids.items())}, "events": len(events)}
+        return Result.judged(self.name, findings, metrics)
+
+
+def _counted(finding: Finding, count: int) -> Finding:
+    return finding if count == 1 else replace(finding, message=f"{finding.message} (x{count})")
+
+
+def _xid_finding(e: XidEvent) -> Finding:
+    rule = xid_rule(e.xid)
+    name = XID_CATALOG[e.xid].mnemonic if e.xid in XID_CATALOG else "Xid"
+    cause = f" (caused by Xid {e.caused_by_xid})" if e.caused_by_xid else ""
+    subject = f"GPU {e.bdf}" if e.bdf else "GPU"
+    return Finding(
+        f"Xid {e.xid} {name} on {subject}{cause}: {rule.advice}",
+        rule.severity,
+        rule.action,
+        e.raw.strip(),
+        subject,
+    )
+
+
+def _sxid_finding(e: SxidEvent) -> Finding:
+    if e.fatal:
+        return critical(
+            f"fatal NVSwitch SXid {e.sxid} on {e.switch}: reboot the node", Action.REBOOT, e.raw, e.switch
+        )
+    if e.sxid in BENIGN_SXIDS:
+        return info(f"SXid {e.sxid} on {e.switch} (known benign)", e.raw, e.switch)
+    return warning(f"non-fatal NVSwitch SXid {e.sxid} on {e.switch}", Action.MONITOR, e.raw, e.switch)

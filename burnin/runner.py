@@ -1,0 +1,247 @@
+"""Run burn-in stages over nodes: one round trip per node per stage, results saved as they arrive.
+
+The runner is the I/O edge of the check model: it builds each node's batch (burnin.batch),
+sends it (SSH fan-out or this machine), judges each check (pure), and writes every result to
+the fleet store as soon as that node's answer is in, so an interrupted run keeps all it had.
+A node stops at its first failing stage (unless told to keep going) and leaves ``burnin`` for
+``failed`` with the findings that failed it; a node that passes every stage stays ``burnin``,
+ready for the next stage or the golden selection.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.store import FleetStore
+from bringup.profiles import Profile
+from bringup.remote import SshTarget, fan_out
+from burnin.batch import Job, build_script, job_keys, parse_output
+from burnin.checks.base import Check, CommandOutput, judge
+from burnin.result import Result, Severity, Verdict, worst
+from burnin.stages import stage_checks
+
+# The node's own time limit on top of its checks' (connecting, the shell, the framing).
+_OVERHEAD_S = 30
+
+
+@dataclass
+class NodeJob:
+    name: str  # the node's key in the fleet store (its inventory name)
+    profile: Profile
+    target: SshTarget | None  # None: this machine (--local)
+    record: dict[str, Any] = field(default_factory=dict)  # what record-based checks read
+
+
+@dataclass
+class StageOutcome:
+    node: str
+    stage: str
+    verdict: Verdict
+    results: list[Result]
+    error: str = ""  # the whole stage could not run on the node
+
+
+@dataclass
+class NodeOutcome:
+    node: str
+    stages: list[StageOutcome] = field(default_factory=list)
+    skipped: str = ""  # why the node was not burnt in at all
+    final_state: str = ""
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.skipped:
+            return Verdict.UNKNOWN
+        return worst(s.verdict for s in self.stages)
+
+
+# ---- pure: a stage's batch and its judgement -----------------------------------------------
+
+
+def stage_batch(
+    checks: list[Check], profile: Profile, token: str | None = None
+) -> tuple[str, str, dict[str, str]]:
+    """The batch script for a node, its frame token, and check name -> job key."""
+    commands = {c.name: c.command(profile) for c in checks}
+    keys = job_keys({name: cmd for name, cmd in commands.items() if cmd is not None})
+    jobs: dict[str, Job] = {}
+    for check in checks:
+        key = keys.get(check.name)
+        if key is None:
+            continue
+        timeout = check.timeout(profile)
+        if key in jobs:  # a shared command gets the longest time any of its checks allows
+            timeout = max(timeout, jobs[key].timeout_s)
+        jobs[key] = Job(key, commands[check.name] or "", timeout)
+    script, token = build_script(list(jobs.values()), token)
+    return script, token, keys
+
+
+def batch_time_limit(checks: list[Check], profile: Profile) -> float:
+    return sum(c.timeout(profile) + 5 for c in checks if c.command(profile) is not None) + _OVERHEAD_S
+
+
+def judge_stage(
+    checks: list[Check],
+    profile: Profile,
+    outputs: dict[str, CommandOutput],
+    keys: dict[str, str],
+    record: dict[str, Any],
+) -> list[tuple[Result, str]]:
+    """Each check's result and the evidence kept with it (its raw output)."""
+    judged = []
+    for check in checks:
+        if check.name in keys:
+            output = outputs[keys[check.name]]
+        else:
+            output = CommandOutput(stdout=check.from_record(record))
+        evidence = output.stdout + (f"\n--- stderr ---\n{output.stderr}" if output.stderr.strip() else "")
+        judged.append((judge(check, output, profile), evidence))
+    return judged
+
+
+# ---- I/O: sending batches ----------------------------------------------------------------------
+
+
+def run_local(script: str, time_limit: float) -> tuple[bytes, str, tuple[float, float]]:
+    started = time.time()
+    try:
+        proc = subprocess.run(["bash", "-s"], input=script.encode(), capture_output=True, timeout=time_limit)
+        return proc.stdout, "", (started, time.time())
+    except subprocess.TimeoutExpired as exc:
+        return exc.stdout or b"", f"time limit of {time_limit:.0f} s ran out", (started, time.time())
+
+
+def _send(
+    batches: dict[str, tuple[NodeJob, str]], time_limits: dict[str, float], concurrency: int
+) -> Iterator[tuple[str, bytes, str, tuple[float, float]]]:
+    """(node, raw answer, error, controller time window) as each node's answer arrives."""
+    local = [n for n, (job, _) in batches.items() if job.target is None]
+    for name in local:
+        raw, error, window = run_local(batches[name][1], time_limits[name])
+        yield name, raw, error, window
+    remote = {batches[n][0].target.name: n for n in batches if batches[n][0].target is not None}  # type: ignore[union-attr]
+    if not remote:
+        return
+    targets = [batches[n][0].target for n in remote.values()]
+    scripts = {batches[n][0].target.name: batches[n][1] for n in remote.values()}  # type: ignore[union-attr]
+    limit = max(time_limits[n] for n in remote.values())
+    for res in fan_out(targets, lambda t: scripts[t.name], limit, concurrency):  # type: ignore[arg-type]
+        yield remote[res.name], res.stdout, res.error, (res.started_at, res.finished_at)
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+Progress = Callable[[str, str, StageOutcome], None]  # (event, node, outcome)
+
+
+@dataclass
+class BurninRun:
+    store: FleetStore | None  # None: --local without a node record: print only
+    run_id: int | None
+    stages: list[str]
+    concurrency: int = 64
+    stop_on_fail: bool = True
+    on_stage_start: Callable[[str, int], None] | None = None
+    on_node_done: Callable[[StageOutcome], None] | None = None
+
+    def run(self, jobs: list[NodeJob]) -> list[NodeOutcome]:
+        outcomes = {j.name: NodeOutcome(j.name) for j in jobs}
+        active = {j.name: j for j in jobs}
+        for stage in self.stages:
+            plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
+            if self.on_stage_start:
+                self.on_stage_start(stage, len(active))
+            batches, keys, tokens, limits = {}, {}, {}, {}
+            for name, job in active.items():
+                script, tokens[name], keys[name] = stage_batch(plans[name], job.profile)
+                batches[name] = (job, script)
+                limits[name] = batch_time_limit(plans[name], job.profile)
+            for name, raw, error, window in _send(batches, limits, self.concurrency):
+                job = active[name]
+                outputs = parse_output(raw, tokens[name], sorted(set(keys[name].values())), window)
+                if error:  # the batch did not finish: frames that came back still count
+                    outputs = {
+                        k: (o if not o.error else CommandOutput("", rc=None, error=error))
+                        for k, o in outputs.items()
+                    }
+                judged = judge_stage(plans[name], job.profile, outputs, keys[name], job.record)
+                outcome = StageOutcome(
+                    name, stage, worst(r.verdict for r, _ in judged), [r for r, _ in judged], error
+                )
+                self._save(name, stage, judged)
+                outcomes[name].stages.append(outcome)
+                if self.on_node_done:
+                    self.on_node_done(outcome)
+            for name in list(active):
+                last = outcomes[name].stages[-1]
+                if last.verdict is Verdict.FAIL and self.stop_on_fail:
+                    del active[name]
+                elif last.error and not any(r.verdict is not Verdict.UNKNOWN for r in last.results):
+                    del active[name]  # unreachable: nothing later can run either
+        for name, outcome in outcomes.items():
+            outcome.final_state = self._conclude(name, outcome)
+        return list(outcomes.values())
+
+    def _save(self, node: str, stage: str, judged: list[tuple[Result, str]]) -> None:
+        if self.store is None:
+            return
+        for result, evidence in judged:
+            metrics = dict(result.metrics)
+            if result.reason:
+                metrics.setdefault("reason", result.reason)
+            self.store.add_result(
+                node,
+                stage,
+                result.check,
+                result.verdict.value,
+                run_id=self.run_id,
+                metrics=metrics,
+                findings=[f.to_dict() for f in result.findings],
+                evidence=evidence,
+            )
+
+    def _conclude(self, node: str, outcome: NodeOutcome) -> str:
+        """Move a failed node to ``failed`` with the findings that failed it."""
+        if self.store is None:
+            return ""
+        failed = [s for s in outcome.stages if s.verdict is Verdict.FAIL]
+        current = self.store.get_node(node).state
+        if failed and current == State.BURNIN.value:
+            stage = failed[0]
+            findings = [
+                f.to_dict() for r in stage.results for f in r.findings if f.severity is Severity.CRITICAL
+            ]
+            first = findings[0]["message"] if findings else "a check failed"
+            self.store.transition(
+                node,
+                State.FAILED,
+                f"burn-in stage {stage.stage} failed: {first}",
+                run_id=self.run_id,
+                details={"stage": stage.stage, "findings": findings},
+            )
+            return State.FAILED.value
+        ran = ",".join(s.stage for s in outcome.stages)
+        self.store.record_event(
+            node,
+            "burnin",
+            f"stages {ran}: {outcome.verdict.value}",
+            run_id=self.run_id,
+            details={s.stage: s.verdict.value for s in outcome.stages},
+        )
+        return current
+
+
+def record_for(hardware: dict[str, Any], previous_bmc_check: str | None) -> dict[str, Any]:
+    """What record-based checks read about a node (kept small and JSON-able)."""
+    return {"hardware": hardware or {}, "previous_check_at": previous_bmc_check}
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, default=str)
