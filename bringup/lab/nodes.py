@@ -52,6 +52,23 @@ name=$2
 cd "$root"
 mount -t proc -o nosuid,nodev,noexec proc proc
 mount -t sysfs -o ro,nosuid,nodev,noexec sysfs sys
+# A node prepared with the stand-ins has a fake PCI tree (standins/sysfs.py), unpacked into a
+# tmpfs (writable for the stress stand-in) that replaces /sys/devices and /sys/bus/pci. The real
+# non-PCI parts of /sys/devices (virtual/net, system/cpu, ...) are bound into it first.
+fake=etc/bringup-lab/sysfs
+if [ -f "$fake.tar" ] && [ -d sys/bus/pci ]; then
+    mkdir -p "$fake"
+    mount -t tmpfs -o nosuid,nodev,mode=0755,size=32m bringup-sysfs "$fake"
+    tar -xf "$fake.tar" -C "$fake"
+    for dir in sys/devices/*; do
+        case ${dir##*/} in pci*) continue ;; esac
+        [ -d "$dir" ] || continue
+        mkdir -p "$fake/devices/${dir##*/}"
+        mount --bind "$dir" "$fake/devices/${dir##*/}"
+    done
+    mount --rbind "$fake/devices" sys/devices
+    mount --bind "$fake/bus/pci" sys/bus/pci
+fi
 mount -t tmpfs -o nosuid,mode=0755,size=16m tmpfs dev
 for spec in "null 1 3" "zero 1 5" "full 1 7" "random 1 8" "urandom 1 9" "tty 5 0"; do
     set -- $spec

@@ -17,7 +17,7 @@ def test_parse_valid_spec():
         {
             "nodes": {
                 "node02": ["gpu-hw-slowdown"],
-                "node05": ["pcie-nic-downtrained", "gpu-remapped-rows-pending"],
+                "node05": ["pcie-nic-downtrained", "ecc-disabled"],
                 "node06": [],
                 "node07": None,
             }
@@ -25,7 +25,7 @@ def test_parse_valid_spec():
         "x.yml",
     )
     assert spec.faults_for("node02") == ("gpu-hw-slowdown",)
-    assert spec.faults_for("node05") == ("pcie-nic-downtrained", "gpu-remapped-rows-pending")
+    assert spec.faults_for("node05") == ("pcie-nic-downtrained", "ecc-disabled")
     assert spec.faults_for("node06") == () == spec.faults_for("node07") == spec.faults_for("node99")
     assert spec.faulty_nodes() == ["node02", "node05"]
     assert spec.source == "x.yml"

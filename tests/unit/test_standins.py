@@ -1,21 +1,36 @@
-"""Stand-in hardware tools: the catalog is consistent, and the dispatcher (run with the system
-python3, as on a lab node) prints the right recording for healthy and faulty nodes."""
+"""Stand-in hardware tools: the catalog is consistent, the recordings agree with each other, and
+the dispatcher (run with the system python3, as on a lab node) prints the right recording for
+every (command, fault) the burn-in checks use."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import signal
 import subprocess
+import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from bringup.lab import standins
-from bringup.lab.standins import dispatch
+from bringup.lab.standins import dispatch, sysfs
 from tests.conftest import unavailable
 
 SHARED_SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
+LAB_MADE = re.compile(r"# SOURCE: (DERIVED from |SYNTHETIC)")
+
+THROTTLE = (
+    "--query-gpu=index,clocks_throttle_reasons.active,temperature.gpu,power.draw",
+    "--format=csv,noheader,nounits",
+    "-lms",
+    "1000",
+)
+DOCKER_L = ("run", "--rm", "--gpus", "all", "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04", "nvidia-smi", "-L")
+DF = ("-P", "-k", "-x", "tmpfs", "-x", "devtmpfs", "-x", "squashfs", "-x", "overlay")
 
 
 def _entries():
@@ -34,9 +49,26 @@ def run_tool(root: Path, tool: str, *args: str) -> subprocess.CompletedProcess[s
         [str(root / "usr/local/bin" / tool), *args],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin"},  # as minimal as a node's; the venv must not matter
     )
+
+
+def q_gpus() -> list[tuple[str, str]]:
+    """(bus id, UUID) of the GPUs of the healthy nvidia-smi -q recording, in index order."""
+    text = _sample_body("nvidia_smi_q_8xh100_535_183.txt")
+    return list(
+        zip(re.findall(r"^GPU (\S+)", text, re.M), re.findall(r"GPU UUID\s+: (\S+)", text), strict=True)
+    )
+
+
+def unpack_sysfs(root: Path) -> None:
+    """What the node's init does with the installed tree (into a tmpfs there)."""
+    tree = root / dispatch.SYSFS_SUBPATH
+    if tree.exists():
+        shutil.rmtree(tree)
+    with tarfile.open(root / sysfs.SYSFS_TAR_SUBPATH) as tar:
+        tar.extractall(tree, filter="tar")
 
 
 @pytest.fixture
@@ -44,9 +76,11 @@ def node(tmp_path: Path):
     if not SYSTEM_PYTHON.exists():
         unavailable("needs /usr/bin/python3 (the python a lab node has)")
 
-    def make(*faults: str) -> Path:
+    def make(*faults: str, with_sysfs: bool = False) -> Path:
         root = tmp_path / ("node-" + "-".join(faults or ("healthy",)))
         standins.install_standins(root, faults)
+        if with_sysfs:  # only the stress stand-in touches the tree; unpacking takes a while
+            unpack_sysfs(root)
         return root
 
     return make
@@ -68,6 +102,7 @@ def test_every_entry_references_an_existing_sample_and_skips_its_source_line():
 def test_every_catalog_fault_is_known_and_used():
     known = standins.known_faults()
     used = {f for _, entry in _entries() for f in entry.get("faults", [])}
+    used |= set(standins.catalog()["sysfs"])
     assert used <= set(known)
     assert set(known) <= used, f"faults with no recording: {set(known) - used}"
     for name, description in known.items():
@@ -91,6 +126,18 @@ def test_arg_patterns_compile():
             re.compile(pattern)
 
 
+def test_holding_entries_are_complete_and_target_files_of_the_fake_tree(tmp_path):
+    tree = sysfs.build_fake_sysfs(tmp_path, ())
+    holding = [entry for tool, entry in _entries() if "hold" in entry]
+    assert holding and {tool for tool, e in _entries() if "hold" in e} == {"burnin-stress"}
+    for entry in holding:
+        assert entry["hold"]["seconds_arg"] == "--seconds" and entry["hold"]["min"] > 0
+        assert entry.get("render") in dispatch.RENDERERS
+        for bdf, files in entry["sysfs_during"].items():
+            for name in files:
+                assert (tree / dispatch.sysfs_attr_path(bdf, name)).is_file(), (bdf, name)
+
+
 def test_no_orphan_samples():
     used = {p["sample"] for _, e in _entries() for p in e["output"]}
     present = {p.name for p in standins.SAMPLES_DIR.iterdir()}
@@ -98,19 +145,34 @@ def test_no_orphan_samples():
 
 
 @pytest.mark.skipif(not SHARED_SAMPLES.is_dir(), reason="shared sample corpus not present")
-def test_samples_are_verbatim_copies_of_the_corpus():
+def test_recorded_samples_are_verbatim_and_lab_made_ones_say_so():
+    """Real recordings are byte copies of the corpus; derived/synthetic files say what they are,
+    carry it in their name, and name sources that exist."""
     for sample in standins.SAMPLES_DIR.iterdir():
-        assert sample.read_bytes() == (SHARED_SAMPLES / sample.name).read_bytes(), sample.name
+        first = sample.read_text().split("\n", 1)[0]
+        if not LAB_MADE.match(first):
+            assert sample.read_bytes() == (SHARED_SAMPLES / sample.name).read_bytes(), sample.name
+            continue
+        assert re.search(r"_(DERIVED|SYNTHETIC)\.(txt|json)$", sample.name), sample.name
+        assert not (SHARED_SAMPLES / sample.name).exists(), f"{sample.name} shadows a corpus file"
+        sources = [n for n in re.findall(r"\b([\w.-]+\.(?:txt|json|tsv))\b", first) if n != sample.name]
+        assert sources or first.startswith("# SOURCE: SYNTHETIC:"), f"{sample.name}: derived from what?"
+        for source in sources:
+            assert (SHARED_SAMPLES / source).exists() or (standins.SAMPLES_DIR / source).exists(), (
+                f"{sample.name}: source {source} not found"
+            )
 
 
 def test_dispatcher_is_stdlib_only():
     source = standins.DISPATCHER_PATH.read_text()
     imports = set(re.findall(r"^(?:from|import) (\w+)", source, re.M))
-    assert imports <= {"__future__", "json", "os", "re", "sys"}, imports
-    assert source.startswith("#!/usr/bin/python3\n")
+    assert imports <= {"__future__", "json", "os", "re", "signal", "sys", "time"}, imports
+    # -S -I: no site-packages, no user environment: the node's python starts in half the time,
+    # which matters when 20 lab nodes run a dozen stand-ins each on a 2-core machine.
+    assert source.startswith("#!/usr/bin/python3 -SI\n")
 
 
-# --- selection rule (pure) -----------------------------------------------------------------------
+# --- selection rule and helpers (pure) -----------------------------------------------------------
 
 
 def test_select_entry_prefers_the_most_specific_active_recording():
@@ -127,16 +189,392 @@ def test_select_entry_prefers_the_most_specific_active_recording():
     assert dispatch.select_entry(entries, ["-x", "-x"], []) is None  # fullmatch, not search
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--seconds", "3", "--json"], (3.0, 3.0)),
+        (["--json", "--seconds=7.5"], (7.5, 7.5)),
+        (["--seconds", "0"], (0.0, 2.0)),  # a 0 s run still lasts the minimum
+        (["--json"], (10.0, 10.0)),
+    ],
+)
+def test_hold_seconds(args, expected):
+    assert dispatch.hold_seconds({"seconds_arg": "--seconds", "default": 10, "min": 2}, args) == expected
+
+
+@pytest.mark.parametrize(
+    "args", [["--seconds", "abc"], ["--seconds", "-1"], ["--seconds", "nan"], ["--seconds"]]
+)
+def test_hold_seconds_rejects_bad_values(args):
+    with pytest.raises(ValueError, match="--seconds must be a non-negative number"):
+        dispatch.hold_seconds({"seconds_arg": "--seconds", "default": 10}, args)
+
+
+def test_stress_render_rescales_duration_and_iterations():
+    data = _sample_body("burnin_stress_8xh100_SYNTHETIC.json").encode()
+    recorded = json.loads(data)
+    three = json.loads(dispatch.render_burnin_stress(data, 3.0))
+    assert three["seconds"] == 3 and recorded["seconds"] == 60
+    for before, after in zip(recorded["gpus"], three["gpus"], strict=True):
+        assert after["iterations"] == int(after["tflops"] * 1e12 * 3 / (2 * 8192**3))
+        assert abs(after["iterations"] * 20 - before["iterations"]) <= 20  # 60 s vs 3 s
+        assert {k: v for k, v in after.items() if k != "iterations"} == {
+            k: v for k, v in before.items() if k != "iterations"
+        }
+    assert json.loads(dispatch.render_burnin_stress(data, 0.0))["gpus"][0]["iterations"] == 1
+
+
 def test_conflicting_faults_are_reported():
     assert standins.fault_conflicts(["nvlink-down", "nvlink-degraded"])
+    for pair in (
+        ["gpu-missing", "ecc-disabled"],  # both nvidia-smi -q
+        ["xid-79", "xid-48-row-remap-pending"],  # both dmesg
+        ["pcie-nic-downtrained", "xid-79"],  # both dmesg
+        ["stress-sdc", "pcie-gpu-gen1-under-load"],  # both burnin-stress
+    ):
+        problems = standins.fault_conflicts(pair)
+        assert len(problems) == 1 and "no recording combines them" in problems[0], pair
     assert standins.fault_conflicts(["pcie-nic-downtrained", "pcie-gpu-downtrained", "gpu-hw-slowdown"]) == []
+    assert standins.fault_conflicts(["ib-port-down", "disk-full", "fabric-manager-down", "stress-sdc"]) == []
     with pytest.raises(ValueError, match="nvlink"):
         standins.install_standins(Path("/nonexistent"), ["nvlink-down", "nvlink-degraded"])
     with pytest.raises(ValueError, match="unknown fault"):
         standins.install_standins(Path("/nonexistent"), ["gpu-on-fire"])
 
 
-# --- the dispatcher as a node runs it ------------------------------------------------------------
+def test_faults_changing_the_same_sysfs_file_conflict(monkeypatch):
+    data = json.loads(json.dumps(standins.catalog()))
+    data["faults"]["nic-slow"] = "test fault"
+    data["sysfs"]["nic-slow"] = {"0000:98:00.0": {"current_link_width": "4"}}
+    monkeypatch.setattr(standins, "catalog", lambda: data)
+    problems = standins.fault_conflicts(["pcie-nic-downtrained", "nic-slow"])
+    assert problems == [
+        "faults nic-slow, pcie-nic-downtrained both change sysfs 0000:98:00.0/current_link_width"
+    ]
+    assert standins.fault_conflicts(["pcie-gpu-downtrained", "nic-slow"]) == []
+
+
+# --- recordings agree with each other and with the fake sysfs tree -------------------------------
+
+
+def test_gpu_identities_agree_across_recordings():
+    gpus = q_gpus()
+    assert len(gpus) == 8
+    listed = [f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: {u})" for i, (_, u) in enumerate(gpus)]
+    assert _sample_body("nvidia_smi_L_8xh100_DERIVED.txt").splitlines() == listed
+    for name in (
+        "nvidia_smi_nvlink_s_8xh100_ok_DERIVED.txt",
+        "nvidia_smi_nvlink_s_8xh100_gpu0_degraded_DERIVED.txt",
+    ):
+        assert [line for line in _sample_body(name).splitlines() if line.startswith("GPU")] == listed
+    for name in ("burnin_stress_8xh100_SYNTHETIC.json", "burnin_stress_8xh100_gpu6_sdc_SYNTHETIC.json"):
+        doc = json.loads(_sample_body(name))
+        assert [(g["pci_bus_id"], g["uuid"]) for g in doc["gpus"]] == gpus
+        assert [g["index"] for g in doc["gpus"]] == list(range(8))
+        assert all(775 <= g["tflops"] <= 795 for g in doc["gpus"])
+    tree_gpus = [d.bdf for d in sysfs.hgx_h100_devices() if d.kind == "gpu"]
+    assert tree_gpus == [bus[4:].lower() for bus, _ in gpus]  # 00000000:53:00.0 -> 0000:53:00.0
+
+
+def test_ibstat_agrees_with_the_fake_tree(tmp_path):
+    text = _sample_body("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    cas = re.findall(r"^CA '(\S+)'\n\tCA type: (\S+)\n.*?\tNode GUID: 0x(\w+)", text, re.M | re.S)
+    assert [c[0] for c in cas] == [f"mlx5_{i}" for i in range(8)]
+    assert {c[1] for c in cas} == {"MT4129"}
+    tree = sysfs.build_fake_sysfs(tmp_path, ())
+    for name, _, guid in cas:
+        [ib] = tree.glob(f"bus/pci/devices/*/infiniband/{name}")
+        assert (ib / "node_guid").read_text().strip().replace(":", "") == guid
+        assert (ib / "fw_ver").read_text().strip() == "28.39.1002"
+    assert text.count("Link layer: InfiniBand") == 8 and text.count("State: Active") == 8
+    assert text.count("Rate: 400") == 8 and text.count("Firmware version: 28.39.1002") == 8
+
+
+# --- every (command, fault) a burn-in check uses ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("faults", "tool", "args", "sample"),
+    [
+        ((), "nvidia-smi", ["-q"], "nvidia_smi_q_8xh100_535_183.txt"),
+        (("gpu-missing",), "nvidia-smi", ["-q"], "nvidia_smi_q_8xh100_535_183_gpu4_missing_DERIVED.txt"),
+        (
+            ("ecc-disabled",),
+            "nvidia-smi",
+            ["-q"],
+            "nvidia_smi_q_8xh100_535_183_gpu1_ecc_disabled_DERIVED.txt",
+        ),
+        (
+            ("xid-48-row-remap-pending",),
+            "nvidia-smi",
+            ["--query"],
+            "nvidia_smi_q_8xh100_535_183_gpu7_row_remap_pending_DERIVED.txt",
+        ),
+        (("driver-version-wrong",), "nvidia-smi", ["-q"], "nvidia_smi_q_8xh100_hw_power_brake_slowdown.txt"),
+        # gpu-hw-slowdown shows only under load, never in an idle -q
+        (("gpu-hw-slowdown",), "nvidia-smi", ["-q"], "nvidia_smi_q_8xh100_535_183.txt"),
+        # A fault on another command leaves this one healthy.
+        (("pcie-nic-downtrained",), "nvidia-smi", ["-q"], "nvidia_smi_q_8xh100_535_183.txt"),
+        ((), "nvidia-smi", ["-q", "-d", "PAGE_RETIREMENT"], "nvidia_smi_q_d_page_retirement_8gpu_clean.txt"),
+        (
+            ("gpu-retired-pages",),
+            "nvidia-smi",
+            ["-q", "-d", "PAGE_RETIREMENT"],
+            "nvidia_smi_q_d_page_retirement_8gpu_bad_SYNTHETIC.txt",
+        ),
+        ((), "nvidia-smi", ["nvlink", "-s"], "nvidia_smi_nvlink_s_8xh100_ok_DERIVED.txt"),
+        (
+            ("nvlink-down",),
+            "nvidia-smi",
+            ["nvlink", "--status"],
+            "nvidia_smi_nvlink_s_all_links_inactive.txt",
+        ),
+        (
+            ("nvlink-degraded",),
+            "nvidia-smi",
+            ["nvlink", "-s"],
+            "nvidia_smi_nvlink_s_8xh100_gpu0_degraded_DERIVED.txt",
+        ),
+        ((), "nvidia-smi", ["-L"], "nvidia_smi_L_8xh100_DERIVED.txt"),
+        ((), "nvidia-smi", list(THROTTLE), "nvidia_smi_query_throttle_8xh100_load_SYNTHETIC.txt"),
+        (
+            ("gpu-hw-slowdown",),
+            "nvidia-smi",
+            list(THROTTLE),
+            "nvidia_smi_query_throttle_8xh100_load_gpu5_hw_slowdown_DERIVED.txt",
+        ),
+        ((), "ibstat", [], "ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt"),
+        (("ib-port-down",), "ibstat", [], "ibstat_8xh100_cx7_ndr_ib_mlx5_6_down_polling_DERIVED.txt"),
+        ((), "ofed_info", ["-s"], "ofed_info_s_doca_ofed_24_04_0_6_6_SYNTHETIC.txt"),
+        ((), "df", list(DF), "df_pk_8xh100_node_SYNTHETIC.txt"),
+        ((), "df", ["-h"], "df_pk_8xh100_node_SYNTHETIC.txt"),
+        (("disk-full",), "df", list(DF), "df_pk_8xh100_node_root_full_SYNTHETIC.txt"),
+        ((), "docker", list(DOCKER_L), "nvidia_smi_L_8xh100_DERIVED.txt"),
+        (
+            (),
+            "docker",
+            ["run", "--gpus=all", "ubuntu:22.04", "nvidia-smi", "-L"],
+            "nvidia_smi_L_8xh100_DERIVED.txt",
+        ),
+        ((), "dcgmi", ["diag", "-r", "3", "-j"], "dcgmi_diag_r3_j_8xh100_dcgm338_pass_DERIVED.json"),
+        ((), "dcgmi", ["diag", "-j", "--run", "1"], "dcgmi_diag_r3_j_8xh100_dcgm338_pass_DERIVED.json"),
+        (
+            ("dcgm-memory-failure",),
+            "dcgmi",
+            ["diag", "-r", "3", "-j"],
+            "dcgmi_diag_r3_j_8xh100_dcgm338_gpu2_memory_fail_DERIVED.json",
+        ),
+        ((), "dmesg", ["--time-format", "iso"], "dmesg_iso_8xh100_boot_DERIVED.txt"),
+        ((), "dmesg", [], "dmesg_iso_8xh100_boot_DERIVED.txt"),
+        ((), "systemctl", ["is-active", "nvidia-fabricmanager"], "systemctl_is_active_active_SYNTHETIC.txt"),
+    ],
+)
+def test_tool_prints_the_recording_for_the_node(node, faults, tool, args, sample):
+    result = run_tool(node(*faults), tool, *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == _sample_body(sample)
+    assert "# SOURCE" not in result.stdout
+
+
+def test_fabric_manager_down_is_inactive_with_rc_3(node):
+    result = run_tool(node("fabric-manager-down"), "systemctl", "is-active", "nvidia-fabricmanager")
+    assert (result.returncode, result.stdout) == (3, "inactive\n")
+    assert run_tool(node("fabric-manager-down"), "systemctl", "status", "sshd").returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "added"),
+    [
+        ("xid-79", "dmesg_iso_xid79_gpu0_DERIVED.txt"),
+        ("xid-48-row-remap-pending", "dmesg_iso_xid48_63_94_gpu7_DERIVED.txt"),
+    ],
+)
+def test_dmesg_xid_faults_append_real_lines_for_the_right_gpu(node, fault, added):
+    result = run_tool(node(fault), "dmesg", "--time-format", "iso")
+    assert result.returncode == 0
+    assert result.stdout == _sample_body("dmesg_iso_8xh100_boot_DERIVED.txt") + _sample_body(added)
+    healthy = run_tool(node(), "dmesg", "--time-format", "iso").stdout
+    assert "NVRM: Xid" not in healthy and "limited by" not in healthy
+    xid_buses = set(re.findall(r"NVRM: Xid \(PCI:0000:([0-9a-f]{2}):00\)", result.stdout))
+    gpu_buses = [bus[9:11].lower() for bus, _ in q_gpus()]
+    assert xid_buses == {gpu_buses[0] if fault == "xid-79" else gpu_buses[7]}
+    if fault == "xid-48-row-remap-pending":  # the same GPU shows the pending remap in nvidia-smi -q
+        q = run_tool(node(fault), "nvidia-smi", "-q").stdout
+        block = q.split("GPU 00000000:CA:00.0", 1)[1]
+        assert re.search(r"Remapped Rows\n(.*\n){2}\s+Pending\s+: Yes", block)
+        assert len(re.findall(r"Pending\s+: Yes", q)) == 1
+
+
+def test_dmesg_downtrained_nic_line_names_the_nic_of_the_fake_tree(node):
+    root = node("pcie-nic-downtrained", with_sysfs=True)
+    lines = run_tool(root, "dmesg", "--time-format", "iso").stdout.splitlines()
+    healthy = run_tool(node(), "dmesg").stdout.splitlines()
+    assert len(lines) == len(healthy)
+    changed = [(a, b) for a, b in zip(healthy, lines, strict=True) if a != b]
+    assert len(changed) == 1
+    old, new = changed[0]
+    assert "504.112 Gb/s available PCIe bandwidth (32.0 GT/s PCIe x16 link)" in old
+    m = re.search(
+        r"mlx5_core (\S+): [\d.]+ Gb/s available PCIe bandwidth, limited by 16\.0 GT/s PCIe x8 link at (\S+) ",
+        new,
+    )
+    assert m, new
+    tree = root / dispatch.SYSFS_SUBPATH
+    nic = tree / dispatch.sysfs_attr_path(m.group(1))
+    assert (nic / "infiniband/mlx5_4").is_dir() and (nic / "current_link_width").read_text() == "8\n"
+    assert nic.resolve().parent.name == m.group(2)  # the limiting port is the NIC's upstream port
+    assert new.split(" ", 1)[0] == old.split(" ", 1)[0]  # same timestamp, order kept
+
+
+def test_xid_and_throttle_faults_point_at_one_gpu(node):
+    rows = [
+        line.split(", ")
+        for line in run_tool(node("gpu-hw-slowdown"), "nvidia-smi", *THROTTLE).stdout.splitlines()
+    ]
+    assert len(rows) % 8 == 0 and len(rows) >= 16
+    slowed = {r[0] for r in rows if int(r[1], 16) & 0x88}
+    assert slowed == {"5"}
+    healthy = [line.split(", ") for line in run_tool(node(), "nvidia-smi", *THROTTLE).stdout.splitlines()]
+    assert {int(r[1], 16) for r in healthy} <= {0x0, 0x4}  # SW power cap under load is not a fault
+    assert [r[0] for r in healthy[:8]] == [str(i) for i in range(8)]
+
+
+def test_gpu_missing_and_ecc_faults(node):
+    missing = run_tool(node("gpu-missing"), "nvidia-smi", "-q").stdout
+    assert re.search(r"Attached GPUs\s+: 7\n", missing) and missing.count("\nGPU 00000000:") == 7
+    assert "GPU 00000000:97:00.0" not in missing
+    ecc = run_tool(node("ecc-disabled"), "nvidia-smi", "-q").stdout
+    modes = re.findall(r"ECC Mode\n\s+Current\s+: (\w+)\n\s+Pending\s+: (\w+)", ecc)
+    assert modes.count(("Disabled", "Disabled")) == 1 and modes.count(("Enabled", "Enabled")) == 7
+    assert modes.index(("Disabled", "Disabled")) == 1
+
+
+def test_dcgm_memory_failure_fails_gpu_2_only(node):
+    def statuses(doc):
+        return {
+            (t["name"], r["gpu_ids"]): r["status"]
+            for c in doc["DCGM GPU Diagnostic"]["test_categories"]
+            for t in c["tests"]
+            for r in t["results"]
+        }
+
+    ok = json.loads(run_tool(node(), "dcgmi", "diag", "-r", "3", "-j").stdout)
+    bad = json.loads(run_tool(node("dcgm-memory-failure"), "dcgmi", "diag", "-r", "3", "-j").stdout)
+    assert ok["DCGM GPU Diagnostic"]["version"] == "3.3.8"
+    assert set(statuses(ok).values()) == {"PASS"}
+    diff = {k: v for k, v in statuses(bad).items() if statuses(ok)[k] != v}
+    assert diff == {("memory", "2"): "FAIL"}
+    assert {gpus for _, gpus in statuses(ok)} == {*"01234567", "0,1,2,3,4,5,6,7"}
+    [memory] = [
+        t for c in bad["DCGM GPU Diagnostic"]["test_categories"] for t in c["tests"] if t["name"] == "memory"
+    ]
+    [warning] = memory["results"][2]["warnings"]
+    assert warning["error_id"] == 52 and warning["error_severity"] == 2 and "GPU 2" in warning["warning"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("nvidia-smi", ["-x"]),
+        ("nvidia-smi", ["-q", "-x"]),
+        ("lspci", []),
+        ("lspci", ["-vv", "-s", "19:00.0"]),
+        ("ibstat", ["mlx5_0"]),
+        ("dcgmi", ["diag", "-r", "3"]),
+        ("docker", ["ps"]),
+        ("ofed_info", []),
+    ],
+)
+def test_unrecorded_arguments_fail_honestly(node, tool, args):
+    result = run_tool(node(), tool, *args)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"stand-in {tool}: no recorded output for arguments")
+
+
+# --- the stress stand-in ------------------------------------------------------------------------
+
+
+def _speeds(root: Path, bdfs: list[str]) -> list[str]:
+    tree = root / dispatch.SYSFS_SUBPATH
+    return [(tree / dispatch.sysfs_attr_path(b, "current_link_speed")).read_text().strip() for b in bdfs]
+
+
+def _gpu_and_port_bdfs() -> tuple[list[str], list[str]]:
+    devices = [d for d in sysfs.hgx_h100_devices() if d.kind == "gpu"]
+    return [d.bdf for d in devices], [d.parent for d in devices]
+
+
+def _run_stress_and_watch(root: Path, *args: str) -> tuple[subprocess.Popen[str], list[str], list[str]]:
+    """Start burnin-stress, wait until it has made its changes, return the links meanwhile.
+
+    It writes in BDF order, so GPU 7 (raised in every recording) is the last change.
+    """
+    gpus, ports = _gpu_and_port_bdfs()
+    proc = subprocess.Popen(
+        [str(root / "usr/local/bin/burnin-stress"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    deadline = time.monotonic() + 30
+    while (
+        _speeds(root, gpus[-1:]) != ["32.0 GT/s PCIe"] and proc.poll() is None and time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+    return proc, _speeds(root, gpus), _speeds(root, ports)
+
+
+def test_stress_raises_gpu_links_while_it_runs_and_restores_them(node):
+    root = node(with_sysfs=True)
+    gpus, ports = _gpu_and_port_bdfs()
+    assert set(_speeds(root, gpus + ports)) == {"2.5 GT/s PCIe"}  # idle power saving
+    proc, during_gpus, during_ports = _run_stress_and_watch(root, "--seconds", "0", "--json")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert set(during_gpus) == set(during_ports) == {"32.0 GT/s PCIe"}
+    assert set(_speeds(root, gpus + ports)) == {"2.5 GT/s PCIe"}
+    doc = json.loads(out)
+    assert doc["tool"] == "burnin-stress" and doc["seconds"] == 0 and doc["error"] is None
+    assert len(doc["gpus"]) == 8 and all(g["mismatches"] == 0 for g in doc["gpus"])
+    assert len({json.dumps(g["digests"], sort_keys=True) for g in doc["gpus"]}) == 1
+    assert all(re.fullmatch(r"[0-9a-f]{64}", d) for g in doc["gpus"] for d in g["digests"].values())
+
+
+def test_stress_killed_by_sigterm_restores_the_links(node):
+    root = node(with_sysfs=True)
+    gpus, _ = _gpu_and_port_bdfs()
+    proc, during, _ = _run_stress_and_watch(root, "--seconds", "600", "--json")
+    assert set(during) == {"32.0 GT/s PCIe"}
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM and out == ""
+    assert set(_speeds(root, gpus)) == {"2.5 GT/s PCIe"}
+
+
+def test_stress_faults(node):
+    gpus, _ = _gpu_and_port_bdfs()
+    root = node("pcie-gpu-gen1-under-load", with_sysfs=True)
+    proc, during, _ = _run_stress_and_watch(root, "--seconds", "0")
+    proc.communicate(timeout=60)
+    assert [s == "2.5 GT/s PCIe" for s in during] == [i == 3 for i in range(8)]
+
+    out = run_tool(node("stress-sdc", with_sysfs=True), "burnin-stress", "--seconds", "0", "--json").stdout
+    doc = json.loads(out)
+    seed1 = [g["digests"]["1"] for g in doc["gpus"]]
+    odd = [g["index"] for g in doc["gpus"] if seed1.count(g["digests"]["1"]) == 1]
+    assert odd == [6] and [g["mismatches"] for g in doc["gpus"]] == [0] * 6 + [2, 0]
+    assert len({g["digests"]["0"] for g in doc["gpus"]}) == 1
+
+
+def test_stress_rejects_a_bad_duration(node):
+    result = run_tool(node(), "burnin-stress", "--seconds", "soon")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--seconds must be a non-negative number of seconds" in result.stderr
+
+
+# --- install, lspci and the rest ----------------------------------------------------------------
 
 
 def test_install_layout(node):
@@ -144,36 +582,26 @@ def test_install_layout(node):
     for tool in standins.tool_names():
         link = root / "usr/local/bin" / tool
         assert link.is_symlink() and not Path(link.readlink()).is_absolute()  # valid inside the chroot
+    assert {"nvidia-smi", "dcgmi", "ibstat", "dmesg", "burnin-stress", "docker"} <= set(standins.tool_names())
     assert json.loads((root / "etc/bringup-lab/faults.json").read_text()) == {"faults": ["gpu-hw-slowdown"]}
-    # Re-install with other faults: idempotent, replaces the fault list.
+
+    def nic_width() -> bytes:
+        with tarfile.open(root / sysfs.SYSFS_TAR_SUBPATH) as tar:
+            member = tar.extractfile(
+                next(m for m in tar if m.name.endswith("0000:98:00.0/current_link_width"))
+            )
+            assert member is not None
+            return member.read()
+
+    assert nic_width() == b"16\n"
+    # Re-install with other faults: idempotent, replaces the fault list and the sysfs tree.
+    standins.install_standins(root, ["pcie-nic-downtrained"])
+    assert json.loads((root / "etc/bringup-lab/faults.json").read_text()) == {
+        "faults": ["pcie-nic-downtrained"]
+    }
+    assert nic_width() == b"8\n"
     standins.install_standins(root, [])
-    assert json.loads((root / "etc/bringup-lab/faults.json").read_text()) == {"faults": []}
-
-
-@pytest.mark.parametrize(
-    ("faults", "args", "sample"),
-    [
-        ((), ["-q"], "nvidia_smi_q_8xh100_535_183.txt"),
-        (("gpu-hw-slowdown",), ["-q"], "nvidia_smi_q_8xh100_hw_power_brake_slowdown.txt"),
-        (("gpu-remapped-rows-pending",), ["-q"], "nvidia_smi_q_a10_remapped_rows_pending.txt"),
-        ((), ["-q", "-d", "PAGE_RETIREMENT"], "nvidia_smi_q_d_page_retirement_8gpu_clean.txt"),
-        (
-            ("gpu-retired-pages",),
-            ["-q", "-d", "PAGE_RETIREMENT"],
-            "nvidia_smi_q_d_page_retirement_8gpu_bad_SYNTHETIC.txt",
-        ),
-        ((), ["nvlink", "-s"], "nvidia_smi_nvlink_s_8xa100_ok.txt"),
-        (("nvlink-down",), ["nvlink", "--status"], "nvidia_smi_nvlink_s_all_links_inactive.txt"),
-        (("nvlink-degraded",), ["nvlink", "-s"], "nvidia_smi_nvlink_s_h200_degraded_links.txt"),
-        # A fault on another command leaves this one healthy.
-        (("pcie-nic-downtrained",), ["-q"], "nvidia_smi_q_8xh100_535_183.txt"),
-    ],
-)
-def test_nvidia_smi_prints_the_recording_for_the_node(node, faults, args, sample):
-    result = run_tool(node(*faults), "nvidia-smi", *args)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == _sample_body(sample)
-    assert "# SOURCE" not in result.stdout
+    assert nic_width() == b"16\n"
 
 
 def test_nvidia_smi_drops_the_shell_prompt_of_captures(node):
@@ -228,22 +656,6 @@ def test_lspci_downtrained_nic_and_gpu(node):
     assert sum("(downgraded), Width x8 (downgraded)" in line for line in _lnksta(both.stdout)) == 2
 
 
-@pytest.mark.parametrize(
-    ("tool", "args"),
-    [
-        ("nvidia-smi", ["-x"]),
-        ("nvidia-smi", ["-q", "-x"]),
-        ("lspci", []),
-        ("lspci", ["-vv", "-s", "19:00.0"]),
-    ],
-)
-def test_unrecorded_arguments_fail_honestly(node, tool, args):
-    result = run_tool(node(), tool, *args)
-    assert result.returncode != 0
-    assert result.stdout == ""
-    assert result.stderr.startswith(f"stand-in {tool}: no recorded output for arguments")
-
-
 def test_broken_faults_file_fails_instead_of_passing(node):
     root = node()
     (root / "etc/bringup-lab/faults.json").write_text('{"faults": ["gpu-on-fire"]}')
@@ -258,6 +670,14 @@ def test_missing_faults_file_means_healthy(node):
     (root / "etc/bringup-lab/faults.json").unlink()
     result = run_tool(root, "nvidia-smi", "-q")
     assert result.returncode == 0 and result.stdout == _sample_body("nvidia_smi_q_8xh100_535_183.txt")
+
+
+def test_stress_without_its_sysfs_tree_fails_instead_of_passing(node):
+    root = node()  # installed but never unpacked, like a node whose init could not mount it
+    assert not (root / dispatch.SYSFS_SUBPATH).exists()
+    result = run_tool(root, "burnin-stress", "--seconds", "0", "--json")
+    assert result.returncode == dispatch.EXIT_BROKEN_SETUP and result.stdout == ""
+    assert "fake sysfs" in result.stderr
 
 
 def test_closed_pipe_is_not_an_error(node):

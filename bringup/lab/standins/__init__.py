@@ -1,7 +1,8 @@
-"""Stand-in hardware tools for lab nodes (nvidia-smi, lspci, ...).
+"""Stand-in hardware tools for lab nodes (nvidia-smi, dcgmi, ibstat, burnin-stress, ...).
 
 A lab node gets executables named like the real tools that print recorded real outputs chosen
-by the node's faults (see dispatch.py and catalog.json). Only the lab uses this package:
+by the node's faults (see dispatch.py and catalog.json), and a fake PCI sysfs tree of an
+HGX H100 host (sysfs.py) that its init mounts over /sys. Only the lab uses this package:
 nothing in bringup/ or burnin/ outside lab/ may know about faults.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.lab.standins import dispatch
+from bringup.lab.standins.sysfs import install_fake_sysfs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 CATALOG_PATH = PACKAGE_DIR / dispatch.CATALOG_NAME
@@ -52,7 +54,7 @@ def fault_conflicts(faults: Sequence[str]) -> list[str]:
     recording of them together: the dispatcher would silently show only one of them.
     """
     active = set(faults)
-    problems = []
+    problems = _sysfs_conflicts(active)
     for tool, entries in catalog()["tools"].items():
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for entry in entries:
@@ -66,6 +68,20 @@ def fault_conflicts(faults: Sequence[str]) -> list[str]:
                     f"faults {', '.join(sorted(relevant))} all change `{tool} {args[0]}` and no "
                     f"recording combines them"
                 )
+    return problems
+
+
+def _sysfs_conflicts(active: set[str]) -> list[str]:
+    owner: dict[tuple[str, str], str] = {}
+    problems = []
+    for fault, devices in sorted(catalog().get("sysfs", {}).items()):
+        if fault not in active:
+            continue
+        for bdf, files in devices.items():
+            for name in files:
+                other = owner.setdefault((bdf, name), fault)
+                if other != fault:
+                    problems.append(f"faults {other}, {fault} both change sysfs {bdf}/{name}")
     return problems
 
 
@@ -93,11 +109,12 @@ def check_faults(faults: Sequence[str]) -> None:
 
 
 def install_standins(root: Path, faults: Sequence[str]) -> None:
-    """Install the dispatcher, catalog, samples, tool links and the fault list into a node root.
+    """Install the dispatcher, catalog, samples, tool links, the fault list and the fake sysfs
+    tree (as a tar the node's init unpacks, see sysfs.py) into a node root.
 
     Idempotent: re-running replaces everything it wrote, so a node's faults can be changed
-    between runs. Tool entries are relative symlinks, valid both inside the node's chroot and
-    from the host.
+    between runs (the sysfs tree of a running node changes at its next start). Tool entries
+    are relative symlinks, valid both inside the node's chroot and from the host.
     """
     check_faults(faults)
     root = Path(root)
@@ -126,3 +143,4 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
     tmp = faults_file.with_suffix(".tmp")
     tmp.write_text(json.dumps({"faults": list(faults)}, indent=2) + "\n", encoding="utf-8")
     tmp.replace(faults_file)  # atomic: a tool running meanwhile never reads half a file
+    install_fake_sysfs(root, faults)  # unpacked into a tmpfs by the node's init

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -SI
 """Stand-in hardware tool for lab nodes: prints a recorded real output.
 
 Installed as /usr/local/lib/bringup-standins/dispatch.py inside a lab node's root, with each
@@ -10,6 +10,12 @@ chosen sample(s) without their `# SOURCE:` line and exits with the recorded exit
 Arguments it has no recording for get an honest error and a non-zero exit: a stand-in must
 never fake a pass.
 
+A tool that runs for a while (the GPU stress program) is an entry with `hold`: it lasts the
+seconds its arguments ask for, and while it runs it writes `sysfs_during` values into the node's
+fake sysfs tree (sysfs.py; GPU links speed up under load), restoring the old contents when it
+ends, also on SIGTERM, SIGINT or SIGHUP. A `render` hook may adapt the recording to the
+arguments (the stress JSON's duration and iteration counts).
+
 The same module is imported by the lab package (bringup.lab.standins) so that the selection
 rule used to validate fault specs is the one the nodes run.
 """
@@ -19,13 +25,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import time
 
 CATALOG_NAME = "catalog.json"
 LIB_SUBDIR = os.path.join("usr", "local", "lib", "bringup-standins")
 FAULTS_SUBPATH = os.path.join("etc", "bringup-lab", "faults.json")
+SYSFS_SUBPATH = os.path.join("etc", "bringup-lab", "sysfs")  # the fake tree (sysfs.py)
 EXIT_NO_RECORDING = 2  # like a usage error of the real tool
-EXIT_BROKEN_SETUP = 3  # catalog or faults file missing/invalid
+EXIT_BROKEN_SETUP = 3  # catalog, faults file or fake sysfs tree missing/invalid
 
 
 class StandinError(Exception):
@@ -115,6 +124,94 @@ def load_faults(path, catalog):
     return faults
 
 
+def sysfs_attr_path(bdf, name=""):
+    """A device's file in the fake sysfs tree, relative to the tree, through its bus/pci link."""
+    parts = ["bus", "pci", "devices", bdf] + ([name] if name else [])
+    return os.path.join(*parts)
+
+
+def hold_seconds(hold, args):
+    """(seconds asked for, seconds to run) of a holding entry; ValueError on a bad value.
+
+    The value follows `hold["seconds_arg"]` (`--seconds 3` or `--seconds=3`), else
+    `hold["default"]`; the run lasts at least `hold["min"]` (a stress run of 0 s still starts).
+    """
+    flag = hold["seconds_arg"]
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag:
+            value = args[i + 1] if i + 1 < len(args) else ""
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1 :]
+    try:
+        asked = float(hold.get("default", 0) if value is None else value)
+    except ValueError:
+        asked = -1.0
+    if not 0 <= asked < float("inf"):
+        raise ValueError(f"{flag} must be a non-negative number of seconds, got {value!r}")
+    return asked, max(asked, float(hold.get("min", 0)))
+
+
+def render_burnin_stress(data, seconds):
+    """The stress JSON for a run of `seconds`: duration and each GPU's iterations rescaled.
+
+    One iteration is a size x size x size matmul (2 * size^3 flop) at the recorded TFLOP/s.
+    """
+    doc = json.loads(data)
+    doc["seconds"] = int(seconds) if float(seconds).is_integer() else seconds
+    flop = 2 * doc["size"] ** 3
+    for gpu in doc["gpus"]:
+        gpu["iterations"] = max(1, int(gpu["tflops"] * 1e12 * seconds / flop))
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+RENDERERS = {"burnin-stress-json": render_burnin_stress}
+
+
+def _write_atomic(path, data):
+    # Readers never see a half-written attribute: write aside, then rename over it.
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".standin")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def apply_sysfs(tree, changes, saved):
+    """Write {BDF: {file: value}} into the fake tree, appending (path, old bytes) to `saved` first."""
+    for bdf, files in sorted(changes.items()):
+        for name, value in sorted(files.items()):
+            path = os.path.join(tree, sysfs_attr_path(bdf, name))
+            try:
+                with open(path, "rb") as f:
+                    saved.append((path, f.read()))
+                _write_atomic(path, (value.rstrip("\n") + "\n").encode())
+            except OSError as exc:
+                raise StandinError(f"fake sysfs {path}: {exc.strerror}") from exc
+
+
+def restore_sysfs(saved):
+    for path, data in reversed(saved):
+        _write_atomic(path, data)
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through `finally`, which restores the tree
+
+
+def hold(seconds, changes, tree):
+    """Run `seconds` with the sysfs `changes` in place; always put the tree back."""
+    saved = []
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _exit_on_signal)
+    try:
+        apply_sysfs(tree, changes, saved)
+        time.sleep(seconds)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # a second signal must not cut the restore short
+        restore_sysfs(saved)
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     tool = os.path.basename(argv[0])
@@ -135,6 +232,15 @@ def main(argv=None):
             )
             return EXIT_NO_RECORDING
         data = render(entry, os.path.join(lib_dir, "samples"))
+        if "hold" in entry:
+            try:
+                asked, held = hold_seconds(entry["hold"], args)
+            except ValueError as exc:
+                sys.stderr.write(f"stand-in {tool}: {exc}\n")
+                return EXIT_NO_RECORDING
+            if entry.get("render"):
+                data = RENDERERS[entry["render"]](data, asked)
+            hold(held, entry.get("sysfs_during", {}), os.path.join(lab_root(lib_dir), SYSFS_SUBPATH))
     except StandinError as exc:
         sys.stderr.write(f"stand-in {tool}: {exc}\n")
         return EXIT_BROKEN_SETUP
