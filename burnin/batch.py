@@ -45,8 +45,9 @@ def build_script(jobs: list[Job], token: str | None = None) -> tuple[str, str]:
         "b_run() {",
         '  timeout -k 5 "$2" bash "$b_dir/$1.sh" </dev/null >"$b_dir/$1.out" 2>"$b_dir/$1.err"',
         "  rc=$?",
-        f'  printf "@@burnin-frame {token} %s rc=%s out=%s err=%s\\n" "$1" "$rc" '
-        '"$(wc -c <"$b_dir/$1.out")" "$(wc -c <"$b_dir/$1.err")"',
+        # One stat for both sizes: forks are most of a fast batch's cost on a busy node.
+        '  sizes=$(stat -c %s "$b_dir/$1.out" "$b_dir/$1.err")',
+        f'  printf "@@burnin-frame {token} %s rc=%s out=%s err=%s\\n" "$1" "$rc" $sizes',  # unquoted: out and err
         '  cat "$b_dir/$1.out" "$b_dir/$1.err"',
         "}",
     ]

@@ -190,22 +190,25 @@ class BurninRun:
         return list(outcomes.values())
 
     def _save(self, node: str, stage: str, judged: list[tuple[Result, str]]) -> None:
+        """One transaction per node and stage, committed as soon as the node answered."""
         if self.store is None:
             return
+        rows = []
         for result, evidence in judged:
             metrics = dict(result.metrics)
             if result.reason:
                 metrics.setdefault("reason", result.reason)
-            self.store.add_result(
-                node,
-                stage,
-                result.check,
-                result.verdict.value,
-                run_id=self.run_id,
-                metrics=metrics,
-                findings=[f.to_dict() for f in result.findings],
-                evidence=evidence,
+            rows.append(
+                {
+                    "stage": stage,
+                    "check": result.check,
+                    "verdict": result.verdict.value,
+                    "metrics": metrics,
+                    "findings": [f.to_dict() for f in result.findings],
+                    "evidence": evidence,
+                }
             )
+        self.store.add_results(node, rows, run_id=self.run_id)
 
     def _conclude(self, node: str, outcome: NodeOutcome) -> str:
         """Move a failed node to ``failed`` with the findings that failed it."""

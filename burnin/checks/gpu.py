@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from functools import lru_cache
 
 from bringup.profiles import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
@@ -41,10 +42,16 @@ def _where(index: int, gpu: GpuQuery) -> str:
 
 
 def _query(output: CommandOutput) -> SmiQuery:
-    q = parse_query(output.stdout)
+    q = _parse_query_cached(output.stdout)
     if not q.gpus and not q.attached_gpus:
         raise ParseError("nvidia-smi -q listed no GPU block")
     return q
+
+
+@lru_cache(maxsize=16)
+def _parse_query_cached(text: str) -> SmiQuery:
+    """Five checks judge the same `nvidia-smi -q` of a node: parse it once (parsers are pure)."""
+    return parse_query(text)
 
 
 class GpuInventory(Check):

@@ -5,6 +5,7 @@ every (command, fault) the burn-in checks use."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -580,7 +581,9 @@ def test_stress_rejects_a_bad_duration(node):
 def test_install_layout(node):
     root = node("gpu-hw-slowdown")
     for tool in standins.tool_names():
-        link = root / "usr/local/bin" / tool
+        front = root / "usr/local/bin" / tool
+        assert front.read_text().startswith("#!/bin/bash\n") and os.access(front, os.X_OK)
+        link = root / "usr/local/lib/bringup-standins/tools" / tool
         assert link.is_symlink() and not Path(link.readlink()).is_absolute()  # valid inside the chroot
     assert {"nvidia-smi", "dcgmi", "ibstat", "dmesg", "burnin-stress", "docker"} <= set(standins.tool_names())
     assert json.loads((root / "etc/bringup-lab/faults.json").read_text()) == {"faults": ["gpu-hw-slowdown"]}
@@ -691,3 +694,13 @@ def test_closed_pipe_is_not_an_error(node):
     )
     assert result.returncode == 0 and result.stderr == ""
     assert len(result.stdout.splitlines()) == 3
+
+
+def test_front_hands_python_only_patterns_to_the_dispatcher():
+    from bringup.lab.standins import front
+
+    entries = [{"args": ["-x"], "output": []}, {"args": ["(?i)-Y"], "output": []}, {"args": ["-z"], "output": []}]
+    script = front.front_script("tool", entries, [], "../lib", "{}")
+    assert "resolved/tool.0" in script  # answered by bash
+    assert "resolved/tool.2" not in script  # after an unconvertible pattern, order is dispatch.py's
+    assert front.to_ere(r"run( \S+)* x \d+") == "run( [^[:space:]]+)* x [0-9]+"

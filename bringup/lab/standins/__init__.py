@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bringup.lab.standins import dispatch
+from bringup.lab.standins import dispatch, front
 from bringup.lab.standins.sysfs import install_fake_sysfs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -129,18 +129,31 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
         if sample.is_file():
             shutil.copy2(sample, lib / "samples" / sample.name)
 
-    bin_dir = root / BIN_DIR
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    target = os.path.relpath(lib / "dispatch.py", bin_dir)
-    for tool in tool_names():
-        link = bin_dir / tool
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(target)
-
+    faults_json = json.dumps({"faults": list(faults)}, indent=2) + "\n"
     faults_file = root / FAULTS_FILE
     faults_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = faults_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"faults": list(faults)}, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(faults_json, encoding="utf-8")
     tmp.replace(faults_file)  # atomic: a tool running meanwhile never reads half a file
+
+    # Each tool: a bash front resolved for these faults (front.py) in bin/, falling back to
+    # dispatch.py through lib/tools/<tool> (a link, so dispatch.py sees the tool's name).
+    bin_dir = root / BIN_DIR
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (lib / "tools").mkdir()
+    (lib / "resolved").mkdir()
+    lib_from_bin = os.path.relpath(lib, bin_dir)
+    for tool in tool_names():
+        (lib / "tools" / tool).symlink_to(os.path.join("..", "dispatch.py"))
+        entries = catalog()["tools"][tool]
+        for index in front.ordered_eligible(entries, faults):
+            if entries[index].get("output") is not None:
+                data = dispatch.render(entries[index], str(SAMPLES_DIR))
+                (lib / "resolved" / f"{tool}.{index}").write_bytes(data)
+        script = bin_dir / tool
+        if script.is_symlink() or script.exists():
+            script.unlink()
+        script.write_text(front.front_script(tool, entries, faults, lib_from_bin, faults_json), encoding="utf-8")
+        script.chmod(0o755)
+
     install_fake_sysfs(root, faults)  # unpacked into a tmpfs by the node's init
