@@ -18,10 +18,20 @@ from bringup.fleet.store import FleetStore, StoreError
 from bringup.inventory import default_inventory_dir, load_rack
 from bringup.lab.bmc import BmcError
 from bringup.lab.network import LabError
+from bringup.redfish.errors import RedfishError
 from bringup.ui import console, err_console, table
 
 # Errors a user can act on: one clear line, exit 1, never a traceback.
-USER_ERRORS = (StoreError, IllegalTransition, CredentialError, LabError, BmcError, ValueError, OSError)
+USER_ERRORS = (
+    StoreError,
+    IllegalTransition,
+    CredentialError,
+    LabError,
+    BmcError,
+    RedfishError,
+    ValueError,
+    OSError,
+)
 
 
 class FriendlyGroup(click.Group):
@@ -285,3 +295,13 @@ def _register_lab() -> None:
 
 
 _register_lab()
+
+
+def _register_redfish() -> None:
+    from bringup.redfish.cli import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_redfish()

@@ -348,23 +348,45 @@ class FleetStore:
         time: datetime | None = None,
     ) -> CheckResult:
         """Commit one check result at once, so a crash later in the run loses nothing."""
-        if verdict not in VERDICTS:
-            raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+        row = {
+            "stage": stage,
+            "check": check,
+            "verdict": verdict,
+            "metrics": metrics,
+            "findings": findings,
+            "evidence": evidence,
+            "time": time,
+        }
+        return self.add_results(key, [row], run_id=run_id)[0]
+
+    def add_results(
+        self, key: str, rows: Sequence[dict[str, Any]], *, run_id: int | None = None
+    ) -> list[CheckResult]:
+        """Commit the results of one node's stage together (one transaction, all or none).
+
+        Each row: stage, check, verdict, and optionally metrics, findings, evidence, time.
+        """
+        for row in rows:
+            if row["verdict"] not in VERDICTS:
+                raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {row['verdict']!r}")
         with self.session() as s:
             node = self._find(s, key)
-            result = CheckResult(
-                run_id=run_id,
-                node_id=node.id,
-                stage=stage,
-                check=check,
-                verdict=verdict,
-                metrics=metrics or {},
-                findings=list(findings),
-                evidence=evidence,
-                time=time or utcnow(),
-            )
-            s.add(result)
-            return result
+            results = [
+                CheckResult(
+                    run_id=run_id,
+                    node_id=node.id,
+                    stage=row["stage"],
+                    check=row["check"],
+                    verdict=row["verdict"],
+                    metrics=row.get("metrics") or {},
+                    findings=list(row.get("findings") or ()),
+                    evidence=row.get("evidence"),
+                    time=row.get("time") or utcnow(),
+                )
+                for row in rows
+            ]
+            s.add_all(results)
+            return results
 
     def latest_results(self, key: str) -> list[CheckResult]:
         """The newest result of every (stage, check) of a node."""
@@ -377,3 +399,109 @@ class FleetStore:
             for row in rows:
                 latest.setdefault((row.stage, row.check), row)
             return sorted(latest.values(), key=lambda r: (r.stage, r.check))
+
+    # -- discovery (added by the Redfish layer) -------------------------------------------
+
+    def record_discovery(
+        self,
+        name: str,
+        serial: str,
+        *,
+        macs: Sequence[str],
+        hardware: dict[str, Any],
+        owned_keys: Sequence[str] = (),
+        accept_new_serial: bool = False,
+        actor: str | None = None,
+        run_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> str:
+        """Save what a BMC said about node ``name`` (its inventory name), in one transaction.
+
+        ``owned_keys`` of ``Node.hardware`` are replaced as a whole (a section that could not be
+        read this time disappears rather than going stale); other keys are kept. Returns what
+        happened: ``discovered`` (enrolled -> discovered), ``refreshed``, ``rekeyed`` (a new serial,
+        accepted), or, with nothing written but a flag (``hardware["serial_flag"]``) and an event,
+        ``serial-changed`` (a swapped board: never re-keyed silently) or ``serial-conflict`` (the
+        serial belongs to another node: BMC addresses swapped in the inventory?).
+        """
+        actor = actor or default_actor()
+        info = {**(details or {}), "serial": serial}
+        with self.session() as s:
+            node = s.execute(select(Node).where(Node.name == name).with_for_update()).scalars().first()
+            if node is None:
+                raise NodeNotFound(f"no node {name!r} in the fleet store (enroll the rack first)")
+
+            def event(
+                kind: str,
+                reason: str,
+                from_state: str | None = None,
+                to_state: str | None = None,
+                **extra: Any,
+            ) -> None:
+                s.add(
+                    Event(
+                        node_id=node.id,
+                        run_id=run_id,
+                        kind=kind,
+                        from_state=from_state,
+                        to_state=to_state,
+                        reason=reason,
+                        actor=actor,
+                        details={**info, **extra},
+                    )
+                )
+
+            at = utcnow().isoformat(timespec="seconds")
+            other = s.execute(select(Node).where(Node.serial == serial, Node.name != name)).scalars().first()
+            if other is not None:
+                flag = {
+                    "kind": "conflict",
+                    "recorded": node.serial,
+                    "reported": serial,
+                    "other": other.name,
+                    "at": at,
+                }
+                node.hardware = {**(node.hardware or {}), "serial_flag": flag}
+                event(
+                    "serial-conflict",
+                    f"the BMC reports serial {serial}, which belongs to node {other.name}: are BMC addresses "
+                    "swapped in the inventory? Nothing recorded",
+                )
+                return "serial-conflict"
+            if node.serial and node.serial != serial and not accept_new_serial:
+                flag = {"kind": "changed", "recorded": node.serial, "reported": serial, "at": at}
+                node.hardware = {**(node.hardware or {}), "serial_flag": flag}
+                event(
+                    "serial-changed",
+                    f"serial changed from {node.serial} to {serial} (board swapped?); not re-keyed: check the "
+                    "node, then discover it again with --accept-new-serial",
+                    previous_serial=node.serial,
+                )
+                return "serial-changed"
+            old_serial = node.serial
+            kept = {
+                k: v for k, v in (node.hardware or {}).items() if k not in owned_keys and k != "serial_flag"
+            }
+            node.hardware = {**kept, **hardware}
+            node.serial, node.macs = serial, list(macs)
+            outcome = None
+            if old_serial and old_serial != serial:
+                outcome = "rekeyed"
+                event(
+                    "serial-accepted",
+                    f"serial changed from {old_serial} to {serial}: accepted",
+                    previous_serial=old_serial,
+                )
+            current = parse_state(node.state)
+            if current is State.ENROLLED:
+                check_transition(node.key, current, State.DISCOVERED)
+                node.state = State.DISCOVERED.value
+                event(
+                    "transition",
+                    f"discovered through its BMC (serial {serial})",
+                    from_state=current.value,
+                    to_state=State.DISCOVERED.value,
+                )
+                return outcome or "discovered"
+            event("discovery", f"discovery refreshed (serial {serial})")
+            return outcome or "refreshed"

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 import uuid as uuidlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import bcrypt
@@ -41,9 +41,44 @@ _BCRYPT_ROUNDS = 4
 _MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 
 
+def _default_firmware() -> list[dict[str, object]]:
+    """What an XE9680's FirmwareInventory lists, trimmed (BIOS and BMC come from their fields)."""
+    return [
+        {"id": "NIC.Embedded.1", "name": "Broadcom BCM5720 Gigabit Ethernet", "version": "22.91.5"},
+        {"id": "HGX.Baseboard.1", "name": "HGX H100 baseboard", "version": "1.5.0"},
+        {"id": "PSU.Slot.1", "name": "Power supply", "version": "00.1D.7D"},
+    ]
+
+
+def _default_event_log() -> list[dict[str, object]]:
+    """A healthy node's system event log: informational entries only."""
+    return [
+        {
+            "id": "1",
+            "created": "2025-01-06T09:12:44+00:00",
+            "severity": "OK",
+            "message": "Log cleared.",
+            "message_id": "SEL9901",
+        },
+        {
+            "id": "2",
+            "created": "2025-01-06T09:15:02+00:00",
+            "severity": "OK",
+            "message": "The system inlet temperature is within range.",
+            "message_id": "TMP0120",
+        },
+    ]
+
+
 @dataclass
 class BmcSystem:
-    """One server as its BMC describes it."""
+    """One server as its BMC describes it.
+
+    Beyond what sushy's fake driver knows, the lab serves (see bmc_server.py) the BIOS and BMC
+    firmware versions, a FirmwareInventory, CPU and memory summaries and a system event log
+    (``Managers/<id>/LogServices/Sel``) whose entries are ``event_log`` (``severity`` OK,
+    Warning or Critical), so discovery can be tested on what an iDRAC has.
+    """
 
     name: str
     uuid: str
@@ -53,6 +88,13 @@ class BmcSystem:
     power_state: str = "Off"
     manufacturer: str = "Dell Inc."
     model: str = "PowerEdge XE9680"
+    bios_version: str = "1.6.10"
+    bmc_firmware: str = "7.10.30.00"
+    cpu_model: str = "Intel(R) Xeon(R) Platinum 8480+"
+    cpu_count: int = 2
+    memory_gib: int = 2048
+    firmware: list[dict[str, object]] = field(default_factory=_default_firmware)
+    event_log: list[dict[str, object]] = field(default_factory=_default_event_log)
 
 
 def bmc_url(address: str, port: int) -> str:
@@ -253,6 +295,9 @@ def _validate(systems: list[BmcSystem], port: int, username: str) -> None:
             raise ValueError(f"system {s.name}: MACs must be lowercase aa:bb:cc:dd:ee:ff, got {bad}")
         if s.power_state not in ("On", "Off"):
             raise ValueError(f"system {s.name}: power_state must be On or Off")
+        bad_log = [e for e in s.event_log if e.get("severity") not in ("OK", "Warning", "Critical")]
+        if bad_log:
+            raise ValueError(f"system {s.name}: event_log severities must be OK, Warning or Critical")
 
 
 def _htpasswd_line(username: str, password: str) -> str:

@@ -15,6 +15,11 @@ address the view of a single real BMC: the Systems/Managers/Chassis collections 
 own member, other systems' URLs answer 404, and the serial number, manufacturer and model we
 were given are injected (the fake driver carries none; its chassis template hard-codes a
 DMTF mockup serial). Plain HTTP: the lab never leaves loopback/lab subnets.
+
+Where sushy lacks what an iDRAC has and discovery reads, the filter adds it from the system's
+config (``lab_resource``, ``_rewrite``): BiosVersion, CPU and memory summaries, the Manager's
+firmware version, ``UpdateService/FirmwareInventory`` and a system event log at
+``Managers/<id>/LogServices/Sel/Entries``.
 """
 
 from __future__ import annotations
@@ -65,6 +70,11 @@ class BmcView:
         ):
             return _not_found(environ, start_response)
 
+        if environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            extra = lab_resource(parts, system)
+            if extra is not None:
+                return _json(start_response, "200 OK", extra)
+
         captured: dict[str, Any] = {}
 
         def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -107,10 +117,17 @@ class BmcView:
             links["ManagedBy"] = [_odata("Managers", uuid)]
             if tail[0] == "Systems":
                 links["Chassis"] = [_odata("Chassis", uuid)]
+                doc["BiosVersion"] = system.get("bios_version")
+                cpu = doc.setdefault("ProcessorSummary", {})
+                cpu.update({"Count": system.get("cpu_count"), "Model": system.get("cpu_model")})
+                mem = doc.setdefault("MemorySummary", {})
+                mem["TotalSystemMemoryGiB"] = system.get("memory_gib")
             else:
                 links["ComputerSystems"] = [_odata("Systems", uuid)]
         elif tail == ["Managers", uuid]:
             doc.setdefault("Links", {})["ManagerForChassis"] = [_odata("Chassis", uuid)]
+            doc["FirmwareVersion"] = system.get("bmc_firmware", doc.get("FirmwareVersion"))
+            doc["LogServices"] = {"@odata.id": f"/redfish/v1/Managers/{uuid}/LogServices"}
         return doc
 
     def _drop_foreign(self, node: Any, own: set[str]) -> Any:
@@ -131,6 +148,95 @@ class BmcView:
             and parts[3] in self._foreign_ids
             and parts[3] not in own
         )
+
+
+def _collection(path: str, name: str, members: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "@odata.id": path,
+        "@odata.type": f"#{name}Collection.{name}Collection",
+        "Name": f"{name} Collection",
+        "Members": members,
+        "Members@odata.count": len(members),
+    }
+
+
+def _firmware(system: dict[str, Any]) -> list[dict[str, Any]]:
+    base = "/redfish/v1/UpdateService/FirmwareInventory"
+    items = [
+        {"id": "BIOS", "name": "BIOS", "version": system.get("bios_version"), "updateable": True},
+        {"id": "BMC", "name": "BMC firmware", "version": system.get("bmc_firmware"), "updateable": True},
+        *system.get("firmware", []),
+    ]
+    return [
+        {
+            "@odata.id": f"{base}/{f['id']}",
+            "@odata.type": "#SoftwareInventory.v1_2_0.SoftwareInventory",
+            "Id": f["id"],
+            "Name": f.get("name", f["id"]),
+            "Version": f.get("version"),
+            "Updateable": f.get("updateable", True),
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+        for f in items
+    ]
+
+
+def _log_entries(system: dict[str, Any], base: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "@odata.id": f"{base}/{e['id']}",
+            "@odata.type": "#LogEntry.v1_6_1.LogEntry",
+            "Id": str(e["id"]),
+            "Name": f"Log Entry {e['id']}",
+            "EntryType": "SEL",
+            "Severity": e.get("severity", "OK"),
+            "Created": e.get("created"),
+            "Message": e.get("message", ""),
+            "MessageId": e.get("message_id"),
+        }
+        for e in system.get("event_log", [])
+    ]
+
+
+def lab_resource(parts: list[str], system: dict[str, Any]) -> dict[str, Any] | None:
+    """Resources the lab adds to sushy's tree for ``system`` (URL path split on /), or None."""
+    tail = parts[2:] if parts[:2] == ["redfish", "v1"] else []
+    fw_base = "/redfish/v1/UpdateService/FirmwareInventory"
+    if tail == ["UpdateService", "FirmwareInventory"]:
+        return _collection(
+            fw_base, "SoftwareInventory", [{"@odata.id": f["@odata.id"]} for f in _firmware(system)]
+        )
+    if len(tail) == 3 and tail[:2] == ["UpdateService", "FirmwareInventory"]:
+        return next((f for f in _firmware(system) if f["Id"] == tail[2]), None)
+    if len(tail) < 3 or tail[0] != "Managers" or tail[1] != system["uuid"] or tail[2] != "LogServices":
+        return None
+    services = f"/redfish/v1/Managers/{system['uuid']}/LogServices"
+    sel, entries = f"{services}/Sel", f"{services}/Sel/Entries"
+    rest = tail[3:]
+    if rest == []:
+        return _collection(services, "LogService", [{"@odata.id": sel}])
+    if rest == ["Sel"]:
+        return {
+            "@odata.id": sel,
+            "@odata.type": "#LogService.v1_2_0.LogService",
+            "Id": "Sel",
+            "Name": "System Event Log",
+            "LogEntryType": "SEL",
+            "Entries": {"@odata.id": entries},
+        }
+    if rest == ["Sel", "Entries"]:
+        return _collection(
+            entries, "LogEntry", _log_entries(system, entries)
+        )  # members inline, as iDRAC does
+    if len(rest) == 3 and rest[:2] == ["Sel", "Entries"]:
+        return next((e for e in _log_entries(system, entries) if e["Id"] == rest[2]), None)
+    return None
+
+
+def _json(start_response: StartResponse, status: str, doc: dict[str, Any]) -> Iterable[bytes]:
+    body = json.dumps(doc, indent=4).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
 
 
 def _not_found(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:

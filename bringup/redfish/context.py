@@ -1,0 +1,73 @@
+"""Find the pieces of a BMC every operation needs: its system, its manager, its vendor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bringup.redfish.client import RedfishClient
+from bringup.redfish.errors import UnexpectedResponse
+from bringup.redfish.messages import link
+from bringup.redfish.vendors import vendor_for
+from bringup.redfish.vendors.base import Vendor
+from bringup.redfish.vendors.detect import detect_vendor
+
+
+@dataclass
+class BmcContext:
+    client: RedfishClient
+    vendor: Vendor
+    vendor_detected: str
+    vendor_source: str  # "detected" or "inventory" (forced)
+    system_path: str
+    system: dict[str, Any]
+    manager_path: str | None
+    manager: dict[str, Any] | None
+
+    def refresh_system(self) -> dict[str, Any]:
+        self.system = self.client.get(self.system_path)
+        return self.system
+
+    @property
+    def url(self) -> str:
+        return self.client.endpoint.url
+
+
+def locate(client: RedfishClient) -> BmcContext:
+    """Read the first ComputerSystem and its Manager, and settle the vendor.
+
+    A BMC manages one server in the racks this tool knows; a chassis manager with several
+    systems would need a system selector, which the inventory does not have yet.
+    """
+    root = client.root
+    systems = link(root, "Systems")
+    if not systems:
+        raise UnexpectedResponse(f"{client.endpoint.url}: the service root links no Systems collection")
+    members = client.member_links(systems)
+    if not members:
+        raise UnexpectedResponse(
+            f"{client.endpoint.url}: the Systems collection is empty (BMC still starting, or not a server BMC)"
+        )
+    system_path = members[0].rstrip("/")  # iLO writes ids with a trailing slash
+    system = client.get(system_path)
+    manager_path = link(system, "Links", "ManagedBy")
+    if manager_path is None and (managers := link(root, "Managers")):
+        found = client.member_links(managers)
+        manager_path = found[0] if found else None
+    manager = client.get_optional(manager_path)
+    detected = detect_vendor(root, manager)
+    ep = client.endpoint
+    if ep.vendor_forced and ep.vendor:
+        name, source = ep.vendor, "inventory"
+    else:
+        name, source = detected, "detected"
+    return BmcContext(
+        client=client,
+        vendor=vendor_for(name),
+        vendor_detected=detected,
+        vendor_source=source,
+        system_path=system_path,
+        system=system,
+        manager_path=manager_path.rstrip("/") if manager is not None and manager_path else None,
+        manager=manager,
+    )

@@ -1,0 +1,257 @@
+"""Walk one BMC and collect what the fleet store keeps about the node behind it.
+
+The core (system, chassis, manager) must be readable or the node fails; everything else
+(NICs, firmware, the event log) is read section by section, and a section this BMC does not
+offer is recorded under ``unavailable`` instead of failing the node. ``event_log`` is left
+out when the log could not be read, and is an empty list when it was read and held nothing
+critical or warning: the burn-in preflight tells the two apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from bringup.redfish import nics as nic_mod
+from bringup.redfish import readers
+from bringup.redfish.client import RedfishClient
+from bringup.redfish.context import BmcContext, locate
+from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
+from bringup.redfish.errors import NotSupported, UnexpectedResponse, Unreachable
+from bringup.redfish.messages import link
+
+T = TypeVar("T")
+
+# Keys of Node.hardware that discovery owns (replaced as a whole at every discovery).
+HARDWARE_KEYS = (
+    "discovered_at",
+    "serial_source",
+    "system",
+    "chassis",
+    "bmc",
+    "power_state",
+    "health_rollup",
+    "memory",
+    "cpu",
+    "nics",
+    "provisioning_nic",
+    "infiniband",
+    "firmware",
+    "event_log",
+    "event_log_read_at",
+    "unavailable",
+    "warnings",
+)
+_LOG_IDS = ("sel", "iml", "log1", "eventlog")
+
+
+@dataclass
+class Discovery:
+    name: str
+    url: str
+    serial: str
+    macs: list[str]
+    hardware: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    requests: int = 0
+
+    @property
+    def vendor(self) -> str:
+        return self.hardware["bmc"]["vendor"]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Sections:
+    """Read optional sections; a BMC that stops answering skips the rest instead of timing
+    out once per section."""
+
+    def __init__(self) -> None:
+        self.unavailable: dict[str, str] = {}
+        self.gone: Unreachable | None = None
+
+    def read(self, name: str, fn: Callable[[], T]) -> T | None:
+        if self.gone is not None:
+            self.unavailable[name] = f"skipped: {self.gone}"
+            return None
+        try:
+            return fn()
+        except NotSupported as exc:
+            self.unavailable[name] = f"not supported by this BMC ({exc.message})"
+        except UnexpectedResponse as exc:
+            self.unavailable[name] = str(exc)
+        except Unreachable as exc:
+            self.gone = exc
+            self.unavailable[name] = str(exc)
+        return None
+
+
+def _chassis_path(ctx: BmcContext) -> str | None:
+    linked = link(ctx.system, "Links", "Chassis")
+    if linked:
+        return linked
+    chassis = link(ctx.client.root, "Chassis")
+    found = ctx.client.member_links(chassis) if chassis else []
+    return found[0] if found else None
+
+
+def read_nics(
+    ctx: BmcContext, chassis: dict[str, Any] | None
+) -> tuple[list[nic_mod.Nic], list[dict], list[str]]:
+    """(NICs merged by MAC, InfiniBand functions, notes)."""
+    client, found, ib, notes = ctx.client, [], [], []
+    eth = link(ctx.system, "EthernetInterfaces")
+    if eth:
+        members = client.members(eth)
+        if not members:
+            notes.append(
+                "EthernetInterfaces is empty (normal before the first boot on an iDRAC, or on an iLO without "
+                "its OS agent): MACs from NetworkAdapters"
+            )
+        found += [n for n in map(nic_mod.from_ethernet_interface, members) if n]
+    for collection in ctx.vendor.network_adapter_collections(ctx, chassis):
+        for adapter in client.members(collection):
+            got: list[nic_mod.Nic] = []
+            functions = link(adapter, "NetworkDeviceFunctions")
+            for fn in client.members(functions) if functions else []:
+                if nic := nic_mod.from_device_function(adapter, fn):
+                    got.append(nic)
+                elif record := nic_mod.infiniband_function(adapter, fn):
+                    ib.append(record)
+            ports = link(adapter, "Ports") or link(adapter, "NetworkPorts")
+            if not got and ports and not any(r["adapter"] == adapter.get("Id") for r in ib):
+                for port in client.members(ports):
+                    got += nic_mod.from_port(adapter, port)
+            found += got
+    if not found:
+        found += ctx.vendor.oem_nics(ctx)
+    return nic_mod.merge(found), ib, notes
+
+
+def read_firmware(ctx: BmcContext) -> list[dict[str, Any]]:
+    update = link(ctx.client.root, "UpdateService")
+    if not update:
+        raise NotSupported("the service root links no UpdateService")
+    inventory = link(ctx.client.get(update), "FirmwareInventory")
+    if not inventory:
+        raise NotSupported("UpdateService has no FirmwareInventory")
+    docs = ctx.client.members(inventory)
+    return [readers.firmware_entry(d) for d in docs if ctx.vendor.keep_firmware(d)]
+
+
+def _log_services(ctx: BmcContext) -> list[str]:
+    """Entries collections of the hardware event log, found by searching LogServices."""
+    out = []
+    for doc in (ctx.manager, ctx.system):
+        services = link(doc, "LogServices")
+        if not services:
+            continue
+        try:
+            members = ctx.client.members(services)
+        except NotSupported:
+            continue
+        for svc in members:
+            ident = str(svc.get("Id") or "").lower()
+            entries = link(svc, "Entries")
+            if entries and (svc.get("LogEntryType") == "SEL" or ident in _LOG_IDS):
+                out.append(entries)
+    return out
+
+
+def read_event_log(ctx: BmcContext) -> list[dict[str, Any]]:
+    tried = []
+    for path in ctx.vendor.event_log_entries(ctx):
+        tried.append(path)
+        try:
+            return readers.event_entries(ctx.client.members(path))
+        except NotSupported:
+            continue
+    for path in _log_services(ctx):
+        if path not in tried:
+            return readers.event_entries(ctx.client.members(path))
+    raise NotSupported("no system event log (SEL) found among the LogServices")
+
+
+def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Discovery:
+    """Everything the store keeps about one node, from its (connected) BMC."""
+    rule = rule or nic_mod.NicRule("onboard")
+    ctx = locate(client)
+    ep, system, manager = client.endpoint, ctx.system, ctx.manager
+    chassis_path = _chassis_path(ctx)
+    chassis = client.get_optional(chassis_path)
+    serial, serial_source = readers.node_serial(chassis, system)
+    if serial is None:
+        raise UnexpectedResponse(f"{ep.url}: neither the chassis nor the system reports a serial number")
+    warnings: list[str] = []
+    if ep.vendor and ep.vendor != "generic" and ep.vendor != ctx.vendor_detected and not ep.vendor_forced:
+        warnings.append(
+            f"inventory says bmc_vendor {ep.vendor}, the BMC identifies as {ctx.vendor_detected}; using "
+            f"{ctx.vendor_detected} (bmc_vendor_force: true makes the inventory win)"
+        )
+
+    sections = _Sections()
+    nic_result = sections.read("nics", lambda: read_nics(ctx, chassis))
+    nics, ib, notes = nic_result if nic_result else ([], [], [])
+    warnings += notes
+    firmware = sections.read("firmware", lambda: read_firmware(ctx))
+    event_log = sections.read("event_log", lambda: read_event_log(ctx))
+    read_at = _now() if event_log is not None else None
+
+    ordered = nic_mod.order(nics)
+    chosen = nic_mod.choose_provisioning(ordered, rule)
+    if ordered and chosen is None:
+        warnings.append(f"no NIC matches the provisioning rule {rule}")
+    if not ordered and "nics" not in sections.unavailable:
+        warnings.append("the BMC reports no Ethernet port")
+
+    hardware: dict[str, Any] = {
+        "discovered_at": _now(),
+        "serial_source": serial_source,
+        "system": readers.system_summary(system),
+        "chassis": readers.chassis_summary(chassis),
+        "bmc": {
+            "vendor": ctx.vendor.name,
+            "vendor_detected": ctx.vendor_detected,
+            "vendor_source": ctx.vendor_source,
+            "model": ctx.vendor.bmc_model(manager),
+            "firmware_version": manager.get("FirmwareVersion") if manager else None,
+            "manager_id": manager.get("Id") if manager else None,
+            "redfish_version": client.root.get("RedfishVersion"),
+            "url": ep.url,
+        },
+        "power_state": system.get("PowerState"),
+        "health_rollup": readers.system_summary(system)["health_rollup"],
+        "memory": readers.memory_summary(system),
+        "cpu": readers.cpu_summary(system),
+        "nics": [n.record() for n in ordered],
+        "provisioning_nic": {"id": chosen.id, "mac": chosen.mac, "rule": str(rule)} if chosen else None,
+        "unavailable": sections.unavailable,
+        "warnings": warnings,
+    }
+    if ib:
+        hardware["infiniband"] = ib
+    if firmware is not None:
+        hardware["firmware"] = firmware
+    if event_log is not None:
+        hardware["event_log"] = event_log
+        hardware["event_log_read_at"] = read_at
+    return Discovery(
+        name=ep.name,
+        url=ep.url,
+        serial=serial,
+        macs=[n.mac for n in ordered],
+        hardware=hardware,
+        warnings=warnings,
+        requests=client.requests_made,
+    )
+
+
+def discover_endpoint(
+    endpoint: BmcEndpoint, options: TransportOptions | None = None, rule: nic_mod.NicRule | None = None
+) -> Discovery:
+    with RedfishClient(endpoint, options) as client:
+        return discover(client, rule)

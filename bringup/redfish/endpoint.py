@@ -1,0 +1,87 @@
+"""Where a BMC is, how to log in, and how patient and how trusting to be with it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import requests
+
+from bringup.redfish.errors import redact
+
+VENDORS = ("dell", "hpe", "supermicro", "generic")
+
+
+def normalise_url(address: str) -> str:
+    """``10.0.0.1`` -> ``https://10.0.0.1``; a URL keeps its scheme and port; no path, no user."""
+    url = address if "://" in address else f"https://{address}"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"BMC address {address!r}: scheme must be http or https")
+    if parts.username or parts.password:
+        raise ValueError("BMC address must not carry credentials; use bmc_username and bmc_password")
+    if not parts.hostname:
+        raise ValueError(f"BMC address {address!r} has no host")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@dataclass(frozen=True)
+class TransportOptions:
+    """Timeouts, retries and TLS trust for every BMC of a run.
+
+    ``retries`` applies to GETs and to connection failures before a request was sent; an
+    action (POST) or a PATCH that reached the BMC is never repeated.
+    """
+
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    retries: int = 3
+    backoff: float = 0.5  # first retry delay; doubles each time
+    backoff_max: float = 8.0
+    ca_bundle: str | None = None
+    insecure: bool = False
+
+    def __post_init__(self) -> None:
+        if self.insecure and self.ca_bundle:
+            raise ValueError("--insecure and --ca-bundle contradict each other; pick one")
+        if self.connect_timeout <= 0 or self.read_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        if self.retries < 0:
+            raise ValueError("retries must be 0 or more")
+
+    @property
+    def timeout(self) -> tuple[float, float]:
+        return (self.connect_timeout, self.read_timeout)
+
+    @property
+    def cafile(self) -> str | None:
+        """What the DMTF client verifies against; None means it does not verify at all."""
+        if self.insecure:
+            return None
+        return self.ca_bundle or requests.certs.where()
+
+    @property
+    def tls_note(self) -> str:
+        if self.insecure:
+            return "insecure: TLS certificates NOT verified (--insecure)"
+        return f"verified against {self.ca_bundle}" if self.ca_bundle else "verified (system CA bundle)"
+
+
+@dataclass(frozen=True)
+class BmcEndpoint:
+    """One node's BMC. ``vendor`` is the inventory's word; ``vendor_forced`` makes it win
+    over what the BMC says about itself."""
+
+    name: str
+    url: str
+    username: str
+    password: str = field(repr=False)
+    vendor: str | None = None
+    vendor_forced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.vendor is not None and self.vendor not in VENDORS:
+            raise ValueError(f"unknown BMC vendor {self.vendor!r} (one of {', '.join(VENDORS)})")
+
+    def redact(self, text: str) -> str:
+        return redact(text, [self.password])
