@@ -59,6 +59,7 @@ PROFILE_SCHEMA: dict[str, tuple[tuple[type, ...], bool]] = {
     "host.zfs": ((bool,), False),
     "host.container_image": ((str,), False),
     "host.kernel_log_allowlist": ((list,), False),
+    "provisioning.nic": ((str,), False),
 }
 
 BOOT_MODES = ("uefi", "legacy")
