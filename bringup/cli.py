@@ -8,50 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from bringup import __version__
-from bringup.credentials import CredentialError
-from bringup.fleet.lifecycle import IllegalTransition, State
+from bringup.clikit import FriendlyGroup, inventory_dir_from, store_from
+from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
-from bringup.fleet.store import FleetStore, StoreError
 from bringup.inventory import default_inventory_dir, load_rack
-from bringup.lab.bmc import BmcError
-from bringup.lab.network import LabError
-from bringup.redfish.errors import RedfishError
-from bringup.ui import console, err_console, table
-
-# Errors a user can act on: one clear line, exit 1, never a traceback.
-USER_ERRORS = (
-    StoreError,
-    IllegalTransition,
-    CredentialError,
-    LabError,
-    BmcError,
-    RedfishError,
-    ValueError,
-    OSError,
-)
-
-
-class FriendlyGroup(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except USER_ERRORS as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            sys.exit(1)
-
-
-def _store(ctx: click.Context) -> FleetStore:
-    obj = ctx.find_root().obj
-    if "store" not in obj:
-        obj["store"] = FleetStore.open(obj["db"])
-    return obj["store"]
-
-
-def _inventory_dir(ctx: click.Context) -> Path:
-    return ctx.find_root().obj["inventory_dir"]
+from bringup.ui import console, table
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,7 +55,7 @@ def inventory() -> None:
 @click.pass_context
 def inventory_check(ctx: click.Context, rack: str, as_json: bool) -> None:
     """Validate RACK (a name in the inventory dir, or a path) and its hardware profiles."""
-    loaded, problems = load_rack(rack, _inventory_dir(ctx))
+    loaded, problems = load_rack(rack, inventory_dir_from(ctx))
     errors = [p for p in problems if not p.warning]
     if as_json:
         click.echo(
@@ -133,13 +96,13 @@ def inventory_check(ctx: click.Context, rack: str, as_json: bool) -> None:
 @click.pass_context
 def inventory_enroll(ctx: click.Context, rack: str) -> None:
     """Enroll every host of RACK in the fleet store (idempotent: refreshes existing nodes)."""
-    loaded, problems = load_rack(rack, _inventory_dir(ctx))
+    loaded, problems = load_rack(rack, inventory_dir_from(ctx))
     for p in problems:
         click.echo(str(p), err=True)
     if loaded is None:
         click.echo(f"rack {rack} is not valid; nothing enrolled", err=True)
         sys.exit(1)
-    store = _store(ctx)
+    store = store_from(ctx)
     new = 0
     for h in loaded.hosts:
         _, created = store.enroll(
@@ -195,7 +158,7 @@ def nodes() -> None:
 @click.pass_context
 def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json: bool) -> None:
     """List nodes of the fleet store."""
-    found = _store(ctx).list_nodes(rack=rack, state=state)
+    found = store_from(ctx).list_nodes(rack=rack, state=state)
     if as_json:
         click.echo(json.dumps([node_record(n) for n in found], indent=2))
         return
@@ -220,7 +183,7 @@ def nodes_list(ctx: click.Context, rack: str | None, state: str | None, as_json:
 @click.pass_context
 def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     """Show NODE (name or serial): its record, its history and its latest results."""
-    store = _store(ctx)
+    store = store_from(ctx)
     record = node_record(store.get_node(node))
     history = store.history(node)
     results = store.latest_results(node)
@@ -274,7 +237,7 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
 @click.pass_context
 def nodes_mark_repaired(ctx: click.Context, node: str, reason: str) -> None:
     """Move a failed NODE to repair, so the nightly run burns it in again."""
-    _store(ctx).transition(node, State.REPAIR, reason)
+    store_from(ctx).transition(node, State.REPAIR, reason)
     click.echo(f"{node}: failed -> repair ({reason})")
 
 
@@ -284,7 +247,7 @@ def nodes_mark_repaired(ctx: click.Context, node: str, reason: str) -> None:
 @click.pass_context
 def nodes_retire(ctx: click.Context, node: str, reason: str) -> None:
     """Retire NODE from any state; a retired node is never golden again."""
-    ev = _store(ctx).transition(node, State.RETIRED, reason)
+    ev = store_from(ctx).transition(node, State.RETIRED, reason)
     click.echo(f"{node}: {ev.from_state} -> retired ({reason})")
 
 

@@ -12,7 +12,7 @@ import click
 import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bringup.cli import FriendlyGroup, _inventory_dir, _store
+from bringup.clikit import FriendlyGroup, inventory_dir_from, store_from
 from bringup.fleet.lifecycle import State
 from bringup.inventory import load_rack
 from bringup.profiles import Profile, load_profile, validate_profile
@@ -82,7 +82,7 @@ def _profile_by_name(ctx: click.Context, name: str) -> Profile:
     if path.suffix in (".yml", ".yaml") and path.is_file():
         profile, problems = load_profile(path.stem, path.parent)
     else:
-        profile, problems = load_profile(name, _inventory_dir(ctx) / "profiles")
+        profile, problems = load_profile(name, inventory_dir_from(ctx) / "profiles")
     if profile is None:
         raise click.UsageError("; ".join(str(p) for p in problems))
     return profile
@@ -133,10 +133,10 @@ def run_cmd(
 
 
 def _run_rack(ctx, rack_name, stage_list, only, concurrency, keep_going, force, overrides, as_json):
-    rack, problems = load_rack(rack_name, _inventory_dir(ctx))
+    rack, problems = load_rack(rack_name, inventory_dir_from(ctx))
     if rack is None:
         raise click.UsageError("the inventory has errors:\n" + "\n".join(str(p) for p in problems))
-    store = _store(ctx)
+    store = store_from(ctx)
     wanted = [h for h in rack.hosts if only is None or h.name in only.split(",")]
     if only:
         missing = set(only.split(",")) - {h.name for h in wanted}
@@ -168,7 +168,7 @@ def _run_rack(ctx, rack_name, stage_list, only, concurrency, keep_going, force, 
 
 
 def _run_local(ctx, stage_list, profile_name, local_node, keep_going, overrides, as_json):
-    store = _store(ctx) if local_node else None
+    store = store_from(ctx) if local_node else None
     if profile_name:
         profile = _profile_by_name(ctx, profile_name)
     elif store is not None:
@@ -322,7 +322,7 @@ def _print_findings(findings: list[Finding]) -> None:
 @click.pass_context
 def results_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
     """Show NODE's latest result of every check, with findings."""
-    store = _store(ctx)
+    store = store_from(ctx)
     record = store.get_node(node)
     rows = store.latest_results(node)
     order = {s: i for i, s in enumerate(STAGE_ORDER)}

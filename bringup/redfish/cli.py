@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bringup.clikit import inventory_dir_from, store_from
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
@@ -33,17 +33,6 @@ from bringup.redfish.vendors.dell import is_pending
 from bringup.ui import console, err_console, table
 
 # -- shared plumbing ----------------------------------------------------------------------
-
-
-def _store(ctx: click.Context) -> FleetStore:
-    obj = ctx.find_root().obj
-    if "store" not in obj:
-        obj["store"] = FleetStore.open(obj["db"])
-    return obj["store"]
-
-
-def _inventory_dir(ctx: click.Context) -> Path:
-    return ctx.find_root().obj["inventory_dir"]
 
 
 def bmc_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -104,8 +93,8 @@ def _tls_details(options: TransportOptions) -> dict[str, Any]:
 
 def _prepare(ctx: click.Context, rack: str, nodes: tuple[str, ...]) -> tuple[str, list[Target], FleetStore]:
     """Load the targets and make sure each is in the fleet store (enrolling newcomers)."""
-    loaded, targets = load_targets(rack, _inventory_dir(ctx), split_nodes(nodes))
-    store = _store(ctx)
+    loaded, targets = load_targets(rack, inventory_dir_from(ctx), split_nodes(nodes))
+    store = store_from(ctx)
     known = {n.name for n in store.list_nodes(rack=loaded.name)}
     for t in targets:
         if t.name not in known:

@@ -54,14 +54,19 @@ def _parse_query_cached(text: str) -> SmiQuery:
     return parse_query(text)
 
 
-class GpuInventory(Check):
-    name = "gpu_inventory"
+class SmiQueryCheck(Check):
+    """A preflight check that reads `nvidia-smi -q` (run once per node, shared)."""
+
     stage = "preflight"
-    description = "GPU count and model as the profile says; no GPU waiting for a reset"
-    timeout_s = 90
+    timeout_s = 90  # nvidia-smi -q on 8 GPUs takes seconds; a wedged driver takes forever
 
     def command(self, profile: Profile) -> str:
         return SMI_QUERY
+
+
+class GpuInventory(SmiQueryCheck):
+    name = "gpu_inventory"
+    description = "GPU count and model as the profile says; no GPU waiting for a reset"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         if output.rc not in (0, None) and "fallen off the bus" in (output.stdout + output.stderr):
@@ -114,14 +119,9 @@ class GpuInventory(Check):
         return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
 
 
-class GpuEcc(Check):
+class GpuEcc(SmiQueryCheck):
     name = "gpu_ecc"
-    stage = "preflight"
     description = "ECC enabled (current and pending); no uncorrected errors; lifetime counts under limits"
-    timeout_s = 90
-
-    def command(self, profile: Profile) -> str:
-        return SMI_QUERY
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         q = _query(output)
@@ -187,14 +187,9 @@ class GpuEcc(Check):
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
 
 
-class GpuMemoryHealth(Check):
+class GpuMemoryHealth(SmiQueryCheck):
     name = "gpu_memory"
-    stage = "preflight"
     description = "row remapping (pending or failed) and retired pages"
-    timeout_s = 90
-
-    def command(self, profile: Profile) -> str:
-        return SMI_QUERY
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         q = _query(output)
@@ -254,14 +249,9 @@ class GpuMemoryHealth(Check):
         return Result.judged(self.name, findings, {"gpus": len(q.gpus)}, incomplete="; ".join(q.problems))
 
 
-class GpuVersions(Check):
+class GpuVersions(SmiQueryCheck):
     name = "gpu_versions"
-    stage = "preflight"
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
-    timeout_s = 90
-
-    def command(self, profile: Profile) -> str:
-        return SMI_QUERY
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         q = _query(output)

@@ -49,3 +49,26 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         yield rack, state
     finally:
         rack.down()
+
+
+def node_ssh(state, name: str, command: str, timeout: float = 30) -> tuple[int, str, str]:
+    """Run a command on lab node NAME over real SSH with the lab's key: (rc, stdout, stderr)."""
+    import paramiko
+
+    node = next(n for n in state.nodes if n.name == name)
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    client.connect(
+        node.ip,
+        username="root",
+        key_filename=state.ssh_key,
+        timeout=10,
+        allow_agent=False,
+        look_for_keys=False,
+    )
+    try:
+        _, out, err = client.exec_command(command, timeout=timeout)
+        text, errors = out.read().decode(), err.read().decode()
+        return out.channel.recv_exit_status(), text, errors
+    finally:
+        client.close()

@@ -8,7 +8,6 @@ import subprocess
 import uuid
 from pathlib import Path
 
-import paramiko
 import pytest
 import redfish
 from click.testing import CliRunner
@@ -18,28 +17,14 @@ from bringup.credentials import resolve
 from bringup.inventory import load_rack
 from bringup.lab import network
 from bringup.lab.rack import LabError, VirtualRack
-from tests.lab.conftest import lab_inventory_dir, require_root
+from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
 
 pytestmark = pytest.mark.lab
 
 
 def ssh(state, node, command: str) -> tuple[int, str]:
-    client = paramiko.SSHClient()
-    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-    client.connect(
-        node.ip,
-        username="root",
-        key_filename=state.ssh_key,
-        timeout=10,
-        allow_agent=False,
-        look_for_keys=False,
-    )
-    try:
-        _, out, _ = client.exec_command(command, timeout=20)
-        text = out.read().decode()
-        return out.channel.recv_exit_status(), text
-    finally:
-        client.close()
+    rc, out, _ = node_ssh(state, node.name, command)
+    return rc, out
 
 
 def test_ssh_into_every_node(lab):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
-import paramiko
 import pytest
 
 from bringup.lab.standins import sysfs
+from tests.lab.conftest import node_ssh
 
 pytestmark = pytest.mark.lab
 
@@ -20,24 +20,7 @@ GPUS = [d.bdf for d in DEVICES if d.kind == "gpu"]
 NIC4 = next(d.bdf for d in DEVICES if d.kind == "nic" and d.rail == 4)
 
 
-def ssh(state, name: str, command: str, timeout: float = 30) -> tuple[int, str, str]:
-    node = next(n for n in state.nodes if n.name == name)
-    client = paramiko.SSHClient()
-    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-    client.connect(
-        node.ip,
-        username="root",
-        key_filename=state.ssh_key,
-        timeout=10,
-        allow_agent=False,
-        look_for_keys=False,
-    )
-    try:
-        _, out, err = client.exec_command(command, timeout=timeout)
-        text, errors = out.read().decode(), err.read().decode()
-        return out.channel.recv_exit_status(), text, errors
-    finally:
-        client.close()
+ssh = node_ssh
 
 
 # Runs inside the node with its python3: what a plain-Python sysfs collector sees.
