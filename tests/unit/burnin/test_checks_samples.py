@@ -162,3 +162,38 @@ def test_every_finding_names_evidence_or_subject() -> None:
         )
         for f in result.findings:
             assert f.message and (f.evidence or f.subject), (check, path.name, f)
+
+
+@pytest.mark.parametrize(
+    ("path", "check", "overrides", "verdict", "actions"),
+    CASES,
+    ids=[f"cli-{c[1]}-{c[0].stem}-{i}" for i, c in enumerate(CASES)],
+)
+def test_burnin_evaluate_prints_the_verdict(tmp_path, path, check, overrides, verdict, actions) -> None:
+    """The same judgement through the command an operator runs on a saved output."""
+    import json
+
+    from click.testing import CliRunner
+
+    from burnin.cli import main
+
+    saved = tmp_path / "output.txt"
+    saved.write_text(tool_output(path), encoding="utf-8")
+    sets = [arg for item in overrides for arg in ("--set", item)]
+    args = [
+        "--inventory-dir",
+        str(REPO / "inventories"),
+        "evaluate",
+        "--check",
+        check,
+        "--profile",
+        "h100-sxm-8x400g",
+        *sets,
+        "--json",
+        str(saved),
+    ]
+    res = CliRunner().invoke(main, args)
+    assert json.loads(res.stdout)["verdict"] == verdict, res.output
+    assert res.exit_code == (0 if verdict in ("PASS", "WARN") else 1)
+    text = CliRunner().invoke(main, args[:-2] + [str(saved)])
+    assert f"{check}: {verdict}" in text.stdout
