@@ -65,7 +65,14 @@ PROFILE_SCHEMA: dict[str, tuple[tuple[type, ...], bool]] = {
 BOOT_MODES = ("uefi", "legacy")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 FRACTIONS = ("floors.ib_write_bw_fraction", "floors.matmul_tflops_fraction_of_best")
-POSITIVE = ("gpu.count", "gpu.memory_gib", "ib.rate_gbps", "pcie.gpu.width", "pcie.nic.width", "diag.dcgm_level")
+POSITIVE = (
+    "gpu.count",
+    "gpu.memory_gib",
+    "ib.rate_gbps",
+    "pcie.gpu.width",
+    "pcie.nic.width",
+    "diag.dcgm_level",
+)
 
 
 @dataclass(frozen=True)

@@ -699,7 +699,11 @@ def test_closed_pipe_is_not_an_error(node):
 def test_front_hands_python_only_patterns_to_the_dispatcher():
     from bringup.lab.standins import front
 
-    entries = [{"args": ["-x"], "output": []}, {"args": ["(?i)-Y"], "output": []}, {"args": ["-z"], "output": []}]
+    entries = [
+        {"args": ["-x"], "output": []},
+        {"args": ["(?i)-Y"], "output": []},
+        {"args": ["-z"], "output": []},
+    ]
     script = front.front_script("tool", entries, [], "../lib", "{}")
     assert "resolved/tool.0" in script  # answered by bash
     assert "resolved/tool.2" not in script  # after an unconvertible pattern, order is dispatch.py's

@@ -153,7 +153,9 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
         script = bin_dir / tool
         if script.is_symlink() or script.exists():
             script.unlink()
-        script.write_text(front.front_script(tool, entries, faults, lib_from_bin, faults_json), encoding="utf-8")
+        script.write_text(
+            front.front_script(tool, entries, faults, lib_from_bin, faults_json), encoding="utf-8"
+        )
         script.chmod(0o755)
 
     install_fake_sysfs(root, faults)  # unpacked into a tmpfs by the node's init

@@ -72,8 +72,10 @@ def front_script(
             break
         lines.append(f"p='^({'|'.join(f'({p})' for p in patterns)})$'")
         if any(key in entry for key in ("hold", "render", "sysfs_during")):
-            lines.append(f'[[ $a =~ $p ]] && {fallback}')
+            lines.append(f"[[ $a =~ $p ]] && {fallback}")
             continue
-        lines.append(f'[[ $a =~ $p ]] && {{ cat "$lib/resolved/{tool}.{index}"; exit {int(entry.get("rc", 0))}; }}')
+        lines.append(
+            f'[[ $a =~ $p ]] && {{ cat "$lib/resolved/{tool}.{index}"; exit {int(entry.get("rc", 0))}; }}'
+        )
     lines.append(fallback)
     return "\n".join(lines) + "\n"
