@@ -10,35 +10,20 @@ from typing import Any
 import click
 
 from bringup import __version__
-from bringup.clikit import FriendlyGroup, inventory_dir_from, store_from
+from bringup.clikit import FriendlyGroup, global_options, inventory_dir_from, set_global_options, store_from
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
-from bringup.inventory import default_inventory_dir, load_rack
+from bringup.inventory import load_rack
 from bringup.ui import console, table
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    envvar="BRINGUP_DB",
-    default=None,
-    metavar="PATH|URL",
-    help="Fleet store: a SQLite file path or an SQLAlchemy URL (postgresql://...). "
-    "Default: $BRINGUP_DB, else ~/.local/share/bringup/fleet.db.",
-)
-@click.option(
-    "--inventory-dir",
-    envvar="BRINGUP_INVENTORY_DIR",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where rack inventories live (default: ./inventories).",
-)
+@global_options
 @click.version_option(__version__, prog_name="bringup")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
     """Take a rack of GPU servers from bare metal to configured, trustworthy nodes."""
-    ctx.ensure_object(dict)
-    ctx.obj.update(db=db, inventory_dir=inventory_dir or default_inventory_dir())
+    set_global_options(ctx, db, inventory_dir)
 
 
 # -- inventory ----------------------------------------------------------------------------

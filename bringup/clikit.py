@@ -13,6 +13,7 @@ from rich.markup import escape
 from bringup.credentials import CredentialError
 from bringup.fleet.lifecycle import IllegalTransition
 from bringup.fleet.store import FleetStore, StoreError
+from bringup.inventory import default_inventory_dir
 from bringup.lab.bmc import BmcError
 from bringup.lab.network import LabError
 from bringup.redfish.errors import RedfishError
@@ -38,6 +39,30 @@ class FriendlyGroup(click.Group):
         except USER_ERRORS as exc:
             err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             sys.exit(1)
+
+
+def global_options(func: Any) -> Any:
+    """--db and --inventory-dir, the options every command line of the project takes."""
+    func = click.option(
+        "--inventory-dir",
+        envvar="BRINGUP_INVENTORY_DIR",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Where rack inventories live (default: ./inventories).",
+    )(func)
+    return click.option(
+        "--db",
+        envvar="BRINGUP_DB",
+        default=None,
+        metavar="PATH|URL",
+        help="Fleet store: a SQLite file path or an SQLAlchemy URL (postgresql://...). "
+        "Default: $BRINGUP_DB, else ~/.local/share/bringup/fleet.db.",
+    )(func)
+
+
+def set_global_options(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
+    ctx.ensure_object(dict)
+    ctx.obj.update(db=db, inventory_dir=inventory_dir or default_inventory_dir())
 
 
 def store_from(ctx: click.Context) -> FleetStore:

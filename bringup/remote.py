@@ -46,10 +46,6 @@ class RemoteResult:
     started_at: float = 0.0  # this machine's clock before and after
     finished_at: float = 0.0
 
-    @property
-    def ok(self) -> bool:
-        return not self.error and self.rc == 0
-
 
 def target_from_vars(
     name: str, hostvars: Mapping[str, Any], inventory_dir: Path, ip: str | None = None

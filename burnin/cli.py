@@ -12,7 +12,7 @@ import click
 import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bringup.clikit import FriendlyGroup, inventory_dir_from, store_from
+from bringup.clikit import FriendlyGroup, global_options, inventory_dir_from, set_global_options, store_from
 from bringup.fleet.lifecycle import State
 from bringup.inventory import load_rack
 from bringup.profiles import Profile, load_profile, validate_profile
@@ -31,24 +31,12 @@ STARTABLE = (State.CONFIGURED.value, State.BURNIN.value, State.REPAIR.value)
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db", envvar="BRINGUP_DB", default=None, metavar="PATH|URL", help="Fleet store (as for bringup)."
-)
-@click.option(
-    "--inventory-dir",
-    envvar="BRINGUP_INVENTORY_DIR",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where rack inventories live (default: ./inventories).",
-)
+@global_options
 @click.version_option(__version__, prog_name="burnin")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
     """Burn in GPU nodes and keep the list of golden nodes true."""
-    from bringup.inventory import default_inventory_dir
-
-    ctx.ensure_object(dict)
-    ctx.obj.update(db=db, inventory_dir=inventory_dir or default_inventory_dir())
+    set_global_options(ctx, db, inventory_dir)
 
 
 def _styled(verdict: str) -> str:

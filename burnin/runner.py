@@ -10,7 +10,6 @@ ready for the next stage or the golden selection.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -122,23 +121,22 @@ def _send(
     batches: dict[str, tuple[NodeJob, str]], time_limits: dict[str, float], concurrency: int
 ) -> Iterator[tuple[str, bytes, str, tuple[float, float]]]:
     """(node, raw answer, error, controller time window) as each node's answer arrives."""
-    local = [n for n, (job, _) in batches.items() if job.target is None]
-    for name in local:
-        raw, error, window = run_local(batches[name][1], time_limits[name])
-        yield name, raw, error, window
-    remote = {batches[n][0].target.name: n for n in batches if batches[n][0].target is not None}  # type: ignore[union-attr]
+    remote = {}
+    for name, (job, script) in batches.items():
+        if job.target is None:
+            raw, error, window = run_local(script, time_limits[name])
+            yield name, raw, error, window
+        else:
+            remote[job.target.name] = (name, script)
     if not remote:
         return
-    targets = [batches[n][0].target for n in remote.values()]
-    scripts = {batches[n][0].target.name: batches[n][1] for n in remote.values()}  # type: ignore[union-attr]
-    limit = max(time_limits[n] for n in remote.values())
-    for res in fan_out(targets, lambda t: scripts[t.name], limit, concurrency):  # type: ignore[arg-type]
-        yield remote[res.name], res.stdout, res.error, (res.started_at, res.finished_at)
+    targets = [batches[name][0].target for name, _ in remote.values()]
+    limit = max(time_limits[name] for name, _ in remote.values())
+    for res in fan_out(targets, lambda t: remote[t.name][1], limit, concurrency):  # type: ignore[arg-type]
+        yield remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at)
 
 
 # ---- the run -----------------------------------------------------------------------------------
-
-Progress = Callable[[str, str, StageOutcome], None]  # (event, node, outcome)
 
 
 @dataclass
@@ -244,7 +242,3 @@ class BurninRun:
 def record_for(hardware: dict[str, Any], previous_bmc_check: str | None) -> dict[str, Any]:
     """What record-based checks read about a node (kept small and JSON-able)."""
     return {"hardware": hardware or {}, "previous_check_at": previous_bmc_check}
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, indent=1, sort_keys=True, default=str)

@@ -13,7 +13,6 @@ from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
 
 STAGE_ORDER: tuple[str, ...] = ("preflight", "gpu", "pcie")
-DEFAULT_STAGES: tuple[str, ...] = STAGE_ORDER
 
 
 def parse_stages(text: str | Iterable[str]) -> list[str]:
