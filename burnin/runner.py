@@ -22,6 +22,7 @@ from bringup.profiles import Profile
 from bringup.remote import SshTarget, fan_out
 from burnin.batch import Job, build_script, job_keys, parse_output
 from burnin.checks.base import Check, CommandOutput, judge
+from burnin.group import GroupContext, group_stages, is_group_stage
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import stage_checks
 
@@ -148,11 +149,19 @@ class BurninRun:
     stop_on_fail: bool = True
     on_stage_start: Callable[[str, int], None] | None = None
     on_node_done: Callable[[StageOutcome], None] | None = None
+    group_settings: dict[str, Any] = field(default_factory=dict)  # launcher options for ib/nccl
+    on_group_progress: Callable[[str], None] | None = None
 
     def run(self, jobs: list[NodeJob]) -> list[NodeOutcome]:
         outcomes = {j.name: NodeOutcome(j.name) for j in jobs}
         active = {j.name: j for j in jobs}
         for stage in self.stages:
+            if not active:
+                break
+            if is_group_stage(stage):
+                self._run_group_stage(stage, active, outcomes)
+                self._drop_finished(active, outcomes)
+                continue
             plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
             if self.on_stage_start:
                 self.on_stage_start(stage, len(active))
@@ -177,15 +186,44 @@ class BurninRun:
                 outcomes[name].stages.append(outcome)
                 if self.on_node_done:
                     self.on_node_done(outcome)
-            for name in list(active):
-                last = outcomes[name].stages[-1]
-                if last.verdict is Verdict.FAIL and self.stop_on_fail:
-                    del active[name]
-                elif last.error and not any(r.verdict is not Verdict.UNKNOWN for r in last.results):
-                    del active[name]  # unreachable: nothing later can run either
+            self._drop_finished(active, outcomes)
         for name, outcome in outcomes.items():
             outcome.final_state = self._conclude(name, outcome)
         return list(outcomes.values())
+
+    def _drop_finished(self, active: dict[str, NodeJob], outcomes: dict[str, NodeOutcome]) -> None:
+        for name in list(active):
+            last = outcomes[name].stages[-1]
+            if last.verdict is Verdict.FAIL and self.stop_on_fail:
+                del active[name]
+            elif last.error and not any(r.verdict is not Verdict.UNKNOWN for r in last.results):
+                del active[name]  # unreachable: nothing later can run either
+
+    def _run_group_stage(
+        self, stage: str, active: dict[str, NodeJob], outcomes: dict[str, NodeOutcome]
+    ) -> None:
+        """A multi-node stage: one call for all active nodes; a node it says nothing of is UNKNOWN."""
+        if self.on_stage_start:
+            self.on_stage_start(stage, len(active))
+        context = GroupContext(
+            list(active.values()), self.run_id, self.group_settings, self.on_group_progress
+        )
+        error = ""
+        try:
+            results = group_stages()[stage](context)
+        except Exception as exc:  # the stage as a whole could not run: every node is UNKNOWN
+            results, error = {}, f"stage {stage} could not run: {type(exc).__name__}: {exc}"
+        for name in active:
+            judged = results.get(name) or [
+                (Result.unknown(stage, error or f"stage {stage} returned no result for this node"), "")
+            ]
+            outcome = StageOutcome(
+                name, stage, worst(r.verdict for r, _ in judged), [r for r, _ in judged], error
+            )
+            self._save(name, stage, judged)
+            outcomes[name].stages.append(outcome)
+            if self.on_node_done:
+                self.on_node_done(outcome)
 
     def _save(self, node: str, stage: str, judged: list[tuple[Result, str]]) -> None:
         """One transaction per node and stage, committed as soon as the node answered."""

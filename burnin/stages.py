@@ -12,7 +12,7 @@ from bringup.profiles import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
 
-STAGE_ORDER: tuple[str, ...] = ("preflight", "gpu", "pcie")
+STAGE_ORDER: tuple[str, ...] = ("preflight", "gpu", "pcie", "ib", "nccl")
 
 
 def parse_stages(text: str | Iterable[str]) -> list[str]:

@@ -7,6 +7,10 @@ PACKAGES=(
   iproute2 util-linux mount procps    # namespaces, veth, bridges; unshare, nsenter, pivot_root; ps
   postgresql                      # the fleet store's PostgreSQL tests run against a real server
   python3 python3-venv            # the project's virtualenv
+  dnsmasq-base ipxe ipxe-qemu ovmf qemu-system-x86 qemu-utils busybox-static  # the lab's PXE boots
+  equivs dpkg-dev                 # the lab's apt repository of stand-in packages
+  slurm-wlm munge openmpi-bin     # real slurmctld/srun and mpirun across the fake nodes
+  chromium                        # renders the HTML report in the report test
   ca-certificates
 )
 if [ "$(id -u)" != 0 ]; then

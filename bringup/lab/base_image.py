@@ -24,9 +24,17 @@ SUITE = "bookworm"
 BASE_PACKAGES: tuple[str, ...] = (
     "openssh-server",
     "python3",  # Ansible needs /usr/bin/python3
+    "python3-apt",  # Ansible's apt module runs on the node with it
     "iproute2",
     "procps",
+    # Multi-node burn-in: OpenMPI + mpi4py for the collective stand-in.
+    "openmpi-bin",
+    "python3-mpi4py",
+    "python3-numpy",
 )
+# Installed with apt inside the finished tree, with policy-rc.d in place, so their maintainer
+# scripts (users, keys) run in a complete system and no daemon starts at build time.
+APT_PACKAGES: tuple[str, ...] = ("slurmd", "munge")
 # Bump when the post-debootstrap steps below change, so old caches are not reused.
 RECIPE_VERSION = "1"
 DEFAULT_CACHE_DIR = Path("/var/cache/bringup-lab")
@@ -57,7 +65,7 @@ path-exclude=/usr/share/locale/*
 """
 
 
-def cache_key(suite: str = SUITE, packages: tuple[str, ...] = BASE_PACKAGES) -> str:
+def cache_key(suite: str = SUITE, packages: tuple[str, ...] = BASE_PACKAGES + APT_PACKAGES) -> str:
     text = "\n".join([suite, RECIPE_VERSION, *sorted(packages)])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -181,7 +189,7 @@ def _finish_rootfs(root: Path) -> None:
     (root / "root/.ssh").mkdir(mode=0o700, exist_ok=True)
     (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
     (root / "etc/bringup-lab-base").write_text(
-        f"suite={SUITE}\nrecipe={RECIPE_VERSION}\npackages={' '.join(BASE_PACKAGES)}\n"
+        f"suite={SUITE}\nrecipe={RECIPE_VERSION}\npackages={' '.join(BASE_PACKAGES + APT_PACKAGES)}\n"
     )
 
 
@@ -200,7 +208,29 @@ def _build(target: Path) -> None:
         timeout=1800,
         env=_apt_proxy_env(),
     )
+    _apt_install(target, mirror, APT_PACKAGES)
     _finish_rootfs(target)
+
+
+def _apt_install(root: Path, mirror: str, packages: tuple[str, ...]) -> None:
+    """apt-get install inside the tree, daemons kept from starting, sources removed afterwards."""
+    if not packages:
+        return
+    policy = root / "usr/sbin/policy-rc.d"
+    policy.write_text(POLICY_RC_D)
+    policy.chmod(0o755)
+    (root / "etc/apt/sources.list").write_text(f"deb {mirror} {SUITE} main\n")
+    if Path("/etc/resolv.conf").exists():
+        shutil.copy2("/etc/resolv.conf", root / "etc/resolv.conf")
+    env = {**_apt_proxy_env(), "DEBIAN_FRONTEND": "noninteractive"}
+    run_cmd(["mount", "-t", "proc", "proc", str(root / "proc")])
+    try:
+        apt = ["chroot", str(root), "apt-get", "-qq", "-o", "Dpkg::Use-Pty=0"]
+        run_cmd([*apt, "update"], timeout=600, env=env)
+        run_cmd([*apt, "install", "-y", "--no-install-recommends", *packages], timeout=1200, env=env)
+        run_cmd([*apt, "clean"], env=env)
+    finally:
+        unmount(str(root / "proc"))
 
 
 def ensure_base_image(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
@@ -217,8 +247,8 @@ def ensure_base_image(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
             _remove_tree(stale)  # a crashed build; we hold the lock, so nobody else owns it
         tmp = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=cache_dir))
         try:
+            tmp.chmod(0o755)  # the tree's "/": package scripts run as other users must enter it
             _build(tmp)
-            tmp.chmod(0o755)
             os.rename(tmp, final)
         except BaseException:
             with contextlib.suppress(Exception):

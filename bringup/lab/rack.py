@@ -32,6 +32,7 @@ from bringup.lab.faults import FaultSpec, load_fault_spec
 from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError
 from bringup.lab.nodes import FakeNode, NodeSpec, ed25519_keypair, start_nodes, stop_nodes
+from bringup.lab.services import lab_services
 from bringup.lab.standins import install_standins
 
 DEFAULT_NAME = "lab"
@@ -77,6 +78,9 @@ class LabState:
     ssh_key: str = ""
     fault_spec: str | None = None
     nodes: list[LabNode] = field(default_factory=list)
+    gateway: str = ""  # the host's address on the node subnet (where lab services listen)
+    # Inventory vars the lab services added (apt repository URL, Slurm partition, ...).
+    inventory_vars: dict[str, Any] = field(default_factory=dict)
 
     def save(self) -> None:
         path = Path(self.state_dir) / STATE_FILE
@@ -124,6 +128,7 @@ def render_inventory(state: LabState, inventory_path: Path, password_file: Path,
                 "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "ansible_pipelining": True,
+                **state.inventory_vars,
             },
             "children": {state.name: {"hosts": hosts}},
         }
@@ -181,10 +186,11 @@ class VirtualRack:
 
     def _up(self, state: LabState, lab_nodes: list[str], spec: FaultSpec, base: Path, profile: str) -> None:
         net = network.create_network(self.names)
-        state.bridge, state.node_subnet, state.bmc_subnet = (
+        state.bridge, state.node_subnet, state.bmc_subnet, state.gateway = (
             net.bridge,
             str(net.node_subnet),
             str(net.bmc_subnet),
+            str(net.gateway),
         )
         key_path, public_key = _make_ssh_key(self.state_dir)
         state.ssh_key = str(key_path)
@@ -203,9 +209,13 @@ class VirtualRack:
             )
         state.save()
 
+        services = lab_services()
+
         def node_prepare(node: LabNode):
             def prepare(root: Path) -> None:
                 install_standins(root, node.faults)
+                for service in services:
+                    service.prepare_node(state, node, root)
                 ident = {"name": node.name, "serial": node.serial, "uuid": node.uuid, "mac": node.mac}
                 (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
                 (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
@@ -227,6 +237,9 @@ class VirtualRack:
             for n in state.nodes
         ]
         BmcEmulator(systems, BMC_PORT, self.state_dir / "bmc", BMC_USER, password).start()
+        for service in services:
+            state.inventory_vars.update(service.start(state))
+            state.save()
 
         self.inventory_path.parent.mkdir(parents=True, exist_ok=True)
         text = render_inventory(state, self.inventory_path, password_file, profile)
@@ -241,6 +254,8 @@ class VirtualRack:
         """Remove everything the lab made; works without a state file and after a crash."""
         removed: list[str] = []
         state = LabState.load(self.state_dir)
+        for service in reversed(lab_services()):
+            removed += service.stop(self.state_dir)
         if BmcEmulator.stop_from_state(self.state_dir / "bmc"):
             removed.append("bmc emulator")
         if state is not None and state.nodes:

@@ -22,6 +22,9 @@ from bringup.lab.standins.sysfs import install_fake_sysfs
 PACKAGE_DIR = Path(__file__).resolve().parent
 CATALOG_PATH = PACKAGE_DIR / dispatch.CATALOG_NAME
 SAMPLES_DIR = PACKAGE_DIR / "samples"
+# Stand-ins that are programs rather than recordings (they talk to each other across nodes):
+# each file here is installed as /usr/local/bin/<name>; it reads the node's faults file itself.
+PROGRAMS_DIR = PACKAGE_DIR / "programs"
 DISPATCHER_PATH = PACKAGE_DIR / "dispatch.py"
 
 # Where things land inside a node root (the dispatcher derives the root from its own path).
@@ -157,5 +160,10 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
             front.front_script(tool, entries, faults, lib_from_bin, faults_json), encoding="utf-8"
         )
         script.chmod(0o755)
+
+    for program in sorted(PROGRAMS_DIR.glob("*")) if PROGRAMS_DIR.is_dir() else []:
+        if program.is_file() and not program.name.startswith(("_", ".")):
+            shutil.copy2(program, bin_dir / program.name)
+            (bin_dir / program.name).chmod(0o755)
 
     install_fake_sysfs(root, faults)  # unpacked into a tmpfs by the node's init
