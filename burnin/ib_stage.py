@@ -1,0 +1,526 @@
+"""The ``ib`` stage: every InfiniBand port of every node loaded at once, round after round.
+
+1. Discover (one SSH round trip per node): ``ibstat`` (sysfs when ibstat is missing) lists each
+   HCA port with its GUID, LID, rate, state and link layer; ``ib_write_bw --help`` says whether
+   this perftest writes ``--out_json``; the first node also runs ``ibnetdiscover -p`` when it
+   has it, so findings can name the switch port at the other end of a cable.
+2. Plan (burnin.plan.ib_pairs): rail-aligned bidirectional pairs (3-cycles for odd counts),
+   different partners in each of ``diag.ib_rounds`` rounds.
+3. Run each round as one SSH session per node: read the error counters of its loaded ports
+   (``perfquery -x``, or sysfs), start its ``ib_write_bw`` servers, then its clients (which retry
+   while the partner's server is not listening yet), wait for all of them, read the counters
+   again, and send everything back framed (burnin.batch's frame format).
+4. Judge (burnin.checks.ib_load): sessions against the floor, counter rises, blame by
+   agreement; failures nobody could be blamed for get one re-test round against proven ports.
+
+Every node's result is one ``ib_bandwidth`` Result with per-port metrics; its evidence is the
+raw output of every process and counter read that involved the node's ports.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out
+from burnin.batch import Job, build_script, parse_output
+from burnin.checks.base import CommandOutput
+from burnin.checks.ib_load import (
+    CHECK,
+    DEFAULT_FRACTION,
+    CounterChange,
+    EndOutput,
+    IbPortInfo,
+    NodeEvidence,
+    SessionResult,
+    counter_bad_ports,
+    counter_changes,
+    floor_gbps,
+    judge_node,
+    judge_session,
+    measure_session,
+    retest_inputs,
+    standings,
+)
+from burnin.group import GroupContext, GroupResults
+from burnin.parsers import ParseError
+from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports, switch_port_for
+from burnin.parsers.ibstat import parse_ibstat
+from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
+from burnin.parsers.sysfs import parse_ib_sysfs
+from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds
+from burnin.result import Result, info
+
+DEFAULT_LOAD_SECONDS = 60
+DEFAULT_ROUNDS = 2
+CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
+SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
+DISCOVERY_TIME_LIMIT_S = 180
+
+_SYSFS_PORTS = (
+    "grep -H . /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
+    "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
+    "/sys/class/infiniband/*/ports/*/lid /sys/class/infiniband/*/node_guid 2>/dev/null; true"
+)
+_PERFTEST_CAPS = (
+    "command -v ib_write_bw >/dev/null || { echo 'ib_write_bw: not installed' >&2; exit 127; }\n"
+    "ib_write_bw --help 2>&1 | grep -c -e '--out_json'; true"
+)
+
+
+# ---- discovery ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Discovery:
+    ports: list[IbPortInfo] = field(default_factory=list)
+    out_json: bool = False
+    has_perftest: bool = True
+    problem: str = ""  # no port list: why
+    evidence: str = ""
+    fabric: list[IbnetPort] | None = None
+
+
+def discovery_jobs(with_fabric: bool) -> list[Job]:
+    jobs = [Job("ibstat", "ibstat", 60), Job("sysfs", _SYSFS_PORTS, 30), Job("perftest", _PERFTEST_CAPS, 30)]
+    if with_fabric:
+        jobs.append(Job("fabric", "command -v ibnetdiscover >/dev/null || exit 127\nibnetdiscover -p", 120))
+    return jobs
+
+
+def _section(title: str, output: CommandOutput) -> str:
+    text = f"== {title} (exit status {output.rc}) ==\n{output.stdout}"
+    if output.stderr.strip():
+        text += f"-- stderr --\n{output.stderr}"
+    if output.error:
+        text += f"-- {output.error} --\n"
+    return text
+
+
+def parse_discovery(node: str, outputs: Mapping[str, CommandOutput]) -> Discovery:
+    """The node's ports from its discovery answers (pure)."""
+    found = Discovery()
+    ibstat, sysfs = outputs["ibstat"], outputs["sysfs"]
+    found.evidence = _section("ibstat", ibstat)
+    try:
+        report = parse_ibstat(ibstat.stdout)
+        for hca in report.hcas:
+            for p in hca.ports:
+                found.ports.append(
+                    IbPortInfo(
+                        node,
+                        hca.name,
+                        p.number,
+                        p.port_guid,
+                        p.base_lid,
+                        p.rate,
+                        p.link_layer,
+                        p.state,
+                        p.physical_state,
+                    )  # fmt: skip
+                )
+    except ParseError as exc:
+        found.evidence += _section("sysfs", sysfs)
+        try:
+            for dev in parse_ib_sysfs(sysfs.stdout).values():
+                for number, p in sorted(dev.ports.items()):
+                    state = p.state.capitalize() if p.state else None
+                    found.ports.append(
+                        IbPortInfo(
+                            node, dev.name, number, None, None, p.rate, p.link_layer, state, p.phys_state
+                        )
+                    )
+        except ParseError:
+            detail = ibstat.stderr.strip().splitlines()[-1:] or [str(exc)]
+            found.problem = f"could not list the InfiniBand ports: ibstat: {detail[0][:160]}; no sysfs ports"
+    caps = outputs["perftest"]
+    found.has_perftest = caps.rc == 0
+    found.out_json = caps.rc == 0 and caps.stdout.strip().isdigit() and int(caps.stdout.strip()) > 0
+    if "fabric" in outputs and outputs["fabric"].rc == 0:
+        try:
+            found.fabric = parse_ibnetdiscover_ports(outputs["fabric"].stdout)
+        except ParseError:
+            found.fabric = None
+    return found
+
+
+def discover(jobs: Mapping[str, SshTarget]) -> dict[str, Discovery]:
+    """One round trip per node; the first node also maps the fabric."""
+    first = min(jobs) if jobs else None
+    scripts = {}
+    for name in jobs:
+        script, token = build_script(discovery_jobs(name == first))
+        scripts[name] = (script, token, [j.key for j in discovery_jobs(name == first)])
+    by_target = {t.name: n for n, t in jobs.items()}
+    found: dict[str, Discovery] = {}
+    targets = list(jobs.values())
+    concurrency = min(len(targets), DEFAULT_CONCURRENCY) or 1  # discovery need not be simultaneous
+    for res in fan_out(targets, lambda t: scripts[by_target[t.name]][0], DISCOVERY_TIME_LIMIT_S, concurrency):
+        node = by_target[res.name]
+        script, token, keys = scripts[node]
+        if res.error and not res.stdout:
+            found[node] = Discovery(problem=f"could not reach the node: {res.error}")
+            continue
+        found[node] = parse_discovery(node, parse_output(res.stdout, token, keys))
+    return found
+
+
+def with_switch_ports(ports: list[IbPortInfo], fabric: list[IbnetPort] | None) -> list[IbPortInfo]:
+    if not fabric:
+        return ports
+    out = []
+    for p in ports:
+        link = switch_port_for(fabric, p.guid)
+        out.append(p if link is None else replace(p, switch_port=link.peer_text()))
+    return out
+
+
+# ---- one round on the nodes -------------------------------------------------------------------
+
+
+def perftest_command(
+    session: Session, node: str, info_: IbPortInfo, host: str, seconds: int, json_file: str
+) -> str:
+    """The ib_write_bw command line of this node's end of the session."""
+    args = [
+        "ib_write_bw", "-d", info_.hca, "-i", str(info_.port), "-p", str(session.tcp_port),
+        "--report_gbits", "-D", str(seconds), "-F",
+    ]  # fmt: skip
+    if session.bidirectional:
+        args.append("-b")
+    line = " ".join(shlex.quote(a) for a in args)
+    if json_file:
+        line += f' --out_json --out_json_file="{json_file}"'
+    if session.role(node) == "client":
+        line += " " + shlex.quote(host)
+    return line
+
+
+@dataclass(frozen=True)
+class NodeRoundPlan:
+    script: str
+    token: str
+    ends: dict[str, Session]  # frame key 'e<i>' -> the session this process is one end of
+    commands: dict[str, str]
+    counter_ports: dict[str, IbPortInfo]  # 'p<j>' -> port (frames 'b<j>' before, 'a<j>' after)
+    json_keys: dict[str, str]  # 'e<i>' -> 'j<i>'
+
+    @property
+    def keys(self) -> list[str]:
+        return [*self.ends, *self.json_keys.values()] + [
+            f"{w}{k[1:]}" for k in self.counter_ports for w in "ba"
+        ]
+
+
+def round_script(
+    node: str,
+    sessions: list[Session],
+    infos: Mapping[PortKey, IbPortInfo],
+    hosts: Mapping[str, str],
+    seconds: int,
+    out_json: bool,
+    token: str | None = None,
+) -> NodeRoundPlan:
+    """The bash script a node runs for one round (pure): counters, servers, clients, counters."""
+    token = token or secrets.token_hex(8)
+    limit = int(seconds) + SERVER_GRACE_S
+    lines = [
+        "set +e",
+        "export LC_ALL=C",
+        "d=$(mktemp -d /tmp/burnin-ib.XXXXXX) || exit 97",
+        "trap 'kill $(jobs -p) 2>/dev/null; rm -rf \"$d\"' EXIT",
+        "frame() {  # key rc: the burnin.batch frame (parsed by batch.parse_output)",
+        '  touch "$d/$1.out" "$d/$1.err"',
+        '  sizes=$(stat -c %s "$d/$1.out" "$d/$1.err")',
+        f'  printf "@@burnin-frame {token} %s rc=%s out=%s err=%s\\n" "$1" "$2" $sizes',
+        '  cat "$d/$1.out" "$d/$1.err"',
+        "}",
+        "counters() {  # key hca port",
+        "  if command -v perfquery >/dev/null 2>&1; then",
+        '    timeout -k 5 30 perfquery -x -C "$2" -P "$3" >"$d/$1.out" 2>"$d/$1.err"',
+        "  else",
+        '    grep -H . /sys/class/infiniband/"$2"/ports/"$3"/counters/* >"$d/$1.out" 2>"$d/$1.err"',
+        "  fi",
+        '  frame "$1" $?',
+        "}",
+        "server() {  # key command...",
+        "  k=$1; shift",
+        f'  timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; echo $? >"$d/$k.rc"',
+        "}",
+        "client() {  # key command...: retried while the server is not listening yet",
+        "  k=$1; shift",
+        f"  for try in $(seq {CLIENT_TRIES}); do",
+        f'    timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; rc=$?',
+        '    [ $rc -ne 0 ] && grep -q "Couldn\'t connect" "$d/$k.out" "$d/$k.err" && { sleep 1; continue; }',
+        "    break",
+        "  done",
+        '  echo $rc >"$d/$k.rc"',
+        "}",
+    ]
+    mine = [s for s in sessions if node in (s.server, s.client)]
+    ends = {f"e{i}": s for i, s in enumerate(mine)}
+    ports: dict[str, IbPortInfo] = {}
+    for s in mine:
+        info_ = infos[PortKey(node, s.rail)]
+        if info_ not in ports.values():
+            ports[f"p{len(ports)}"] = info_
+    for key, info_ in ports.items():
+        lines.append(f"counters b{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
+    commands: dict[str, str] = {}
+    json_keys: dict[str, str] = {}
+    for key, s in ends.items():
+        json_file = f"$d/{key}.json" if out_json else ""
+        if out_json:
+            json_keys[key] = f"j{key[1:]}"
+        commands[key] = perftest_command(
+            s, node, infos[PortKey(node, s.rail)], hosts.get(s.server, s.server), seconds, json_file
+        )
+    servers = [k for k, s in ends.items() if s.role(node) == "server"]
+    clients = [k for k, s in ends.items() if s.role(node) == "client"]
+    lines += [f"server {k} {commands[k]} &" for k in servers]
+    if servers and clients:
+        lines.append("sleep 1  # this node's servers listen before its clients start")
+    lines += [f"client {k} {commands[k]} &" for k in clients]
+    lines.append("wait")
+    for key, info_ in ports.items():
+        lines.append(f"counters a{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
+    for key in ends:
+        lines.append(f'frame {key} "$(cat "$d/{key}.rc" 2>/dev/null || echo 255)"')
+        if key in json_keys:
+            j = json_keys[key]
+            lines.append(f'[ -f "$d/{key}.json" ] && cp "$d/{key}.json" "$d/{j}.out" && frame {j} 0')
+    return NodeRoundPlan("\n".join(lines) + "\n", token, ends, commands, ports, json_keys)
+
+
+@dataclass
+class RoundOutputs:
+    ends: dict[tuple[str, Session], EndOutput] = field(default_factory=dict)  # (node, session) -> its end
+    changes: dict[PortKey, list[CounterChange]] = field(default_factory=dict)
+    counter_problems: dict[PortKey, str] = field(default_factory=dict)
+    evidence: dict[str, list[str]] = field(default_factory=dict)  # node -> evidence chunks
+    failed_nodes: dict[str, str] = field(default_factory=dict)  # node -> why its round did not run
+
+
+def _counters_of(output: CommandOutput, info_: IbPortInfo) -> dict[str, int]:
+    """Counters from 'perfquery -x' or sysfs 'grep -H' output; ParseError when neither."""
+    if output.error:
+        raise ParseError(output.error)
+    text = output.stdout
+    if "counters/" in text and "# Port" not in text:
+        dev = parse_ib_sysfs(text).get(info_.hca)
+        if dev is None or info_.port not in dev.ports:
+            raise ParseError(f"no sysfs counters for {info_.rail}")
+        return counters_from_sysfs(dev.ports[info_.port].counters)
+    blocks = parse_perfquery(text)
+    block = next((b for b in blocks if b.port == info_.port), blocks[0])
+    return dict(block.counters)
+
+
+def collect_round(
+    node: str, plan: NodeRoundPlan, raw: bytes, error: str, round_: Round, outputs: RoundOutputs
+) -> None:
+    """File one node's answer for a round into ``outputs`` (pure apart from mutating it)."""
+    if error and not raw:
+        outputs.failed_nodes[node] = error
+        outputs.evidence.setdefault(node, []).append(f"-- round {round_.index}: did not run: {error} --\n")
+        for s in plan.ends.values():
+            outputs.ends[(node, s)] = EndOutput(error=f"{node}: {error}")
+        return
+    frames = parse_output(raw, plan.token, plan.keys)
+    chunks = outputs.evidence.setdefault(node, [])
+    for pkey, info_ in plan.counter_ports.items():
+        j = pkey[1:]
+        before, after = frames[f"b{j}"], frames[f"a{j}"]
+        try:
+            changes = counter_changes(_counters_of(before, info_), _counters_of(after, info_))
+            outputs.changes[info_.key] = changes
+        except ParseError as exc:
+            outputs.counter_problems[info_.key] = str(exc)[:200]
+        chunks.append(
+            f"-- round {round_.index}: counters {info_.hca} port {info_.port} before --\n{before.stdout}{before.stderr}"
+            f"-- after --\n{after.stdout}{after.stderr}"
+        )
+    for key, s in plan.ends.items():
+        out = frames[key]
+        json_text = frames[plan.json_keys[key]].stdout if key in plan.json_keys else ""
+        end = EndOutput(out.stdout, out.stderr, json_text, out.rc, out.error and f"{node}: {out.error}")
+        outputs.ends[(node, s)] = end
+        role = s.role(node)
+        mode = (
+            "bidirectional" if s.bidirectional else ("sending to" if role == "client" else "receiving from")
+        )
+        text = (
+            f"-- round {round_.index}{' (re-test)' if round_.retest else ''}: {s.rail} {role}, {mode} "
+            f"{s.partner(node)} (TCP {s.tcp_port}) --\n$ {plan.commands[key]}\n{out.stdout}"
+        )
+        if out.stderr.strip():
+            text += f"[stderr]\n{out.stderr}"
+        if json_text.strip():
+            text += f"[--out_json]\n{json_text}\n"
+        chunks.append(text + f"[exit status] {out.rc}\n")
+
+
+def run_round(
+    round_: Round,
+    targets: Mapping[str, SshTarget],
+    infos: Mapping[PortKey, IbPortInfo],
+    seconds: int,
+    out_json: Mapping[str, bool],
+) -> RoundOutputs:
+    hosts = {n: t.host for n, t in targets.items()}
+    nodes = [n for n in round_.nodes if n in targets]
+    plans = {
+        n: round_script(n, list(round_.sessions), infos, hosts, seconds, out_json.get(n, False))
+        for n in nodes
+    }
+    by_target = {targets[n].name: n for n in nodes}
+    outputs = RoundOutputs()
+    limit = seconds + SERVER_GRACE_S + CLIENT_TRIES + 90
+    for res in fan_out(
+        [targets[n] for n in nodes], lambda t: plans[by_target[t.name]].script, limit, len(nodes) or 1
+    ):
+        node = by_target[res.name]
+        collect_round(node, plans[node], res.stdout, res.error, round_, outputs)
+    return outputs
+
+
+# ---- the stage ----------------------------------------------------------------------------------
+
+
+def _profile_number(job: Any, key: str, default: float) -> float:
+    value = job.profile.get(key, default)
+    return float(default if value is None else value)
+
+
+def _judge_round(
+    round_: Round,
+    outputs: RoundOutputs,
+    floors: Mapping[str, float],
+    bidir_floors: Mapping[str, float | None],
+) -> list[SessionResult]:
+    results = []
+    for s in round_.sessions:
+        server = outputs.ends.get((s.server, s), EndOutput(error=f"{s.server}: no answer"))
+        client = outputs.ends.get((s.client, s), EndOutput(error=f"{s.client}: no answer"))
+        floor = min(floors[s.server], floors[s.client])
+        bidir = [b for b in (bidir_floors[s.server], bidir_floors[s.client]) if b]
+        results.append(
+            judge_session(
+                round_.index,
+                s,
+                measure_session(server, client),
+                floor,
+                min(bidir) if bidir else None,
+                round_.retest,
+            )
+        )
+    return results
+
+
+def run_ib_stage(ctx: GroupContext) -> GroupResults:
+    """The GroupStage for ``ib`` (burnin/group.py)."""
+    results: GroupResults = {}
+    jobs = {}
+    for job in ctx.jobs:
+        if int(job.profile.get("ib.hca_count", 0) or 0) <= 0:
+            results[job.name] = [(Result.judged(CHECK, [info("the profile has no InfiniBand ports")]), "")]
+        elif job.target is None:
+            reason = "the ib stage loads ports between nodes over SSH; this node has no SSH target (--local)"
+            results[job.name] = [(Result.unknown(CHECK, reason), "")]
+        else:
+            jobs[job.name] = job
+    if not jobs:
+        return results
+    seconds = int(
+        max(_profile_number(j, "diag.ib_load_seconds", DEFAULT_LOAD_SECONDS) for j in jobs.values())
+    )
+    rounds = int(max(_profile_number(j, "diag.ib_rounds", DEFAULT_ROUNDS) for j in jobs.values()))
+    targets = {n: j.target for n, j in jobs.items()}
+    ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
+    found = discover(targets)  # type: ignore[arg-type]
+    fabric = next((d.fabric for d in found.values() if d.fabric), None)
+
+    evidence: dict[str, NodeEvidence] = {}
+    infos: dict[PortKey, IbPortInfo] = {}
+    active: dict[str, list[str]] = {}
+    floors: dict[str, float] = {}
+    bidir_floors: dict[str, float | None] = {}
+    text: dict[str, list[str]] = {}
+    for name, job in jobs.items():
+        d = found.get(name) or Discovery(problem="discovery returned nothing")
+        layer = str(job.profile.get("ib.link_layer", "InfiniBand"))
+        floors[name] = floor_gbps(
+            _profile_number(job, "floors.ib_write_bw_fraction", DEFAULT_FRACTION),
+            _profile_number(job, "ib.rate_gbps", 0),
+        )
+        bidir = job.profile.get("floors.ib_write_bw_bidir_gbps")
+        bidir_floors[name] = float(bidir) if bidir else None
+        ports = with_switch_ports(d.ports, fabric)
+        problem = d.problem or ("" if d.has_perftest else "ib_write_bw (perftest) is not installed")
+        evidence[name] = NodeEvidence(
+            name,
+            ports,
+            int(job.profile.get("ib.hca_count")),
+            layer,
+            floors[name],
+            bidir_floors[name],
+            problem,
+        )
+        text[name] = [d.evidence]
+        infos.update({p.key: p for p in ports})
+        if not problem:
+            rails = [p.rail for p in ports if (p.link_layer or layer) == layer and p.active]
+            if rails:
+                active[name] = rails
+    out_json = {n: found[n].out_json for n in found}
+
+    planned = plan_rounds(active, max(rounds, 1)) if active else []
+    all_results: list[SessionResult] = []
+    failed_nodes: set[str] = set()
+
+    def execute(round_: Round, total: int) -> None:
+        tag = "re-test" if round_.retest else f"round {round_.index}/{total}"
+        ctx.progress(
+            f"ib {tag}: {len(round_.sessions)} session(s) on {len(round_.nodes)} node(s), {seconds} s"
+        )
+        outputs = run_round(round_, targets, infos, seconds, out_json)  # type: ignore[arg-type]
+        for key, changes in outputs.changes.items():
+            evidence[key.node].counters.setdefault(key, []).append(changes)
+        for key, problem in outputs.counter_problems.items():
+            evidence[key.node].counter_problems.setdefault(key, []).append(problem)
+        for node, chunks in outputs.evidence.items():
+            text[node] += chunks
+        failed_nodes.update(outputs.failed_nodes)
+        all_results.extend(_judge_round(round_, outputs, floors, bidir_floors))
+
+    for round_ in planned:
+        for key in round_.unpaired:
+            evidence[key.node].unpaired.add(key)
+        if round_.sessions:
+            execute(round_, len(planned))
+    loaded = set().union(*(r.loaded for r in planned)) if planned else set()
+    known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    standing = standings(all_results, loaded, known_bad)
+    retested = False
+    inputs = retest_inputs(all_results, standing, failed_nodes)
+    if inputs.suspects:
+        retest, _untested = plan_retest(
+            inputs.suspects, inputs.partners, inputs.must_avoid, inputs.met, len(planned) + 1
+        )
+        if retest.sessions:
+            retested = True
+            execute(retest, len(planned))
+            known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+            standing = standings(all_results, loaded, known_bad)
+
+    by_node: dict[str, list[SessionResult]] = {}
+    for r in all_results:
+        for node in {r.session.server, r.session.client}:
+            by_node.setdefault(node, []).append(r)
+    for name, ev in evidence.items():
+        result = judge_node(ev, by_node.get(name, []), standing, infos, retested)
+        results[name] = [(result, "\n".join(t for t in text[name] if t))]
+    return results

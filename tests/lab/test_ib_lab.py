@@ -1,0 +1,136 @@
+"""The ib stage on the virtual rack: `burnin run --stages ib` over real SSH, the ib_write_bw
+stand-ins really pairing up over the lab network, perfquery read before and after.
+
+Four nodes, node03 with a degraded port (mlx5_3 at ~60% of line rate): the stage fails exactly
+that port, its finding names both ends of each failing pair, and the other nodes pass. Then,
+on three nodes (an odd count: 3-cycles), symbol errors rising under load on node02's mlx5_2 fail
+that port although its bandwidth is fine."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+from bringup.cli import main as bringup_main
+from bringup.fleet.lifecycle import State
+from bringup.fleet.store import FleetStore
+from burnin.cli import main as burnin_main
+from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
+
+pytestmark = pytest.mark.lab
+
+NODES = ["node01", "node02", "node03", "node04"]
+DEGRADED = ("node03", "mlx5_3")  # the fault ib-port-degraded (catalog.json)
+# GUIDs of the lab's ibstat recording (ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt)
+GUID = {"mlx5_2": "0xa088c20300e31372", "mlx5_3": "0xa088c20300e04776"}
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory):
+    """4 lab nodes, node03 with a degraded IB port; enrolled, discovered, configured."""
+    require_root()
+    from bringup.lab.rack import VirtualRack
+
+    root = tmp_path_factory.mktemp("iblab")
+    inv = lab_inventory_dir(root / "inventories")
+    name = f"i{uuid.uuid4().hex[:7]}"
+    spec = root / "faults.yml"
+    spec.write_text(f"nodes:\n  {DEGRADED[0]}: [ib-port-degraded]\n")
+    lab = VirtualRack(name, root / "state", inv)
+    db = root / "fleet.db"
+    # The ib stage needs SSH and the stand-ins only: no lab services (Slurm, apt repository...).
+    patch = pytest.MonkeyPatch()
+    patch.setattr("bringup.lab.rack.lab_services", lambda: [])
+    try:
+        state = lab.up(len(NODES), spec)
+        base = ["--db", str(db), "--inventory-dir", str(inv)]
+        runner = CliRunner()
+        for args in (["inventory", "enroll", name], ["discover", "--rack", name, "--json"]):
+            res = runner.invoke(bringup_main, base + args)
+            assert res.exit_code == 0, res.output
+        store = FleetStore(f"sqlite:///{db}")
+        for node in NODES:
+            for to in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
+                store.transition(node, to, "lab nodes boot provisioned and configured")
+        yield name, base, store, state
+    finally:
+        lab.down()
+        patch.undo()
+
+
+def run_ib(rack, nodes: list[str]) -> dict[str, dict]:
+    name, base, _, _ = rack
+    args = [*base, "run", "--rack", name, "--nodes", ",".join(nodes), "--stages", "ib", "--json"]
+    res = CliRunner().invoke(burnin_main, [*args, "--set", "diag.ib_load_seconds=2"])
+    assert res.exit_code in (0, 1), res.output
+    outcomes = {o["node"]: o for o in json.loads(res.stdout)}
+    assert set(outcomes) == set(nodes)
+    return outcomes
+
+
+def ib_result(outcome: dict) -> dict:
+    ((stage,),) = [outcome["stages"]]
+    assert stage["stage"] == "ib"
+    (result,) = stage["results"]
+    assert result["check"] == "ib_bandwidth"
+    return result
+
+
+def test_degraded_port_fails_exactly_that_port_and_names_both_ends(rack):
+    _, _, store, _ = rack
+    outcomes = run_ib(rack, NODES)
+    verdicts = {n: o["verdict"] for n, o in outcomes.items()}
+    assert verdicts == {"node01": "PASS", "node02": "PASS", "node03": "FAIL", "node04": "PASS"}, {
+        n: ib_result(o)["findings"] or ib_result(o)["reason"] for n, o in outcomes.items()
+    }
+    node, hca = DEGRADED
+    result = ib_result(outcomes[node])
+    ports = result["metrics"]["ports"]
+    assert len(ports) == 8 and {k for k, v in ports.items() if v["verdict"] != "PASS"} == {hca}
+    assert ports[hca]["gbps"] == pytest.approx(0.6 * 392.34, abs=0.5)  # per direction, both rounds
+    assert all(v["gbps"] >= 388 for k, v in ports.items() if k != hca)
+    (finding,) = result["findings"]
+    assert finding["severity"] == "critical" and finding["action"] == "REPLACE_CABLE"
+    assert f"{node} {hca} port 1 (GUID {GUID[hca]}, LID 104)" in finding["message"]
+    partners = {r["partner"] for r in ports[hca]["rounds"]}
+    assert len(partners) == 2 and node not in partners  # two different partners, rail-aligned
+    for partner in partners:  # the other end of each failing pair, named with its GUID
+        assert f"{partner} {hca} port 1 (GUID {GUID[hca]}, LID 104)" in finding["message"]
+    for other in ("node01", "node02", "node04"):
+        assert store.get_node(other).state == "burnin"
+        assert outcomes[other]["state"] == "burnin"
+    assert store.get_node(node).state == "failed"
+    (saved,) = [r for r in store.latest_results(node) if r.check == "ib_bandwidth"]
+    assert saved.verdict == "FAIL" and "RDMA_Write Bidirectional BW Test" in saved.evidence
+    assert re.search(
+        rf"\$ ib_write_bw -d {hca} -i 1 -p \d+ --report_gbits -D 2 -F -b --out_json", saved.evidence
+    )
+    assert "# Port extended counters: Lid 104 port 1" in saved.evidence  # perfquery before and after
+
+
+def test_symbol_errors_under_load_fail_the_port_on_an_odd_rack(rack):
+    """Three nodes (3-cycles of one-way sessions); node02 now has symbol errors on mlx5_2."""
+    _, _, _, state = rack
+    rc, _, err = node_ssh(
+        state, "node02", 'echo \'{"faults": ["ib-symbol-errors"]}\' > /etc/bringup-lab/faults.json'
+    )
+    assert rc == 0, err
+    nodes = ["node01", "node02", "node04"]
+    outcomes = run_ib(rack, nodes)
+    assert {n: o["verdict"] for n, o in outcomes.items()} == {
+        "node01": "PASS",
+        "node02": "FAIL",
+        "node04": "PASS",
+    }
+    result = ib_result(outcomes["node02"])
+    ports = result["metrics"]["ports"]
+    assert {k for k, v in ports.items() if v["verdict"] != "PASS"} == {"mlx5_2"}
+    assert ports["mlx5_2"]["gbps"] >= 388  # the bandwidth is fine: the counters fail it
+    assert ports["mlx5_2"]["counters"]["SymbolErrorCounter"] == 2 * 12 * 2  # 2 rounds x 2 s x 12/s
+    assert {r["mode"] for r in ports["mlx5_2"]["rounds"]} == {"one-way"}
+    (finding,) = result["findings"]
+    assert "SymbolErrorCounter rose by 48" in finding["message"] and finding["action"] == "REPLACE_CABLE"
