@@ -1,0 +1,1 @@
+"""Provisioning: take discovered nodes to an installed OS (built-in PXE or MAAS)."""

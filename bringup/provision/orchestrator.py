@@ -1,0 +1,403 @@
+"""Provisioning, whatever the backend: which nodes, in what order, and what is recorded.
+
+    discovered | repair  ->  provisioning  ->  provisioned | failed
+
+- Selection: every node of the rack (or the named ones). ``discovered`` (and ``repair``) nodes
+  are provisioned; nodes left in ``provisioning`` by an interrupted run are resumed; nodes
+  already ``provisioned`` or beyond are skipped (re-imaged with ``--force``); ``golden`` nodes
+  are never touched without ``--force``; ``failed`` ones wait for ``nodes mark-repaired``.
+- Pre-flight, before any power action: an undiscovered node, a node without a provisioning
+  MAC, a serial flagged by discovery, or any backend problem stops the run with one line each.
+- Batches of ``--batch`` nodes (the mirror and the boot server are not flooded); each batch
+  moves to ``provisioning`` only when it starts, so an interrupted run leaves later batches
+  untouched, and its own nodes in ``provisioning`` to be resumed.
+- Recording: the IP, the hostname, the node's own report (``hardware.provision_report``), the
+  backend's details (``hardware.provision``). The report is reconciled with Redfish: a MAC or
+  serial mismatch fails the node with a ``provision-mismatch`` event and a flag
+  (``hardware.provision_flag``; a serial mismatch also sets ``hardware.serial_flag``, which
+  stops later runs until discovery is re-run after a person checked).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.models import Node, utcnow
+from bringup.fleet.store import FleetStore
+from bringup.inventory import InventoryHost, Rack
+from bringup.provision.backend import ProvisionBackend, ProvisionOutcome, ProvisionTarget
+from bringup.provision.reconcile import reconcile
+from bringup.redfish.endpoint import TransportOptions
+from bringup.redfish.targets import Target
+
+BACKENDS = ("pxe", "maas")
+DEFAULT_BATCH = 32
+# Rack-level settings: they must agree between every host of the rack.
+RACK_KEY_PREFIXES = ("provisioner", "pxe_", "maas_")
+PER_HOST_KEYS = frozenset({"pxe_dhcp_timeout", "pxe_dhcp_retries"})
+
+PROVISION = "provision"
+RESUME = "resume"
+SKIP = "skip"
+REFUSE = "refuse"
+
+
+@dataclass
+class NodePlan:
+    name: str
+    state: str
+    action: str  # provision | resume | skip | refuse
+    reason: str
+    target: ProvisionTarget | None = None
+    counts_as_failed: bool = False  # a skipped node that keeps the rack from being done
+    ip: str | None = None  # what the fleet store has now
+
+
+@dataclass
+class Selection:
+    plans: list[NodePlan] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def targets(self) -> list[ProvisionTarget]:
+        return [p.target for p in self.plans if p.action in (PROVISION, RESUME) and p.target is not None]
+
+
+# -- pure helpers -----------------------------------------------------------------------------
+
+
+def rack_vars(hosts: Sequence[InventoryHost]) -> tuple[dict[str, Any], list[str]]:
+    """Variables every host of the rack shares, and a problem per rack setting that differs."""
+    if not hosts:
+        return {}, []
+    first = hosts[0].vars
+    common = {k: v for k, v in first.items() if all(h.vars.get(k) == v for h in hosts[1:])}
+    problems = []
+    keys = sorted({k for h in hosts for k in h.vars})
+    for key in keys:
+        if key in common or key in PER_HOST_KEYS or not key.startswith(RACK_KEY_PREFIXES):
+            continue
+        values = sorted({repr(h.vars.get(key)) for h in hosts})
+        problems.append(
+            f"rack setting {key} differs between hosts ({', '.join(values)}): set it once, for the rack"
+        )
+    return common, problems
+
+
+def _ipv4(value: Any) -> str | None:
+    try:
+        return str(ipaddress.IPv4Address(str(value)))
+    except ValueError:
+        return None
+
+
+def provisioning_mac(node: Node) -> str | None:
+    nic = (node.hardware or {}).get("provisioning_nic") or {}
+    mac = nic.get("mac") or (node.macs[0] if node.macs else None)
+    return str(mac).lower() if mac else None
+
+
+def build_target(node: Node, host: InventoryHost, target: Target | None) -> ProvisionTarget:
+    hw = node.hardware or {}
+    return ProvisionTarget(
+        key=node.key,
+        name=node.name,
+        serial=node.serial,
+        macs=tuple(str(m).lower() for m in node.macs or ()),
+        provisioning_mac=provisioning_mac(node),
+        ip=_ipv4(host.vars.get("provision_ip")) or _ipv4(host.vars.get("ansible_host")),
+        bmc_address=host.bmc_address,
+        hostvars=dict(host.vars),
+        profile=host.profile,
+        uuid=(hw.get("system") or {}).get("uuid"),
+        boot_mode=target.boot_mode if target else str(host.vars.get("boot_mode", "uefi")),
+        bmc=target.endpoint if target else None,
+    )
+
+
+def plan_node(
+    node: Node | None,
+    host: InventoryHost,
+    target: Target | None,
+    *,
+    rack: str,
+    force: bool,
+    named: bool,
+) -> tuple[NodePlan, list[str]]:
+    """What to do with one node, and the problems that must stop the whole run (pure)."""
+    name = host.name
+    if node is None:
+        return NodePlan(name, "-", REFUSE, "not in the fleet store"), [
+            f"{name}: not in the fleet store: run `bringup discover --rack {rack}` first"
+        ]
+    state = State(node.state)
+    flag = (node.hardware or {}).get("serial_flag")
+    if state is State.RETIRED:
+        return NodePlan(name, state.value, SKIP, "retired"), []
+    if state is State.ENROLLED:
+        return NodePlan(name, state.value, REFUSE, "not discovered"), [
+            f"{name}: not discovered yet (state enrolled): run `bringup discover --rack {rack}` first, "
+            "or leave it out with --nodes"
+        ]
+    if flag:
+        return NodePlan(name, state.value, REFUSE, "serial flagged"), [
+            f"{name}: its serial is flagged ({flag.get('kind')}: recorded {flag.get('recorded')}, reported "
+            f"{flag.get('reported')}): check the node, then `bringup discover --accept-new-serial`"
+        ]
+    t = build_target(node, host, target)
+    problems = []
+    if target is not None and target.problem:
+        problems.append(f"{name}: {target.problem}")
+    if state in (State.DISCOVERED, State.REPAIR):
+        plan = NodePlan(
+            name, state.value, PROVISION, "discovered" if state is State.DISCOVERED else "repaired", t
+        )
+    elif state is State.PROVISIONING:
+        plan = NodePlan(name, state.value, RESUME, "left in provisioning by an earlier run: resumed", t)
+    elif state is State.FAILED:
+        plan = NodePlan(
+            name,
+            state.value,
+            REFUSE if named else SKIP,
+            f"failed: fix it, `bringup nodes mark-repaired {name}`, then provision again",
+            counts_as_failed=True,
+        )
+        return plan, []
+    elif state is State.GOLDEN and not force:
+        plan = NodePlan(
+            name, state.value, REFUSE if named else SKIP, "golden (in service): not re-imaged without --force"
+        )
+        plan.counts_as_failed = named
+        return plan, []
+    elif state is State.BURNIN:
+        return NodePlan(name, state.value, SKIP, "in burn-in: let it finish (or fail) first"), []
+    elif force:
+        plan = NodePlan(name, state.value, PROVISION, f"{state.value}: re-imaged (--force)", t)
+    else:
+        return NodePlan(name, state.value, SKIP, f"already provisioned ({state.value})"), []
+    if not t.provisioning_mac:
+        problems.append(f"{name}: no provisioning MAC recorded (discovery found no NIC): re-run discovery")
+    return plan, problems
+
+
+def select(
+    rack: Rack,
+    nodes: Mapping[str, Node],
+    targets: Mapping[str, Target],
+    only: Sequence[str] | None,
+    force: bool,
+) -> Selection:
+    """Plan every host of the rack (or ``only`` those), in rack order (pure)."""
+    sel = Selection()
+    hosts = rack.hosts
+    if only:
+        unknown = [n for n in only if n not in {h.name for h in hosts}]
+        if unknown:
+            sel.problems.append(f"rack {rack.name} has no host(s) {', '.join(unknown)}")
+        hosts = [h for h in hosts if h.name in set(only)]
+    for host in sorted(hosts, key=lambda h: (h.rack_unit, h.name)):
+        plan, problems = plan_node(
+            nodes.get(host.name), host, targets.get(host.name), rack=rack.name, force=force, named=bool(only)
+        )
+        node = nodes.get(host.name)
+        plan.ip = node.ip if node is not None else None
+        sel.plans.append(plan)
+        sel.problems += problems
+    return sel
+
+
+def batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    if size < 1:
+        raise ValueError("the batch size must be 1 or more")
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# -- backends ----------------------------------------------------------------------------------
+
+
+def backend_name(vars_: Mapping[str, Any]) -> str:
+    name = str(vars_.get("provisioner") or "pxe").lower()
+    if name not in BACKENDS:
+        raise ValueError(f"provisioner must be one of {', '.join(BACKENDS)}, got {name!r}")
+    return name
+
+
+def make_backend(
+    name: str, rack: str, vars_: Mapping[str, Any], inventory_dir: Path, transport: TransportOptions
+) -> ProvisionBackend:
+    if name == "pxe":
+        from bringup.provision.pxe.backend import PxeBackend
+
+        return PxeBackend(rack, vars_, inventory_dir=inventory_dir, transport=transport)
+    from bringup.provision.maas import MaasBackend  # imported only when a rack uses MAAS
+
+    verify: bool | str = transport.ca_bundle or not transport.insecure
+    return MaasBackend(vars_, inventory_dir, verify_tls=verify)
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class NodeResult:
+    name: str
+    key: str
+    ok: bool
+    reason: str
+    before: str
+    after: str
+    ip: str | None = None
+    seconds: float = 0.0
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        store: FleetStore,
+        backend: ProvisionBackend,
+        *,
+        rack: str,
+        batch_size: int = DEFAULT_BATCH,
+        on_progress: Callable[[str, str], None] | None = None,
+        on_result: Callable[[NodeResult], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.store = store
+        self.backend = backend
+        self.rack = rack
+        self.batch_size = batch_size
+        self.on_progress = on_progress or (lambda name, line: None)
+        self.on_result = on_result or (lambda r: None)
+        self._clock = clock
+        self.run_id: int | None = None
+
+    def run(self, targets: Sequence[ProvisionTarget], params: dict[str, Any]) -> list[NodeResult]:
+        """Provision ``targets`` batch by batch (preflight already passed). An interrupt leaves the
+        current batch in ``provisioning``: the next run resumes it."""
+        run = self.store.start_run(PROVISION, self.rack, params={**params, "backend": self.backend.name})
+        self.run_id = run.id
+        names = {t.key: t.name for t in targets}
+        results: list[NodeResult] = []
+        status = "interrupted"
+        try:
+            for batch in batches(list(targets), self.batch_size):
+                started = self._start_batch(batch)
+
+                def progress(key: str, line: str) -> None:
+                    self.on_progress(names.get(key, key), line)
+
+                for outcome in self.backend.provision(batch, progress):
+                    t = next(t for t in batch if t.key == outcome.key)
+                    result = self._record(t, outcome, started[t.key])
+                    results.append(result)
+                    self.on_result(result)
+            failed = sum(not r.ok for r in results)
+            status = "ok" if not failed else ("failed" if failed == len(results) else "partial")
+        finally:
+            self.store.finish_run(run.id, status)
+        return results
+
+    def _start_batch(self, batch: Sequence[ProvisionTarget]) -> dict[str, tuple[str, float]]:
+        started = {}
+        for t in batch:
+            node = self.store.get_node(t.key)
+            if node.state == State.PROVISIONING.value:
+                self.store.record_event(
+                    t.key,
+                    "provision-resumed",
+                    f"resumed by run {self.run_id} ({self.backend.name}): an earlier run left it in provisioning",
+                    run_id=self.run_id,
+                )
+            else:
+                self.store.transition(
+                    t.key,
+                    State.PROVISIONING,
+                    f"provisioning via {self.backend.name} (run {self.run_id})",
+                    run_id=self.run_id,
+                    details={"backend": self.backend.name, "mac": t.provisioning_mac, "ip": t.ip},
+                )
+            started[t.key] = (node.state, self._clock())
+        return started
+
+    def _record(
+        self, t: ProvisionTarget, outcome: ProvisionOutcome, started: tuple[str, float]
+    ) -> NodeResult:
+        before, t0 = started
+        node = self.store.get_node(t.key)
+        hw = dict(node.hardware or {})
+        at = utcnow().isoformat(timespec="seconds")
+        hw["provision"] = {
+            "backend": self.backend.name,
+            "run": self.run_id,
+            "at": at,
+            "ok": outcome.ok,
+            "reason": outcome.reason,
+            **outcome.details,
+        }
+        if outcome.report:
+            hw["provision_report"] = {**outcome.report, "received_at": at}
+        seconds = round(self._clock() - t0, 1)
+        result = NodeResult(
+            t.name, t.key, outcome.ok, outcome.reason, before, State.FAILED.value, seconds=seconds
+        )
+        details = {"backend": self.backend.name, **{k: v for k, v in outcome.details.items() if k != "ipxe"}}
+
+        if not outcome.ok:
+            self.store.update_node(t.key, hardware=hw)
+            self.store.transition(t.key, State.FAILED, outcome.reason, run_id=self.run_id, details=details)
+            return result
+
+        check = reconcile(
+            outcome.report,
+            serials=[
+                node.serial,
+                (hw.get("chassis") or {}).get("serial"),
+                (hw.get("system") or {}).get("serial"),
+            ],
+            macs=node.macs or [],
+            provisioning_mac=t.provisioning_mac,
+            uuid=t.uuid,
+        )
+        result.notes = check.notes
+        result.ip = outcome.ip
+        if not check.ok:
+            findings = [f.record() for f in check.findings]
+            hw["provision_flag"] = {"at": at, "run": self.run_id, "findings": findings}
+            serial = next((f for f in check.findings if f.kind == "serial-mismatch"), None)
+            if serial is not None:
+                hw["serial_flag"] = {
+                    "kind": "report-mismatch",
+                    "recorded": node.serial,
+                    "reported": (serial.reported or [None])[0],
+                    "at": at,
+                }
+            # The record keeps what Redfish said; the node's claims sit in provision_report.
+            self.store.update_node(t.key, hardware=hw)
+            reason = "the node's own report does not match Redfish: " + "; ".join(
+                f.message for f in check.findings
+            )
+            self.store.record_event(
+                t.key, "provision-mismatch", reason, run_id=self.run_id, details={"findings": findings}
+            )
+            self.store.transition(t.key, State.FAILED, reason, run_id=self.run_id, details=details)
+            result.ok, result.reason, result.findings = False, reason, findings
+            return result
+
+        hw.pop("provision_flag", None)
+        self.store.update_node(t.key, hardware=hw, ip=outcome.ip or t.ip, hostname=outcome.hostname or t.name)
+        matched = ", ".join(check.matched) or "nothing to compare"
+        reason = f"provisioned via {self.backend.name}; the node's report matches Redfish ({matched})"
+        self.store.transition(
+            t.key, State.PROVISIONED, reason, run_id=self.run_id, details={**details, "notes": check.notes}
+        )
+        result.after, result.reason = State.PROVISIONED.value, reason
+        return result
