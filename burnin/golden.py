@@ -1,0 +1,403 @@
+"""Golden selection: which nodes a training job can trust, and the lifecycle moves that follow.
+
+A node is golden when, for every required stage (by default all of STAGE_ORDER; ``ib`` is
+dropped for profiles without HCAs), the stage's latest run passed (every result PASS or WARN,
+none UNKNOWN), every one of those results is younger than the maximum age, and the node is not
+retired. "Latest run" is per stage: a rack may run ``preflight,gpu,pcie`` and ``ib,nccl`` as two
+commands; the maximum age keeps the mix honest.
+
+The rules (``judge``, ``plan_move``) are pure. ``gather`` reads the store and the inventory,
+``apply`` records the moves: ``burnin -> golden`` with the run that justified it, and out of
+``golden`` when a node stops qualifying (``failed`` after a later failure, ``configured`` when
+its results aged out or a required stage has no passing result).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from bringup.fleet.lifecycle import IllegalTransition, State
+from bringup.fleet.store import StoreError
+from bringup.profiles import Profile
+from burnin.stages import STAGE_ORDER, parse_stages
+
+DEFAULT_MAX_AGE = timedelta(days=7)
+PASSING = ("PASS", "WARN")
+# Worse is higher (as burnin.result.Verdict.rank).
+_RANK = {"PASS": 0, "WARN": 1, "UNKNOWN": 2, "FAIL": 3}
+# Only these states may be (or become) golden; every other one is a reason on its own.
+ELIGIBLE_STATES = (State.BURNIN.value, State.GOLDEN.value)
+
+
+class ResultRow(Protocol):
+    """What the selection reads of a stored check result (bringup.fleet.models.CheckResult)."""
+
+    stage: str
+    check: str
+    verdict: str
+    time: datetime
+    run_id: int | None
+    metrics: dict[str, Any]
+    findings: list[dict[str, Any]]
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+_AGE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
+
+
+def parse_age(text: str | int | float) -> timedelta:
+    """'7d', '36h', '90m', '1w', '3600s', or a bare number of days -> timedelta (must be > 0)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), "d"
+    else:
+        m = _AGE_RE.match(str(text))
+        if not m:
+            raise ValueError(f"cannot read the age {text!r}: use a number and a unit, e.g. 7d, 36h, 90m")
+        value, unit = float(m.group(1)), m.group(2).lower()
+    if value <= 0:
+        raise ValueError(f"a maximum age must be positive, got {text!r}")
+    return timedelta(seconds=value * _UNIT_SECONDS[unit])
+
+
+def format_age(age: timedelta) -> str:
+    """A maximum age as people write it: '7 d', '36 h', '90 min'."""
+    seconds = age.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} d"
+    return f"{seconds:g} s"
+
+
+def required_stages(profile: Profile | None, override: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The stages a node must pass: ``override`` as given, else STAGE_ORDER (less ``ib`` for a
+    profile without InfiniBand HCAs)."""
+    if override:
+        return tuple(s for s in STAGE_ORDER if s in override) + tuple(
+            s for s in override if s not in STAGE_ORDER
+        )
+    if profile is not None and int(profile.get("ib.hca_count", 0) or 0) == 0:
+        return tuple(s for s in STAGE_ORDER if s != "ib")
+    return STAGE_ORDER
+
+
+def rules_from_vars(
+    host_vars: Mapping[str, Any],
+    profile: Profile | None,
+    max_age: timedelta | None = None,
+    stages: Sequence[str] | None = None,
+) -> GoldenRules:
+    """The rules for one node: command-line values win, then the inventory's ``golden_max_age_days``
+    and ``golden_stages`` (list or comma-separated), then the defaults."""
+    try:
+        if max_age is None and host_vars.get("golden_max_age_days") not in (None, ""):
+            max_age = parse_age(host_vars["golden_max_age_days"])
+        if not stages and host_vars.get("golden_stages"):
+            raw = host_vars["golden_stages"]
+            stages = parse_stages(raw if isinstance(raw, str) else [str(s) for s in raw])
+    except ValueError as exc:
+        raise ValueError(f"inventory variable golden_max_age_days or golden_stages: {exc}") from None
+    return GoldenRules(required_stages(profile, stages), max_age or DEFAULT_MAX_AGE)
+
+
+# ---- the pure rules ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldenRules:
+    stages: tuple[str, ...] = STAGE_ORDER
+    max_age: timedelta = DEFAULT_MAX_AGE
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    """A stage's latest run on one node."""
+
+    stage: str
+    verdict: str | None  # worst verdict of that run's results; None: the stage never ran
+    run_id: int | None = None
+    time: datetime | None = None  # the oldest result of that run (what ages out first)
+    results: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    node: str
+    state: str
+    golden: bool
+    reasons: tuple[str, ...]  # why not golden (empty when golden)
+    stages: dict[str, StageStatus] = field(default_factory=dict)
+    run_id: int | None = None  # the newest run among the required stages: the one that justified it
+    failed: bool = False  # a required stage's latest run FAILED
+    aged_out: bool = False
+
+    @property
+    def runs(self) -> dict[str, int | None]:
+        return {s: st.run_id for s, st in self.stages.items() if st.verdict is not None}
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def worst_verdict(verdicts: Iterable[str]) -> str:
+    return max(verdicts, key=lambda v: _RANK.get(v, 2), default="UNKNOWN")
+
+
+def stage_status(stage: str, rows: Iterable[ResultRow]) -> StageStatus:
+    """The stage's results from its newest run (rows of older runs of the same stage are ignored)."""
+    mine = [r for r in rows if r.stage == stage]
+    if not mine:
+        return StageStatus(stage, None)
+    runs: dict[int | None, list[ResultRow]] = {}
+    for r in mine:
+        runs.setdefault(r.run_id, []).append(r)
+    # The newest run: by its newest result, then by run id (ids only grow).
+    run_id, latest = max(runs.items(), key=lambda item: (max(r.time for r in item[1]), item[0] or 0))
+    latest.sort(key=lambda r: r.check)
+    return StageStatus(
+        stage,
+        worst_verdict(r.verdict for r in latest),
+        run_id,
+        min(r.time for r in latest),
+        tuple(latest),
+    )
+
+
+def first_problem(results: Iterable[ResultRow]) -> str:
+    """'gpu_stress: GPU 3 HW slowdown under load -> RESEAT' for the worst result of a stage."""
+    bad = sorted((r for r in results if r.verdict not in PASSING), key=lambda r: -_RANK.get(r.verdict, 2))
+    if not bad:
+        return ""
+    r = bad[0]
+    severity = "critical" if r.verdict == "FAIL" else "warning"
+    finding = next((f for f in r.findings or [] if f.get("severity") == severity), None)
+    finding = finding or next((f for f in r.findings or [] if f.get("severity") != "info"), None)
+    if finding:
+        return f"{r.check}: {finding.get('message', '')} -> {finding.get('action', '')}"
+    why = (r.metrics or {}).get("reason") or "no finding recorded"
+    return f"{r.check}: {why}"
+
+
+def judge(
+    node: str,
+    state: str,
+    rows: Iterable[ResultRow],
+    rules: GoldenRules,
+    now: datetime,
+    *,
+    state_reason: str = "",
+    unfinished_run: int | None = None,
+) -> Decision:
+    """Is this node golden now? Every reason it is not, in the order an operator fixes them.
+
+    ``unfinished_run``: the burn-in run that moved the node to ``burnin`` has not finished (it is
+    still running, or it was interrupted): its later stages may still fail the node.
+    """
+    rows = list(rows)
+    reasons: list[str] = []
+    if state == State.RETIRED.value:
+        reasons.append("retired")
+    elif state not in ELIGIBLE_STATES:
+        reasons.append(f"state {state}" + (f" ({state_reason})" if state_reason else ""))
+    elif state == State.BURNIN.value and unfinished_run is not None:
+        reasons.append(f"burn-in run {unfinished_run} has not finished (still running or interrupted)")
+    stages = {s: stage_status(s, rows) for s in rules.stages}
+    failed = aged = False
+    for st in stages.values():
+        if st.verdict is None:
+            reasons.append(f"stage {st.stage} never ran")
+        elif st.verdict not in PASSING:
+            failed = failed or st.verdict == "FAIL"
+            reasons.append(f"stage {st.stage} {st.verdict} (run {st.run_id}): {first_problem(st.results)}")
+    ran = [st for st in stages.values() if st.time is not None]
+    if ran:
+        stalest = min(ran, key=lambda st: st.time)
+        if now - stalest.time > rules.max_age:
+            aged = True
+            reasons.append(
+                f"results older than {format_age(rules.max_age)} "
+                f"(latest {stalest.stage} result {stalest.time.date().isoformat()})"
+            )
+    run_ids = [st.run_id for st in ran if st.run_id is not None]
+    return Decision(
+        node,
+        state,
+        not reasons,
+        tuple(reasons),
+        stages,
+        max(run_ids) if run_ids else None,
+        failed,
+        aged,
+    )
+
+
+@dataclass(frozen=True)
+class Move:
+    node: str
+    target: State
+    reason: str
+    run_id: int | None
+    details: dict[str, Any]
+
+
+def plan_move(decision: Decision, rules: GoldenRules) -> Move | None:
+    """The lifecycle move the decision calls for, or None."""
+    d = decision
+    runs = {s: r for s, r in d.runs.items()}
+    if d.golden and d.state == State.BURNIN.value:
+        when = min(st.time for st in d.stages.values() if st.time is not None)
+        return Move(
+            d.node,
+            State.GOLDEN,
+            f"passed stages {','.join(rules.stages)} (run {d.run_id}); "
+            f"oldest result {when.isoformat(timespec='seconds')}, max age {format_age(rules.max_age)}",
+            d.run_id,
+            {"run_id": d.run_id, "runs": runs, "stages": list(rules.stages)},
+        )
+    if not d.golden and d.state == State.GOLDEN.value:
+        target = State.FAILED if d.failed else State.CONFIGURED
+        return Move(
+            d.node,
+            target,
+            f"left golden: {d.reason}",
+            d.run_id if d.failed else None,
+            {"reasons": list(d.reasons), "runs": runs, "stages": list(rules.stages), "aged_out": d.aged_out},
+        )
+    return None
+
+
+# ---- the store edge ----------------------------------------------------------------------------
+
+
+@dataclass
+class NodeFacts:
+    """What the selection and the exports read about one node (gathered from store + inventory)."""
+
+    name: str
+    node: Any | None  # bringup.fleet.models.Node, None: in the inventory but not enrolled
+    profile: Profile | None
+    host_vars: dict[str, Any]
+    rows: list[Any]  # latest results (CheckResult)
+    in_inventory: bool = True
+    state_reason: str = ""  # the last transition's reason
+    golden_event: Any | None = None  # the transition that made it golden (bringup.fleet.models.Event)
+    unfinished_run: int | None = None  # the run that moved it to burnin, when that run has not finished
+
+    @property
+    def state(self) -> str:
+        return self.node.state if self.node is not None else "not enrolled"
+
+
+def gather(store: Any, rack: Any) -> list[NodeFacts]:
+    """Every node of the rack (store or inventory) with its latest results, in rack order."""
+    hosts = {h.name: h for h in rack.hosts}
+    facts: list[NodeFacts] = []
+    seen = set()
+    for node in store.list_nodes(rack=rack.name):
+        seen.add(node.name)
+        host = hosts.get(node.name)
+        profile = rack.profiles.get(host.profile if host else node.profile)
+        fact = NodeFacts(
+            node.name,
+            node,
+            profile,
+            dict(host.vars) if host else {},
+            store.latest_results(node.name),
+            in_inventory=host is not None,
+        )
+        _read_history(store, fact)
+        facts.append(fact)
+    for name, host in hosts.items():
+        if name not in seen:
+            facts.append(NodeFacts(name, None, rack.profiles.get(host.profile), dict(host.vars), []))
+    return facts
+
+
+def refresh(store: Any, fact: NodeFacts) -> None:
+    """Re-read a node's record and history (after ``apply`` moved it)."""
+    fact.node = store.get_node(fact.name)
+    fact.unfinished_run = None
+    _read_history(store, fact)
+
+
+def _read_history(store: Any, fact: NodeFacts) -> None:
+    transitions = [e for e in store.history(fact.name) if e.kind == "transition"]
+    if not transitions:
+        return
+    last = transitions[-1]
+    fact.state_reason = last.reason
+    fact.golden_event = next((e for e in reversed(transitions) if e.to_state == State.GOLDEN.value), None)
+    if last.to_state == State.BURNIN.value and last.run_id is not None:
+        try:
+            status = store.get_run(last.run_id).status
+        except StoreError:
+            return
+        if status == "running":
+            fact.unfinished_run = last.run_id
+
+
+def decide(
+    facts: Sequence[NodeFacts],
+    now: datetime,
+    max_age: timedelta | None = None,
+    stages: Sequence[str] | None = None,
+) -> list[tuple[NodeFacts, GoldenRules, Decision]]:
+    """Judge every node under its own rules (pure over the gathered facts)."""
+    out = []
+    for f in facts:
+        rules = rules_from_vars(f.host_vars, f.profile, max_age, stages)
+        if f.node is None:
+            decision = Decision(f.name, f.state, False, ("not enrolled in the fleet store",))
+        else:
+            decision = judge(
+                f.name,
+                f.state,
+                f.rows,
+                rules,
+                now,
+                state_reason=f.state_reason,
+                unfinished_run=f.unfinished_run,
+            )
+            if not f.in_inventory:
+                decision = Decision(
+                    f.name,
+                    f.state,
+                    False,
+                    (f"not in the inventory of rack {f.node.rack}", *decision.reasons),
+                    decision.stages,
+                    decision.run_id,
+                    decision.failed,
+                    decision.aged_out,
+                )
+        out.append((f, rules, decision))
+    return out
+
+
+@dataclass
+class Applied:
+    move: Move
+    done: bool
+    error: str = ""
+    event: Any | None = None
+
+
+def apply(store: Any, moves: Sequence[Move], actor: str | None = None) -> list[Applied]:
+    """Record the moves. A move another process made impossible meanwhile is reported, not raised."""
+    applied = []
+    for move in moves:
+        try:
+            event = store.transition(
+                move.node, move.target, move.reason, actor=actor, run_id=move.run_id, details=move.details
+            )
+            applied.append(Applied(move, True, event=event))
+        except IllegalTransition as exc:
+            applied.append(Applied(move, False, str(exc)))
+    return applied

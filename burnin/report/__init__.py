@@ -1,0 +1,208 @@
+"""Rack reports: what the burn-in found, for people (HTML) and for CI systems (JUnit XML).
+
+``collect`` reads the store and the inventory (the only I/O here) into a ``RackReport``; the
+renderers in ``html`` and ``junit`` are pure functions of it. A report never changes a node's
+state: it shows whether each node qualifies as golden under the same rules as ``burnin golden``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather
+from burnin.stages import STAGE_ORDER
+
+IB_STAGE, IB_CHECK = "ib", "ib_bandwidth"
+NCCL_STAGE, NCCL_CHECK = "nccl", "nccl_soak"
+EVIDENCE_LIMIT = 6000  # characters of raw evidence per result in a report; the store keeps it all
+
+
+@dataclass(frozen=True)
+class IbPortBar:
+    node: str
+    port: str
+    gbps: float
+    partner: str = ""
+    floor_gbps: float | None = None
+    verdict: str = ""
+
+    @property
+    def below_floor(self) -> bool:
+        if self.verdict:
+            return self.verdict not in ("PASS", "WARN")
+        return self.floor_gbps is not None and self.gbps < self.floor_gbps
+
+
+@dataclass(frozen=True)
+class NcclPoint:
+    index: int
+    busbw_gbps: float | None
+    wrong: int = 0
+    seconds: float | None = None
+    verdict: str = ""
+
+    @property
+    def bad(self) -> bool:
+        return self.wrong > 0 or self.verdict in ("FAIL", "UNKNOWN") or self.busbw_gbps is None
+
+
+@dataclass(frozen=True)
+class NcclSeries:
+    node: str
+    points: tuple[NcclPoint, ...]
+    floor_gbps: float | None = None
+
+
+@dataclass
+class NodeReport:
+    name: str
+    state: str
+    profile: str
+    serial: str | None
+    golden: bool
+    reasons: tuple[str, ...]
+    stages: dict[str, StageStatus]  # every stage in the report's columns
+    required: tuple[str, ...]
+    rows: list[Any] = field(default_factory=list)  # latest result of every check
+
+
+@dataclass
+class RackReport:
+    rack: str
+    made_at: datetime
+    store: str
+    stages: tuple[str, ...]
+    nodes: list[NodeReport]
+    ib: list[IbPortBar]
+    nccl: list[NcclSeries]
+
+    @property
+    def golden(self) -> list[NodeReport]:
+        return [n for n in self.nodes if n.golden]
+
+    @property
+    def problems(self) -> list[tuple[NodeReport, Any]]:
+        """(node, result) for every latest result that is not a clean PASS, worst first."""
+        rank = {"FAIL": 0, "UNKNOWN": 1, "WARN": 2}
+        out = [(n, r) for n in self.nodes for r in n.rows if r.verdict in rank]
+        return sorted(out, key=lambda nr: (rank[nr[1].verdict], nr[0].name, nr[1].stage, nr[1].check))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def ib_bars(node: str, rows: Sequence[Any], floor: float | None) -> list[IbPortBar]:
+    """Per-port bandwidth from the latest ib/ib_bandwidth result: metrics {port: {"gbps": ...}}
+    (also accepted under a "ports" key); anything else in the metrics is ignored."""
+    row = next((r for r in rows if r.stage == IB_STAGE and r.check == IB_CHECK), None)
+    if row is None or not isinstance(row.metrics, dict):
+        return []
+    ports = row.metrics.get("ports") if isinstance(row.metrics.get("ports"), dict) else row.metrics
+    bars = []
+    for port, value in sorted(ports.items()):
+        if not isinstance(value, dict) or _number(value.get("gbps")) is None:
+            continue
+        bars.append(
+            IbPortBar(
+                node,
+                str(port),
+                _number(value["gbps"]) or 0.0,
+                str(value.get("partner") or ""),
+                _number(value.get("floor_gbps")) or floor,
+                str(value.get("verdict") or ""),
+            )
+        )
+    return bars
+
+
+def nccl_series(node: str, rows: Sequence[Any], floor: float | None) -> NcclSeries | None:
+    row = next((r for r in rows if r.stage == NCCL_STAGE and r.check == NCCL_CHECK), None)
+    if row is None or not isinstance(row.metrics, dict):
+        return None
+    points = []
+    for i, it in enumerate(row.metrics.get("iterations") or []):
+        if not isinstance(it, dict):
+            continue
+        index = it.get("index")
+        points.append(
+            NcclPoint(
+                int(index) if isinstance(index, int) else i,
+                _number(it.get("busbw_gbps")),
+                int(it.get("wrong") or 0) if isinstance(it.get("wrong"), (int, float)) else 0,
+                _number(it.get("seconds")),
+                str(it.get("verdict") or ""),
+            )
+        )
+    if not points:
+        return None
+    return NcclSeries(node, tuple(sorted(points, key=lambda p: p.index)), floor)
+
+
+def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:
+    p = fact.profile
+    if p is None:
+        return None, None
+    rate, fraction = _number(p.get("ib.rate_gbps")), _number(p.get("floors.ib_write_bw_fraction"))
+    ib_floor = rate * fraction if rate is not None and fraction is not None else None
+    return ib_floor, _number(p.get("floors.nccl_busbw_multi_node_gbps"))
+
+
+def build_report(
+    rack: str,
+    judged: Sequence[tuple[NodeFacts, Any, Decision]],
+    made_at: datetime,
+    store: str,
+) -> RackReport:
+    """The report of judged nodes (pure)."""
+    from burnin.golden import stage_status
+
+    seen = {r.stage for f, _, _ in judged for r in f.rows}
+    stages = tuple(STAGE_ORDER) + tuple(sorted(seen - set(STAGE_ORDER)))
+    nodes, ib, nccl = [], [], []
+    for fact, rules, decision in judged:
+        node = fact.node
+        nodes.append(
+            NodeReport(
+                fact.name,
+                fact.state,
+                node.profile if node is not None else (fact.profile.name if fact.profile else "-"),
+                node.serial if node is not None else None,
+                decision.golden,
+                decision.reasons,
+                {s: stage_status(s, fact.rows) for s in stages},
+                tuple(rules.stages),
+                list(fact.rows),
+            )
+        )
+        ib_floor, nccl_floor = _floors(fact)
+        ib += ib_bars(fact.name, fact.rows, ib_floor)
+        series = nccl_series(fact.name, fact.rows, nccl_floor)
+        if series is not None:
+            nccl.append(series)
+    return RackReport(rack, made_at, store, stages, nodes, ib, nccl)
+
+
+def collect(
+    store: Any,
+    rack: Any,
+    now: datetime,
+    max_age: timedelta | None = None,
+    stages: Sequence[str] | None = None,
+) -> RackReport:
+    """Read the rack's nodes and results from the store and judge them (no state changes)."""
+    from bringup.fleet.store import redact_url
+
+    judged = decide(gather(store, rack), now, max_age, stages)
+    return build_report(rack.name, judged, now, redact_url(store.url))
+
+
+def clip_evidence(text: str | None, limit: int = EVIDENCE_LIMIT) -> tuple[str, bool]:
+    """The evidence's last ``limit`` characters (tools print the verdict last) and whether it was cut."""
+    text = text or ""
+    if len(text) <= limit:
+        return text, False
+    return text[-limit:], True
