@@ -1,0 +1,403 @@
+"""The ``nccl`` stage: a multi-node NCCL soak, then adaptive group testing to find the bad node.
+
+1. Soak: the nodes in groups (``diag.nccl_group_size``, 0 = the whole rack), all groups at once;
+   each group runs the configured nccl-tests (``diag.nccl_tests``) again and again until
+   ``diag.nccl_soak_minutes`` is over (at least once), launched by mpirun or srun
+   (burnin.launch). A watchdog ends a run that prints no new line for
+   ``diag.nccl_iteration_timeout_s``: a hang, recorded with the hosts that went silent. A group
+   stops soaking at its first failed iteration.
+2. Localise: the groups' outcomes go into the ``Localizer`` (burnin.plan.nccl_groups); each of
+   its rounds is a set of disjoint trials run at once (one iteration of the tests each), until
+   every culprit is isolated.
+3. Judge (burnin.checks.nccl): every node gets one ``nccl_soak`` Result. A node whose group
+   passed: the group's soak (busbw per iteration). A node whose group failed: the localisation's
+   verdict (culprit FAIL with the soak's findings and the trials that isolate it; cleared PASS;
+   UNKNOWN when it could not be told). Evidence: the raw outputs of the runs the node was in.
+
+A launch that cannot start at all (no rank printed anything) in every soak group is a broken
+launcher setup, not a bad node: every node is UNKNOWN with the launcher's error.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
+from burnin.group import GroupContext, GroupResults
+from burnin.launch import (
+    LaunchError,
+    LaunchHost,
+    LaunchOutcome,
+    LaunchSettings,
+    build_launch,
+    run_watched,
+    settings_from,
+)
+from burnin.parsers import ParseError
+from burnin.parsers.nccl_tests import NcclTestRun, parse_nccl_tests
+from burnin.plan.nccl_groups import Localizer
+from burnin.result import Finding, Result, Severity, Verdict, info
+
+DEFAULT_TESTS = ("all_reduce_perf",)
+DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
+DEFAULT_SOAK_MINUTES = 60.0
+DEFAULT_TIMEOUT_S = 600.0
+MAX_PARALLEL = 64  # trials run at once
+EVIDENCE_LINES = 60  # head and tail of a run's output kept as evidence
+EVIDENCE_RUNS = 8  # runs of a node kept as evidence (the failing ones first)
+_now = time.monotonic  # the soak's clock (tests replace it)
+
+
+@dataclass(frozen=True)
+class NcclPlan:
+    """What the stage runs, from the profile (diag.*) and the launcher settings (inventory/CLI)."""
+
+    tests: tuple[str, ...]
+    test_args: tuple[str, ...]
+    tests_dir: str
+    group_size: int
+    soak_s: float
+    timeout_s: float
+
+    def argv(self, test: str) -> list[str]:
+        program = os.path.join(self.tests_dir, test) if self.tests_dir else test
+        return [program, *self.test_args]
+
+
+def plan_from(profile: Any, settings: Mapping[str, Any]) -> NcclPlan:
+    tests = profile.get("diag.nccl_tests") or list(DEFAULT_TESTS)
+    args = settings.get("nccl_test_args") or DEFAULT_TEST_ARGS
+    return NcclPlan(
+        tests=tuple(str(t) for t in tests),
+        test_args=tuple(shlex.split(args) if isinstance(args, str) else (str(a) for a in args)),
+        tests_dir=str(settings.get("nccl_tests_dir") or ""),
+        group_size=int(profile.get("diag.nccl_group_size") or 0),
+        soak_s=float(_number(profile.get("diag.nccl_soak_minutes"), DEFAULT_SOAK_MINUTES)) * 60,
+        timeout_s=float(_number(profile.get("diag.nccl_iteration_timeout_s"), DEFAULT_TIMEOUT_S)),
+    )
+
+
+def _number(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def ssh_settings(targets: Iterable[Any]) -> dict[str, Any]:
+    """The SSH key, user, port and host-key options mpirun needs, from the runner's SSH targets."""
+    target = next(iter(targets), None)
+    if target is None:
+        return {}
+    options = {
+        "off": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        "accept-new": "-o StrictHostKeyChecking=accept-new -o LogLevel=ERROR",
+        "strict": "-o StrictHostKeyChecking=yes -o LogLevel=ERROR",
+    }.get(target.host_key_policy, "")
+    return {
+        "ssh_key": target.key_file,
+        "ssh_user": target.user,
+        "ssh_port": target.port,
+        "ssh_options": options,
+    }
+
+
+# ---- pure: who went silent -----------------------------------------------------------------------
+
+
+def host_matcher(nodes: Mapping[str, str]) -> dict[str, str]:
+    """Printed host name -> node name: the node name, its short name and its address all match."""
+    out: dict[str, str] = {}
+    for name, address in nodes.items():
+        for key in (name, name.split(".")[0], address):
+            out.setdefault(key, name)
+    return out
+
+
+def silent_nodes(text: str, run: NcclTestRun | None, nodes: Mapping[str, str]) -> tuple[str, ...]:
+    """Nodes whose ranks never showed up: no device line (or, with NCCL_DEBUG=INFO, no
+    ``Init COMPLETE`` line) from them. () when nothing tells (no rank printed anything, or all
+    joined and the collective stalled: nccl-tests' stdout is rank 0's alone)."""
+    match = host_matcher(nodes)
+    joined: set[str] = set()
+    for line in text.splitlines():
+        if "NCCL INFO" in line and "Init COMPLETE" in line:
+            host = line.split(":", 1)[0]
+            joined.add(match.get(host, match.get(host.split(".")[0], host)))
+    if not joined and run is not None:
+        joined = {match.get(h, match.get(h.split(".")[0], h)) for h in run.hosts}
+    if not joined:
+        return ()
+    return tuple(n for n in nodes if n not in joined)
+
+
+def trim(text: str, lines: int = EVIDENCE_LINES) -> str:
+    """Head and tail of an output: the header, the rank lines, the last rows and the footer."""
+    all_lines = text.splitlines()
+    if len(all_lines) <= 2 * lines:
+        return text.rstrip("\n")
+    cut = len(all_lines) - 2 * lines
+    return "\n".join([*all_lines[:lines], f"... [{cut} lines cut] ...", *all_lines[-lines:]])
+
+
+# ---- one run of one test over some nodes ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestRun:
+    label: str  # 'soak group 1 iteration 3 all_reduce_perf', 'round 2 trial 4 all_reduce_perf'
+    nodes: tuple[str, ...]
+    result: Result  # the judged iteration (burnin.checks.nccl.judge_output)
+    outcome: LaunchOutcome
+    launched: bool  # some rank printed something (or hung): the launcher itself worked
+    counted: bool = True  # False: a launch that started nothing and was tried again (evidence only)
+
+    @property
+    def passed(self) -> bool:
+        return self.result.verdict in (Verdict.PASS, Verdict.WARN)
+
+    def evidence(self) -> str:
+        head = f"=== {self.label}: {self.result.verdict.value} on {', '.join(self.nodes)}"
+        if self.outcome.killed:
+            head += f" (watchdog: {self.outcome.killed})"
+        elif self.outcome.rc not in (0, None):
+            head += f" (exit {self.outcome.rc})"
+        body = trim(self.outcome.stdout)
+        if self.outcome.stderr.strip():
+            body += "\n--- stderr ---\n" + trim(self.outcome.stderr, 20)
+        if self.outcome.after_kill.strip():
+            body += "\n--- after the watchdog ended it ---\n" + trim(self.outcome.after_kill, 10)
+        return f"{head} ===\n{body}"
+
+    def detail(self) -> str:
+        """One line for the localiser's trial record."""
+        if self.outcome.killed:
+            return f"hang: {self.outcome.killed}"
+        crit = next((f for f in self.result.findings if f.severity is Severity.CRITICAL), None)
+        if crit:
+            return crit.message[:160]
+        return self.result.reason[:160] if self.result.verdict is Verdict.UNKNOWN else ""
+
+
+class Executor:
+    """Runs tests over node sets with the configured launcher; thread-safe."""
+
+    def __init__(self, plan: NcclPlan, launch: LaunchSettings, hosts: Mapping[str, LaunchHost], profile, ctx):
+        self.plan = plan
+        self.launch = launch
+        self.hosts = hosts
+        self.profile = profile
+        self.ctx = ctx
+        self.token = secrets.token_hex(3)
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def _job_name(self) -> str:
+        with self._lock:
+            self._seq += 1
+            return f"burnin-nccl-{self.ctx.run_id or 0}-{self.token}-{self._seq}"
+
+    def run(self, test: str, nodes: Sequence[str], label: str) -> TestRun:
+        hosts = [self.hosts[n] for n in nodes]
+        hostfile = ""
+        if self.launch.launcher == "mpirun":  # run_watched writes it and removes it afterwards
+            fd, hostfile = tempfile.mkstemp(prefix="burnin-nccl-", suffix=".hosts")
+            os.close(fd)
+        launch = build_launch(self.launch, hosts, self.plan.argv(test), self._job_name(), hostfile)
+        outcome = run_watched(launch, self.plan.timeout_s, startup_s=self.launch.startup_timeout_s)
+        text = outcome.stdout + ("\n" + outcome.stderr if outcome.stderr.strip() else "")
+        try:
+            run: NcclTestRun | None = parse_nccl_tests(outcome.stdout)
+        except ParseError:
+            run = None
+        hang = None
+        if outcome.killed:
+            addresses = {n: self.hosts[n].address for n in nodes}
+            hang = Hang(self.plan.timeout_s, silent_nodes(text, run, addresses), outcome.last_line)
+        floor = busbw_floor(self.profile, len(nodes))
+        result = judge_output(text, floor, hang=hang, rc=outcome.rc, seconds=outcome.elapsed_s)
+        # Whether any rank ran: a device line or a row, or a hang (a rank that never joins hangs).
+        launched = bool(outcome.killed) or (run is not None and bool(run.ranks or run.rows))
+        return TestRun(label, tuple(nodes), result, outcome, launched)
+
+
+# ---- the stage -----------------------------------------------------------------------------------
+
+
+def run_nccl_stage(ctx: GroupContext) -> GroupResults:
+    jobs = list(ctx.jobs)
+    local = [j.name for j in jobs if j.target is None]
+    results: GroupResults = {
+        n: [
+            (Result.unknown(SOAK_CHECK, "the nccl stage runs across nodes: it needs a rack, not --local"), "")
+        ]
+        for n in local
+    }
+    jobs = [j for j in jobs if j.target is not None]
+    if not jobs:
+        return results
+    by_profile: dict[str, list[Any]] = {}
+    for j in jobs:
+        by_profile.setdefault(j.profile.name, []).append(j)
+    for group_jobs in by_profile.values():  # one soak per hardware kind: floors differ
+        results.update(_run_profile(ctx, group_jobs))
+    return results
+
+
+def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
+    profile = jobs[0].profile
+    names = [j.name for j in jobs]
+    try:
+        plan = plan_from(profile, ctx.settings)
+        ssh = ssh_settings(j.target for j in jobs)
+        if ctx.settings.get("mpirun_ssh_options"):  # the inventory's own ssh options win
+            ssh.pop("ssh_options", None)
+        launch = settings_from(ctx.settings, **ssh)
+    except (LaunchError, ValueError, TypeError) as exc:
+        return {n: [(Result.unknown(SOAK_CHECK, f"nccl stage settings: {exc}"), "")] for n in names}
+    hosts = {j.name: LaunchHost(j.name, j.target.host) for j in jobs}
+    executor = Executor(plan, launch, hosts, profile, ctx)
+    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL)
+    runs: list[TestRun] = []  # every run, for the evidence
+
+    groups = loc.next_tests()
+    ctx.progress(
+        f"nccl: {len(groups)} group(s) of {len(names)} node(s), soak {plan.soak_s / 60:g} min, "
+        f"launcher {launch.launcher}, tests {', '.join(plan.tests)}"
+    )
+    soaks = _soak(ctx, executor, [loc.ordered(g) for g in groups])
+    for soak in soaks.values():
+        runs += soak
+    counted = {g: [r for r in soak if r.counted] for g, soak in soaks.items()}
+    if counted and all(not any(r.launched for r in soak) for soak in counted.values()):
+        return _launcher_broken(names, runs)
+    soak_results: dict[frozenset[str], Result] = {}
+    trial_results: dict[int, Result] = {}
+    for group in groups:
+        soak = counted[frozenset(group)]
+        soak_results[frozenset(group)] = judge_soak([r.result for r in soak])
+        failed = [r for r in soak if not r.passed]
+        trial = loc.record(group, not failed, failed[0].detail() if failed else "")
+        trial_results[trial.index] = (failed or soak)[0].result
+    while tests := loc.next_tests():
+        ctx.progress(f"nccl: localisation round {loc.round}: {len(tests)} trial(s)")
+        with ThreadPoolExecutor(max_workers=min(len(tests), MAX_PARALLEL)) as pool:
+            done = list(pool.map(lambda t: _trial(executor, loc, t), tests))
+        for test, trial_runs in zip(tests, done, strict=True):
+            runs += trial_runs
+            failed = [r for r in trial_runs if not r.passed]
+            trial = loc.record(test, not failed, failed[0].detail() if failed else "")
+            trial_results[trial.index] = (failed or trial_runs)[0].result
+            ctx.progress(
+                f"  trial {trial.index} [{trial.purpose}] {', '.join(loc.ordered(test))}: "
+                f"{'passed' if trial.passed else 'FAILED ' + trial.detail}"
+            )
+    if loc.culprits:
+        ctx.progress(f"nccl: culprit(s): {', '.join(loc.culprits)}")
+    return _node_results(loc, groups, soak_results, trial_results, runs)
+
+
+def _soak(
+    ctx: GroupContext, executor: Executor, groups: list[list[str]]
+) -> dict[frozenset[str], list[TestRun]]:
+    """Every group soaks at once; a group stops at its first failed run."""
+    deadline = _now() + executor.plan.soak_s
+
+    def one(index: int, group: list[str]) -> list[TestRun]:
+        out: list[TestRun] = []
+        iteration = 0
+        while True:
+            iteration += 1
+            for test in executor.plan.tests:
+                run = executor.run(test, group, f"soak group {index} iteration {iteration} {test}")
+                if not out and not run.launched:  # nothing started at all: try once more
+                    out.append(replace(run, counted=False))
+                    run = executor.run(
+                        test, group, f"soak group {index} iteration {iteration} {test} (again)"
+                    )
+                out.append(run)
+                busbw = run.result.metrics.get("busbw_gbps")
+                ctx.progress(
+                    f"  group {index} iteration {iteration} {test}: {run.result.verdict.value}"
+                    + (f" busbw {busbw:g} GB/s" if isinstance(busbw, (int, float)) else "")
+                    + (f" ({run.detail()})" if not run.passed else "")
+                )
+                if not run.passed:
+                    return out
+            if _now() >= deadline:
+                return out
+
+    with ThreadPoolExecutor(max_workers=min(len(groups), MAX_PARALLEL) or 1) as pool:
+        done = list(pool.map(lambda ig: one(*ig), enumerate(groups, 1)))
+    return {frozenset(g): d for g, d in zip(groups, done, strict=True)}
+
+
+def _trial(executor: Executor, loc: Localizer, test: frozenset[str]) -> list[TestRun]:
+    """One localisation trial: one run of each test, stopping at the first failure."""
+    nodes = loc.ordered(test)
+    out = []
+    for name in executor.plan.tests:
+        run = executor.run(name, nodes, f"localisation round {loc.round} {name}")
+        out.append(run)
+        if not run.passed:
+            break
+    return out
+
+
+def _launcher_broken(names: list[str], runs: list[TestRun]) -> GroupResults:
+    first = runs[0] if runs else None
+    why = "no rank of any group printed anything: the launcher could not start the test"
+    if first is not None:
+        tail = (first.outcome.stderr.strip() or first.outcome.stdout.strip()).splitlines()[-3:]
+        why += f" ({' | '.join(tail)})" if tail else ""
+    evidence = "\n\n".join(r.evidence() for r in runs[:EVIDENCE_RUNS])
+    return {n: [(Result.unknown(SOAK_CHECK, why), evidence)] for n in names}
+
+
+def _node_results(
+    loc: Localizer,
+    groups: list[frozenset[str]],
+    soak_results: Mapping[frozenset[str], Result],
+    trial_results: Mapping[int, Result],
+    runs: list[TestRun],
+) -> GroupResults:
+    localised = node_results(loc, trial_results)
+    out: GroupResults = {}
+    for group in groups:
+        soak = soak_results[frozenset(group)]
+        for node in loc.ordered(group):
+            mine = [r for r in runs if node in r.nodes]
+            mine.sort(key=lambda r: r.passed)  # failures first
+            evidence = "\n\n".join(r.evidence() for r in mine[:EVIDENCE_RUNS])
+            if len(mine) > EVIDENCE_RUNS:
+                evidence += f"\n\n... {len(mine) - EVIDENCE_RUNS} more run(s) not kept"
+            if soak.verdict in (Verdict.PASS, Verdict.WARN) and node not in loc.culprits:
+                out[node] = [(soak, evidence)]
+            else:
+                out[node] = [(_combine(node, soak, localised[node]), evidence)]
+    return out
+
+
+def _combine(node: str, soak: Result, localised: Result) -> Result:
+    """A node of a group whose soak failed: the localisation decides its verdict."""
+    metrics = {**soak.metrics, "localisation": localised.metrics, "group_soak": soak.verdict.value}
+    if localised.verdict is Verdict.FAIL:
+        findings: tuple[Finding, ...] = localised.findings + tuple(
+            f for f in soak.findings if f.severity is Severity.CRITICAL
+        )
+        return Result(SOAK_CHECK, Verdict.FAIL, metrics, findings, localised.reason)
+    note = info(
+        f"the group soak failed ({_first_critical(soak)}); localisation: "
+        f"{localised.reason or localised.verdict.value}"
+    )
+    return Result(SOAK_CHECK, localised.verdict, metrics, (note,), localised.reason)
+
+
+def _first_critical(result: Result) -> str:
+    return next((f.message for f in result.findings if f.severity is Severity.CRITICAL), result.reason or "")
