@@ -141,11 +141,12 @@ def test_provision_two_vms_through_real_pxe(pxe_lab):
         ["ip", "netns", "exec", state.client_netns, "ip", "addr", "add", f"{rogue_ip}/24", "dev", "br0"],
         check=True,
     )
+    # Its own pid file: dnsmasq replaces the file it is given (as root, even /dev/null).
     rogue = subprocess.Popen(
         [
             "ip", "netns", "exec", state.client_netns, "dnsmasq", "--keep-in-foreground", "--port=0",
             "--interface=br0", "--bind-interfaces", f"--dhcp-range={rogue_ip[:-3]}100,{rogue_ip[:-3]}200,5m",
-            f"--dhcp-leasefile={Path(state.state_dir) / 'rogue.leases'}", "--pid-file=/dev/null", "--log-facility=-",
+            f"--dhcp-leasefile={Path(state.state_dir) / 'rogue.leases'}", f"--pid-file={Path(state.state_dir) / 'rogue.pid'}", "--log-facility=-",
         ],
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
