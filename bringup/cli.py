@@ -253,3 +253,21 @@ def _register_redfish() -> None:
 
 
 _register_redfish()
+
+
+def _register_configure() -> None:
+    from bringup.configure_cli import configure
+
+    main.add_command(configure)
+
+
+_register_configure()
+
+
+def _register_provision() -> None:
+    from bringup.provision.cli import provision_cmd
+
+    main.add_command(provision_cmd)
+
+
+_register_provision()

@@ -1,0 +1,155 @@
+"""Which nodes a configure run may touch, and its outcomes written onto their records.
+
+- ``provisioned`` -> ``configured`` when every role applied (a run limited by --tags leaves
+  the state alone: not everything was configured);
+- ``configured`` stays ``configured`` (re-running is how pins change): events and versions only;
+- ``golden`` only with --force; it drops to ``configured`` if anything changed (the software
+  under the burn-in verdict is not the same any more), else stays golden;
+- a failed host -> ``failed`` with role, task and Ansible's message (dpkg's lines) in the
+  transition's details; an unreachable host keeps its state and gets an ``unreachable`` event;
+- in check mode nothing moves: each node gets a ``configure-check`` event saying what would change.
+
+The versions the play reported go to ``node.hardware["software"]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from bringup.configure.outcome import HostOutcome
+from bringup.fleet.lifecycle import State
+from bringup.fleet.models import Node
+from bringup.fleet.store import FleetStore
+
+CONFIGURABLE = (State.PROVISIONED.value, State.CONFIGURED.value)
+
+
+def refusal(state: str, force: bool) -> str | None:
+    """Why a node in ``state`` may not be configured (None = it may)."""
+    if state in CONFIGURABLE or (force and state == State.GOLDEN.value):
+        return None
+    if state == State.GOLDEN.value:
+        return "golden (in service): use --force to re-configure it"
+    if state in (State.ENROLLED.value, State.DISCOVERED.value, State.PROVISIONING.value):
+        return f"{state}: provision it first"
+    return f"{state}: only provisioned or configured nodes are configured"
+
+
+@dataclass
+class NodeResult:
+    """What happened to one node, for the summary table and --json."""
+
+    node: str
+    result: str  # configured | applied (--tags) | failed | unreachable | not-run | checked | skipped
+    state: str
+    changed: int = 0
+    changed_roles: list[str] = field(default_factory=list)
+    role: str | None = None
+    task: str | None = None
+    message: str = ""
+    packages: dict[str, str] = field(default_factory=dict)
+    reboot_required: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _summary(o: HostOutcome) -> dict[str, Any]:
+    return {
+        "ok": o.ok,
+        "changed": o.changed,
+        "skipped": o.skipped,
+        "changed_by_role": o.changed_by_role,
+        "changed_tasks": o.changed_tasks[:50],
+    }
+
+
+def record_outcome(
+    store: FleetStore,
+    node: Node,
+    outcome: HostOutcome,
+    run_id: int,
+    *,
+    check: bool,
+    full: bool,
+) -> NodeResult:
+    """Write one host's outcome onto its node record; returns what happened."""
+    name = node.name
+    where = f"configure run {run_id}"
+    base = NodeResult(
+        name,
+        "",
+        node.state,
+        changed=outcome.changed,
+        changed_roles=outcome.changed_roles,
+        role=outcome.role,
+        task=outcome.task,
+        message=outcome.message,
+        packages=outcome.packages,
+        reboot_required=outcome.reboot_required,
+    )
+    if check:
+        verb = {"ok": "would change", "failed": "check failed", "unreachable": "unreachable"}
+        what = verb.get(outcome.status, outcome.status)
+        reason = f"{where} (check mode): {what}"
+        if outcome.status == "ok":
+            reason += f" {outcome.changed} task(s) in {', '.join(outcome.changed_roles) or 'no role'}"
+        elif outcome.message:
+            reason += f" in {outcome.role}/{outcome.task}: {outcome.message}"
+        store.record_event(
+            name, "configure-check", reason, run_id=run_id, details={**_summary(outcome), **outcome.details}
+        )
+        base.result = "checked" if outcome.status == "ok" else outcome.status
+        return base
+
+    if outcome.status == "failed":
+        reason = f"{where} failed in {outcome.role}, task '{outcome.task}': {outcome.message}"
+        store.transition(name, State.FAILED, reason, run_id=run_id, details=outcome.details)
+        base.result, base.state = "failed", State.FAILED.value
+        return base
+    if outcome.status in ("unreachable", "not-run"):
+        kind = "unreachable" if outcome.status == "unreachable" else "configure"
+        store.record_event(
+            name,
+            kind,
+            f"{where}: {outcome.message or outcome.status} (state unchanged)",
+            run_id=run_id,
+            details=outcome.details,
+        )
+        base.result = outcome.status
+        return base
+
+    # ok: every task that ran succeeded.
+    software = {
+        "packages": outcome.packages,
+        "reboot_required": outcome.reboot_required,
+        "run": run_id,
+        "time": datetime.now(timezone.utc).isoformat(),
+    }
+    store.update_node(name, hardware={**(node.hardware or {}), "software": software})
+    changes = f"{outcome.changed} change(s) in {', '.join(outcome.changed_roles) or 'no role'}"
+    reboot = "; reboot required" if outcome.reboot_required else ""
+    details = {**_summary(outcome), "packages": outcome.packages, "reboot_required": outcome.reboot_required}
+    if node.state == State.PROVISIONED.value and full:
+        store.transition(
+            name, State.CONFIGURED, f"{where}: {changes}{reboot}", run_id=run_id, details=details
+        )
+        base.state = State.CONFIGURED.value
+    elif node.state == State.GOLDEN.value and outcome.changed:
+        store.transition(
+            name,
+            State.CONFIGURED,
+            f"{where} changed a golden node ({changes}): it needs a new burn-in{reboot}",
+            run_id=run_id,
+            details=details,
+        )
+        base.state = State.CONFIGURED.value
+    else:
+        partial = "" if full else " (partial run, --tags: state unchanged)"
+        store.record_event(
+            name, "configure", f"{where}: {changes}{reboot}{partial}", run_id=run_id, details=details
+        )
+    base.result = "applied" if base.state == State.PROVISIONED.value else "configured"
+    return base

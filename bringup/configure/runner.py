@@ -1,0 +1,111 @@
+"""One run of playbooks/site.yml through ansible-runner's Python API.
+
+The private data dir (inventory, artifacts) is a temporary directory: what matters is kept
+elsewhere, Ansible's full stdout as the run's evidence in the fleet store and the per-host
+outcomes on the node records. Events are folded as they arrive (``event_handler``), so a
+400-node run holds one small outcome per host in memory, not every event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bringup.configure.outcome import EventFolder, HostOutcome
+
+PLAYBOOK = "site.yml"
+DEFAULT_BATCH = 32
+
+
+def default_playbook_dir() -> Path:
+    """``$BRINGUP_PLAYBOOKS_DIR``, else the checkout's playbooks/ (next to the bringup package)."""
+    env = os.environ.get("BRINGUP_PLAYBOOKS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "playbooks"
+
+
+def ansible_path() -> str:
+    """PATH for ansible-runner, this Python environment's bin first: ansible-runner starts
+    ``ansible-playbook`` by name, and a virtualenv need not be activated."""
+    here = Path(sys.executable).parent
+    if not (here / "ansible-playbook").is_file() and shutil.which("ansible-playbook") is None:
+        raise FileNotFoundError("ansible-playbook not found (pip install ansible-core)")
+    return os.pathsep.join([str(here), os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")])
+
+
+@dataclass
+class PlaybookResult:
+    status: str  # ansible-runner's: successful | failed | timeout | canceled
+    rc: int
+    outcomes: dict[str, HostOutcome]
+    stdout: str  # Ansible's whole output, the run's evidence
+
+
+def run_playbook(
+    inventory: dict[str, Any],
+    hosts: Sequence[str],
+    *,
+    playbook_dir: Path | None = None,
+    tags: Sequence[str] = (),
+    check: bool = False,
+    batch: int = DEFAULT_BATCH,
+    extravars: dict[str, Any] | None = None,
+    on_event: Callable[[HostOutcome], None] | None = None,
+    timeout: int | None = None,
+) -> PlaybookResult:
+    """Run the playbook on ``hosts`` of ``inventory``; ``on_event`` sees each touched host."""
+    import ansible_runner  # imported here: it is slow to import and only this command needs it
+
+    playbook_dir = (playbook_dir or default_playbook_dir()).resolve()
+    if not (playbook_dir / PLAYBOOK).is_file():
+        raise FileNotFoundError(f"no {PLAYBOOK} in {playbook_dir} (set BRINGUP_PLAYBOOKS_DIR)")
+    if batch < 1:
+        raise ValueError("--batch must be at least 1")
+    folder = EventFolder(hosts)
+
+    def handle(event: dict[str, Any]) -> bool:
+        outcome = folder.feed(event)
+        if outcome is not None and on_event is not None:
+            on_event(outcome)
+        return True  # keep the event in the (temporary) artifacts
+
+    with tempfile.TemporaryDirectory(prefix="bringup-configure-") as tmp:
+        private = Path(tmp)
+        (private / "inventory").mkdir()
+        # The inventory may name SSH keys and site URLs: readable by us only.
+        inv_path = private / "inventory" / "hosts.json"
+        inv_path.write_text(json.dumps(inventory, indent=1))
+        inv_path.chmod(0o600)
+        cmdline = "--check" if check else None
+        env = {
+            "PATH": ansible_path(),
+            "ANSIBLE_CONFIG": str(playbook_dir / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCAL_TEMP": str(private / "tmp"),
+            # SSH multiplexing sockets of this run only: a master left from an earlier run (up to
+            # ControlPersist) must never serve a host that has since been re-imaged or renumbered.
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(private / "cp"),
+        }
+        runner = ansible_runner.run(
+            private_data_dir=str(private),
+            project_dir=str(playbook_dir),
+            playbook=PLAYBOOK,
+            inventory=str(inv_path),
+            extravars={"bringup_serial": batch, **(extravars or {})},
+            tags=",".join(tags) if tags else None,
+            cmdline=cmdline,
+            forks=min(max(batch, 1), 64),
+            envvars=env,
+            event_handler=handle,
+            quiet=True,
+            timeout=timeout,
+            settings={"suppress_ansible_output": True},
+        )
+        stdout = runner.stdout.read() if runner.stdout else ""
+    return PlaybookResult(runner.status, int(runner.rc or 0), folder.finish(), stdout)
