@@ -21,6 +21,7 @@ from bringup.ui import console, err_console, table
 from burnin import __version__
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
+from burnin.launch import group_settings
 from burnin.result import Finding, Result, Verdict
 from burnin.runner import BurninRun, NodeJob, NodeOutcome, StageOutcome, record_for
 from burnin.stages import STAGE_ORDER, parse_stages, stage_checks
@@ -92,6 +93,14 @@ def _profile_by_name(ctx: click.Context, name: str) -> Profile:
 @click.option("--keep-going", is_flag=True, help="Run later stages even after a stage failed.")
 @click.option("--force", is_flag=True, help="Also re-test golden nodes (they are in service).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
+@click.option(
+    "--launcher",
+    type=click.Choice(["mpirun", "srun"]),
+    default=None,
+    help="How multi-node stages (nccl) start ranks. Default: inventory burnin_launcher, else mpirun.",
+)
+@click.option("--partition", default=None, help="Slurm partition for srun (inventory slurm_partition).")
+@click.option("--reservation", default=None, help="Slurm reservation for srun (inventory slurm_reservation).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.pass_context
 def run_cmd(
@@ -106,6 +115,9 @@ def run_cmd(
     keep_going: bool,
     force: bool,
     overrides: tuple[str, ...],
+    launcher: str | None,
+    partition: str | None,
+    reservation: str | None,
     as_json: bool,
 ) -> None:
     """Run burn-in stages on a rack's nodes (or, with --local, on this machine)."""
@@ -115,12 +127,15 @@ def run_cmd(
     else:
         if not rack:
             raise click.UsageError("give --rack R (or --local)")
-        outcomes = _run_rack(ctx, rack, stage_list, only, concurrency, keep_going, force, overrides, as_json)
+        launch = {"burnin_launcher": launcher, "slurm_partition": partition, "slurm_reservation": reservation}
+        outcomes = _run_rack(
+            ctx, rack, stage_list, only, concurrency, keep_going, force, overrides, as_json, launch
+        )
     _print_summary(outcomes, stage_list, as_json)
     sys.exit(0 if all(o.verdict in (Verdict.PASS, Verdict.WARN) for o in outcomes) else 1)
 
 
-def _run_rack(ctx, rack_name, stage_list, only, concurrency, keep_going, force, overrides, as_json):
+def _run_rack(ctx, rack_name, stage_list, only, concurrency, keep_going, force, overrides, as_json, launch):
     rack, problems = load_rack(rack_name, inventory_dir_from(ctx))
     if rack is None:
         raise click.UsageError("the inventory has errors:\n" + "\n".join(str(p) for p in problems))
@@ -149,7 +164,9 @@ def _run_rack(ctx, rack_name, stage_list, only, concurrency, keep_going, force, 
         target = target_from_vars(host.name, host.vars, rack.path.parent, ip=node.ip)
         profile = apply_overrides(rack.profiles[host.profile], overrides)
         jobs.append(NodeJob(host.name, profile, target, record_for(node.hardware, previous)))
-    outcomes = _execute(BurninRun(store, run.id, stage_list, concurrency, not keep_going), jobs, as_json)
+    settings = group_settings(wanted[0].vars if wanted else {}, **launch)  # rack-wide vars + the CLI
+    runner = BurninRun(store, run.id, stage_list, concurrency, not keep_going, group_settings=settings)
+    outcomes = _execute(runner, jobs, as_json)
     failed = sum(o.verdict is Verdict.FAIL for o in outcomes)
     store.finish_run(run.id, "failed" if failed else "done")
     return skipped + outcomes
@@ -212,6 +229,8 @@ def _execute(runner: BurninRun, jobs: list[NodeJob], as_json: bool) -> list[Node
             err_console.print(f"  {outcome.node}: {outcome.stage} {outcome.verdict.value}", highlight=False)
 
     runner.on_stage_start, runner.on_node_done = started, done
+    if not as_json:  # multi-node stages report their rounds and trials as they go
+        runner.on_group_progress = lambda line: err_console.print(line, highlight=False, markup=False)
     with progress:
         return runner.run(jobs)
 
@@ -369,3 +388,175 @@ def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
         for c in checks:
             out.add_row(stage, c.name, c.description)
     console.print(out)
+
+
+# -- golden, report ------------------------------------------------------------------------------
+
+
+def _note(line: str) -> None:
+    """A line for the operator on stderr (stdout carries only the export)."""
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _golden_setup(ctx: click.Context, rack_name: str, max_age: str | None, stages: str | None):
+    """The rack, the store and the command-line rules shared by `golden` and `report`."""
+    from burnin.golden import parse_age
+
+    rack, problems = load_rack(rack_name, inventory_dir_from(ctx))
+    if rack is None:
+        raise click.UsageError("the inventory has errors:\n" + "\n".join(str(p) for p in problems))
+    try:
+        age = parse_age(max_age) if max_age else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    try:
+        stage_list = parse_stages(stages) if stages else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--stages") from None
+    return rack, store_from(ctx), age, stage_list
+
+
+_MAX_AGE_HELP = (
+    "Results older than this do not count (7d, 36h, 90m). Default: the inventory's "
+    "golden_max_age_days, else 7d."
+)
+_STAGES_HELP = (
+    "Stages a golden node must have passed (default: the inventory's golden_stages, else all; ib is "
+    "dropped for profiles without HCAs). E.g. preflight,gpu,pcie for a rack without IB."
+)
+
+
+@main.command("golden")
+@click.option("--rack", required=True, help="The rack (inventories/RACK.yml).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["hostfile", "slurm", "json", "csv"]),
+    default="hostfile",
+    show_default=True,
+    help="hostfile: OpenMPI 'HOST slots=N'; slurm: a compressed hostlist; json, csv: full records.",
+)
+@click.option("--excluded", is_flag=True, help="The excluded nodes with their reasons instead of the golden.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to FILE (atomically: temp file + rename) instead of stdout.",
+)
+@click.option("--max-age", default=None, help=_MAX_AGE_HELP)
+@click.option("--stages", default=None, help=_STAGES_HELP)
+@click.option(
+    "--address",
+    type=click.Choice(["ip", "hostname", "name"]),
+    default="ip",
+    show_default=True,
+    help="How the hostfile names a node: the address mpirun reaches (ip: store IP, else ansible_host).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the lifecycle moves and the export; record nothing.")
+@click.pass_context
+def golden_cmd(
+    ctx: click.Context,
+    rack: str,
+    fmt: str,
+    excluded: bool,
+    output: Path | None,
+    max_age: str | None,
+    stages: str | None,
+    address: str,
+    dry_run: bool,
+) -> None:
+    """Select the rack's golden nodes, record who enters or leaves golden, and export the list.
+
+    Only the export goes to stdout (pipe it); what changed and the summary go to stderr.
+    """
+    from bringup.fleet.models import utcnow
+    from bringup.fleet.store import redact_url
+    from burnin import export, golden
+
+    rack_obj, store, age, stage_list = _golden_setup(ctx, rack, max_age, stages)
+    now = utcnow()
+    judged = golden.decide(golden.gather(store, rack_obj), now, age, stage_list)
+    moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
+    failed_moves: dict[str, str] = {}
+    if dry_run:
+        for m in moves.values():
+            _note(f"would move {m.node} -> {m.target.value}: {m.reason}")
+    else:
+        for a in golden.apply(store, list(moves.values())):
+            if a.done:
+                _note(f"{a.move.node} -> {a.move.target.value}: {a.move.reason}")
+            else:
+                failed_moves[a.move.node] = a.error
+                _note(f"not moved: {a.error}")
+    store_url = redact_url(store.url)
+    golden_records, excluded_records = [], []
+    for fact, rules, decision in judged:
+        if decision.node in moves and decision.node not in failed_moves and not dry_run:
+            golden.refresh(store, fact)  # the node's state and events after its move
+        if decision.golden and decision.node in failed_moves:
+            decision = golden.Decision(
+                decision.node,
+                decision.state,
+                False,
+                (f"could not become golden: {failed_moves[decision.node]}",),
+                decision.stages,
+                decision.run_id,
+            )
+        if not decision.golden:
+            excluded_records.append(export.excluded_record(fact, decision))
+            continue
+        golden_records.append(export.golden_record(fact, decision, rules, store_url, address))
+    distinct = tuple(dict.fromkeys(rules for _, rules, _ in judged))
+    meta = export.ExportMeta(rack_obj.name, now, store_url, distinct)
+    text = export.render(fmt, meta, golden_records, excluded_records, excluded)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        export.atomic_write(output, text)
+        _note(f"wrote {output}")
+    summary = f"rack {rack_obj.name}: {len(golden_records)} golden of {len(judged)} node(s)"
+    if dry_run:
+        summary += " (dry run: nothing recorded)"
+    _note(summary)
+    for r in excluded_records:
+        _note(f"  excluded {r['name']} ({r['state']}): {'; '.join(r['reasons'])}")
+
+
+@main.command("report")
+@click.option("--rack", required=True, help="The rack (inventories/RACK.yml).")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML page."
+)
+@click.option(
+    "--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML."
+)
+@click.option("--max-age", default=None, help=_MAX_AGE_HELP)
+@click.option("--stages", default=None, help=_STAGES_HELP)
+@click.pass_context
+def report_cmd(
+    ctx: click.Context,
+    rack: str,
+    html_path: Path | None,
+    junit_path: Path | None,
+    max_age: str | None,
+    stages: str | None,
+) -> None:
+    """Write the rack's burn-in report: a self-contained HTML page and/or JUnit XML (changes nothing)."""
+    from bringup.fleet.models import utcnow
+    from burnin.export import atomic_write
+    from burnin.report import collect
+    from burnin.report.html import render_html
+    from burnin.report.junit import render_junit
+
+    if html_path is None and junit_path is None:
+        raise click.UsageError("give --html FILE and/or --junit FILE")
+    rack_obj, store, age, stage_list = _golden_setup(ctx, rack, max_age, stages)
+    report = collect(store, rack_obj, utcnow(), age, stage_list)
+    if html_path is not None:
+        atomic_write(html_path, render_html(report))
+        _note(f"wrote {html_path}")
+    if junit_path is not None:
+        atomic_write(junit_path, render_junit(report))
+        _note(f"wrote {junit_path}")
+    _note(f"rack {report.rack}: {len(report.golden)} of {len(report.nodes)} node(s) qualify as golden")

@@ -9,7 +9,7 @@ PACKAGES=(
   python3 python3-venv            # the project's virtualenv
   dnsmasq-base ipxe ipxe-qemu ovmf qemu-system-x86 qemu-utils busybox-static  # the lab's PXE boots
   equivs dpkg-dev                 # the lab's apt repository of stand-in packages
-  slurm-wlm munge openmpi-bin     # real slurmctld/srun and mpirun across the fake nodes
+  slurm-wlm munge openmpi-bin libpmix-dev  # real slurmctld/srun and mpirun across the fake nodes (libpmix.so for srun --mpi=pmix)
   chromium                        # renders the HTML report in the report test
   ca-certificates
 )

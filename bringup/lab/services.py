@@ -29,4 +29,8 @@ class LabService(Protocol):
 
 def lab_services() -> list[LabService]:
     """The services every lab runs, in start order (stopped in reverse)."""
-    return []
+    from bringup.lab.aptrepo import AptRepoService  # the stand-in apt repository (issue 5)
+    from bringup.lab.netfaults import NetFaultService  # the `unreachable` fault (issue 5)
+    from bringup.lab.slurm import SlurmService  # slurmctld/slurmd/munge, mpirun settings (issue 7)
+
+    return [AptRepoService(), NetFaultService(), SlurmService()]

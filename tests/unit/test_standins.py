@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.lab import standins
+from bringup.lab import aptrepo, netfaults, standins
 from bringup.lab.standins import dispatch, sysfs
 from tests.conftest import unavailable
 
@@ -104,6 +104,10 @@ def test_every_catalog_fault_is_known_and_used():
     known = standins.known_faults()
     used = {f for _, entry in _entries() for f in entry.get("faults", [])}
     used |= set(standins.catalog()["sysfs"])
+    used |= {
+        f for program in standins.catalog().get("programs", {}).values() for f in program.get("faults", {})
+    }
+    used |= aptrepo.package_faults() | netfaults.FAULTS  # faults of the lab's packages and network
     assert used <= set(known)
     assert set(known) <= used, f"faults with no recording: {set(known) - used}"
     for name, description in known.items():
@@ -141,6 +145,12 @@ def test_holding_entries_are_complete_and_target_files_of_the_fake_tree(tmp_path
 
 def test_no_orphan_samples():
     used = {p["sample"] for _, e in _entries() for p in e["output"]}
+    used |= {  # program stand-ins name the samples they read ({"sample": ...} slices)
+        part["sample"]
+        for program in standins.catalog().get("programs", {}).values()
+        for part in program.values()
+        if isinstance(part, dict) and "sample" in part
+    }
     present = {p.name for p in standins.SAMPLES_DIR.iterdir()}
     assert present == used
 
