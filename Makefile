@@ -1,11 +1,17 @@
 # The user's entry points. Everything runs as root on Debian (the lab needs network namespaces).
-#   make install     virtualenv in .venv with bringup/burnin installed
+#   make demo        the whole pipeline on the virtual rack: discover -> provision -> configure ->
+#                    burn-in -> golden list + report (DEMO_NODES=6, FAULTS=inventories/faults/demo.yml)
 #   make test        installs what the tests need (apt + pip + PostgreSQL) and runs the whole suite
 #   make unit        fast unit tests only (no root, no lab, no PostgreSQL)
 #   make lint        ruff
+#   make install     virtualenv in .venv with bringup/burnin installed
 #   make lab-up      start the virtual rack (LAB_NODES=4, FAULTS=inventories/faults/none.yml)
-#   make lab-down    stop it and remove everything it made
-#   make burnin RACK=r01 [STAGES=preflight,gpu,pcie]   burn in a rack's configured nodes
+#   make lab-down    stop it (and the demo's) and remove everything they made
+#   make provision RACK=r01 [BATCH=32] [PROVISION_ARGS=--dry-run]   discovered nodes -> provisioned
+#   make configure RACK=r01 [TAGS=base,nvidia_driver] [BATCH=32] [CONFIGURE_ARGS=--check]   provisioned -> configured
+#   make burnin RACK=r01 [STAGES=preflight,gpu,pcie,ib,nccl]   burn in a rack's configured nodes
+#   make golden RACK=r01 [FORMAT=hostfile|slurm|json|csv] [OUTPUT=file] [GOLDEN_STAGES=..]   golden list
+#   make report RACK=r01 [REPORT_DIR=reports]   HTML + JUnit report of the rack's burn-in
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -15,12 +21,13 @@ LAB_NODES   ?= 4
 FAULTS      ?=
 PYTEST_ARGS ?=
 RACK        ?=
-STAGES      ?= preflight,gpu,pcie
+STAGES      ?= preflight,gpu,pcie,ib,nccl
+DEMO_NODES  ?= 6
 
-.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean
+.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean demo
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^# //'
+	@awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' Makefile
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +59,12 @@ lab-up: system-deps install
 	$(BIN)/bringup lab up --nodes $(LAB_NODES) $(if $(FAULTS),--faults $(FAULTS))
 
 lab-down:
-	@if [ -x $(BIN)/bringup ]; then $(BIN)/bringup lab down; else echo "nothing installed, nothing to take down"; fi
+	@if [ -x $(BIN)/bringup ]; then $(BIN)/bringup lab down && $(BIN)/bringup lab down --name demo; \
+	else echo "nothing installed, nothing to take down"; fi
+
+# Idempotent: takes down what an earlier demo left, then runs everything again.
+demo: system-deps install
+	$(BIN)/bringup lab demo --nodes $(DEMO_NODES) $(if $(FAULTS),--faults $(FAULTS))
 
 lab-status:
 	$(BIN)/bringup lab status
@@ -61,5 +73,47 @@ clean: lab-down
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
 
 burnin: install
-	@test -n "$(RACK)" || { echo "usage: make burnin RACK=<rack> [STAGES=preflight,gpu,pcie]"; exit 2; }
+	@test -n "$(RACK)" || { echo "usage: make burnin RACK=<rack> [STAGES=preflight,gpu,pcie,ib,nccl]"; exit 2; }
 	$(BIN)/burnin run --rack $(RACK) --stages $(STAGES)
+
+# Configuration with Ansible (playbooks/site.yml through ansible-runner): provisioned nodes ->
+# configured. TAGS= runs only some roles; CONFIGURE_ARGS=--check reports what would change.
+TAGS           ?=
+CONFIGURE_ARGS ?=
+
+.PHONY: configure
+
+configure: install
+	@test -n "$(RACK)" || { echo "usage: make configure RACK=<rack> [TAGS=base,nvidia_driver] [BATCH=32] [CONFIGURE_ARGS=--check]"; exit 2; }
+	$(BIN)/bringup configure --rack $(RACK) --batch $(or $(BATCH),32) $(if $(TAGS),--tags $(TAGS)) $(CONFIGURE_ARGS)
+
+# Golden list and reports. `burnin golden` prints only the export on stdout; with OUTPUT= it
+# writes the file atomically. GOLDEN_STAGES= narrows the required stages (a rack without IB).
+FORMAT        ?= hostfile
+OUTPUT        ?=
+GOLDEN_STAGES ?=
+MAX_AGE       ?=
+REPORT_DIR    ?= reports
+
+.PHONY: golden report
+
+golden: install
+	@test -n "$(RACK)" || { echo "usage: make golden RACK=<rack> [FORMAT=hostfile|slurm|json|csv] [OUTPUT=file]"; exit 2; }
+	@$(BIN)/burnin golden --rack $(RACK) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) \
+		$(if $(GOLDEN_STAGES),--stages $(GOLDEN_STAGES)) $(if $(MAX_AGE),--max-age $(MAX_AGE))
+
+report: install
+	@test -n "$(RACK)" || { echo "usage: make report RACK=<rack> [REPORT_DIR=reports]"; exit 2; }
+	$(BIN)/burnin report --rack $(RACK) --html $(REPORT_DIR)/$(RACK).html --junit $(REPORT_DIR)/$(RACK).junit.xml \
+		$(if $(GOLDEN_STAGES),--stages $(GOLDEN_STAGES)) $(if $(MAX_AGE),--max-age $(MAX_AGE))
+
+# Provisioning: the rack's `provisioner` (pxe, the default, or maas) decides how. Runs as root
+# (DHCP port 67). Resumable: run it again after an interruption.
+BATCH          ?= 32
+PROVISION_ARGS ?=
+
+.PHONY: provision
+
+provision: install
+	@test -n "$(RACK)" || { echo "usage: make provision RACK=<rack> [BATCH=32] [PROVISION_ARGS=--dry-run]"; exit 2; }
+	$(BIN)/bringup provision --rack $(RACK) --batch $(BATCH) $(PROVISION_ARGS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -87,9 +88,18 @@ def lab_up(
 @dir_option
 @click.pass_context
 def lab_down(ctx: click.Context, name: str, lab_dir: Path | None) -> None:
-    """Stop the lab and remove every namespace, link, mount and process it made."""
+    """Stop the lab and remove every namespace, link, mount and process it made (demo files too)."""
     _need_root()
+    from bringup.lab.pxe import PxeLab
+    from bringup.lab.rack import default_lab_root
+
     removed = _rack(ctx, name, lab_dir).down()
+    # What `bringup lab demo` adds under the same name: its PXE lab, store and reports.
+    removed += PxeLab(f"{name}-pxe", lab_dir).down()
+    files = (lab_dir or default_lab_root()) / f"{name}-files"
+    if files.is_dir():
+        shutil.rmtree(files)
+        removed.append(str(files))
     if removed:
         click.echo(f"lab {name}: removed {len(removed)} thing(s)")
         for item in removed:
@@ -130,3 +140,27 @@ def lab_status(ctx: click.Context, name: str, lab_dir: Path | None, as_json: boo
         console.print(out)
         console.print(f"inventory: {status['inventory']}")
     sys.exit(0 if status["up"] and status.get("healthy") else 1 if status["up"] else 3)
+
+
+@lab.command("demo")
+@click.option("--nodes", "count", default=6, show_default=True, type=click.IntRange(2, 64))
+@click.option(
+    "--faults",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Fault spec YAML (default inventories/faults/demo.yml: 2 faulty nodes).",
+)
+@click.option(
+    "--pxe-vms", default=2, show_default=True, type=click.IntRange(0, 8), help="QEMU VMs to PXE-boot."
+)
+@click.option("--name", default="demo", show_default=True, help="Lab name (the rack is called this).")
+@dir_option
+def lab_demo(count: int, faults: Path | None, pxe_vms: int, name: str, lab_dir: Path | None) -> None:
+    """The whole pipeline on the virtual rack: discover, provision, configure, burn in, golden."""
+    from bringup.lab.demo import DEFAULT_FAULTS, Demo, main
+
+    _need_root()
+    demo = Demo(name, count, (faults or DEFAULT_FAULTS).resolve(), pxe_vms)
+    if lab_dir is not None:
+        demo.lab_dir = lab_dir.resolve()
+    sys.exit(main(demo))
