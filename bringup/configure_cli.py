@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bringup.clikit import inventory_dir_from, store_from
 from bringup.configure.inventory import build_inventory, host_vars
@@ -16,7 +15,7 @@ from bringup.configure.record import NodeResult, record_outcome, refusal
 from bringup.configure.runner import DEFAULT_BATCH, PlaybookResult, run_playbook
 from bringup.fleet.store import NodeNotFound
 from bringup.inventory import load_rack
-from bringup.ui import console, err_console, table
+from bringup.ui import console, err_console, node_progress, table
 
 ROLES = (
     "base",
@@ -132,15 +131,7 @@ def configure(
 def _run_with_progress(
     inventory: dict[str, Any], hosts: list[str], tags: list[str], check: bool, batch: int, as_json: bool
 ) -> PlaybookResult:
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-        disable=not err_console.is_terminal,
-    )
+    progress = node_progress()
     verb = "check" if check else "configure"
     bar = progress.add_task(f"{verb}: starting", total=len(hosts))
     finished: set[str] = set()

@@ -10,14 +10,13 @@ from typing import Any
 
 import click
 import yaml
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bringup.clikit import FriendlyGroup, global_options, inventory_dir_from, set_global_options, store_from
 from bringup.fleet.lifecycle import State
 from bringup.inventory import load_rack
 from bringup.profiles import Profile, load_profile, validate_profile
 from bringup.remote import DEFAULT_CONCURRENCY, target_from_vars
-from bringup.ui import console, err_console, table
+from bringup.ui import console, err_console, node_progress, table
 from burnin import __version__
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
@@ -207,15 +206,7 @@ def _previous_check_time(store, node: str, check: str) -> str | None:
 def _execute(runner: BurninRun, jobs: list[NodeJob], as_json: bool) -> list[NodeOutcome]:
     if not jobs:
         return []
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-        disable=not err_console.is_terminal,
-    )
+    progress = node_progress()
     tasks: dict[str, Any] = {}
 
     def started(stage: str, count: int) -> None:
