@@ -210,10 +210,24 @@ def test_simulation_1024_nodes(k, group, record_property):
 def test_never_blames_a_healthy_node_never_clears_a_bad_one(n, group, k, seed, fanout, max_parallel):
     nodes = names(n)
     bad = set(random.Random(seed).sample(nodes, min(k, n)))
-    loc = Rack(bad).drive(Localizer(nodes, group, fanout=fanout, max_parallel=max_parallel))
+    # The round budget is taken out of the way here (with one test per round, 6 bad nodes in 30
+    # need more than the default 40 rounds); what a budget stop leaves is tested below.
+    loc = Rack(bad).drive(
+        Localizer(nodes, group, fanout=fanout, max_parallel=max_parallel, max_rounds=10_000)
+    )
     assert loc.done
     assert set(loc.culprits) <= bad
     assert not loc.cleared & bad
     assert set(loc.culprits) | set(loc.unresolved) | loc.cleared == set(nodes)
     if n - len(bad) >= 2:  # two good nodes exist: a trial can pass, and then anchors exist
         assert set(loc.culprits) == bad and loc.unresolved == {}, loc.summary()
+
+
+def test_a_round_budget_stop_blames_nobody_and_says_why():
+    nodes = names(30)
+    bad = set(random.Random(0).sample(nodes, 6))
+    loc = Rack(bad).drive(Localizer(nodes, 0, max_parallel=1, max_rounds=40))
+    assert loc.done and loc.stop_reason == "stopped after 40 rounds"
+    assert set(loc.culprits) <= bad and not loc.cleared & bad
+    assert loc.unresolved and all(reason for reason in loc.unresolved.values())
+    assert set(loc.culprits) | set(loc.unresolved) | loc.cleared == set(nodes)
