@@ -39,18 +39,14 @@ GroupStage = Callable[[GroupContext], GroupResults]
 
 def group_stages() -> dict[str, GroupStage]:
     """Stage name -> its runner. Imported lazily: single-node runs never load them."""
-    stages: dict[str, GroupStage] = {}
     from burnin.ib_stage import run_ib_stage
-
-    stages["ib"] = run_ib_stage
     from burnin.nccl_stage import run_nccl_stage
 
-    stages["nccl"] = run_nccl_stage
-    return stages
+    return {"ib": run_ib_stage, "nccl": run_nccl_stage}
+
+
+GROUP_STAGE_NAMES: tuple[str, ...] = ("ib", "nccl")
 
 
 def is_group_stage(stage: str) -> bool:
     return stage in GROUP_STAGE_NAMES
-
-
-GROUP_STAGE_NAMES: tuple[str, ...] = ("ib", "nccl")
