@@ -72,3 +72,26 @@ def node_ssh(state, name: str, command: str, timeout: float = 30) -> tuple[int, 
         return out.channel.recv_exit_status(), text, errors
     finally:
         client.close()
+
+
+def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes) -> tuple[list[str], object]:
+    """Enroll and discover RACK through the real CLI, then record its nodes as configured.
+
+    Lab nodes start with their OS and tools in place, so provisioning and configuring are
+    recorded rather than run. Returns the CLI's global options for this store and the store.
+    """
+    from click.testing import CliRunner
+
+    from bringup.cli import main as bringup_main
+    from bringup.fleet.lifecycle import State
+    from bringup.fleet.store import FleetStore
+
+    base = ["--db", str(db), "--inventory-dir", str(inventory_dir)]
+    for args in (["inventory", "enroll", rack], ["discover", "--rack", rack, "--json"]):
+        res = CliRunner().invoke(bringup_main, base + args)
+        assert res.exit_code == 0, res.output
+    store = FleetStore(f"sqlite:///{db}")
+    for node in nodes:
+        for target in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
+            store.transition(node, target, "lab nodes boot provisioned and configured")
+    return base, store

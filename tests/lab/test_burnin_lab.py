@@ -12,11 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main as bringup_main
-from bringup.fleet.lifecycle import State
-from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, require_root
+from tests.lab.conftest import lab_inventory_dir, ready_for_burnin, require_root
 
 pytestmark = pytest.mark.lab
 
@@ -67,15 +64,7 @@ def rack(tmp_path_factory):
     db = root / "fleet.db"
     try:
         lab.up(len(FAULTS), spec)
-        base = ["--db", str(db), "--inventory-dir", str(inv)]
-        runner = CliRunner()
-        for args in (["inventory", "enroll", name], ["discover", "--rack", name, "--json"]):
-            res = runner.invoke(bringup_main, base + args)
-            assert res.exit_code == 0, res.output
-        store = FleetStore(f"sqlite:///{db}")
-        for node in NODE_FAULT:
-            for state in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
-                store.transition(node, state, "lab nodes boot provisioned and configured")
+        base, store = ready_for_burnin(name, inv, db, NODE_FAULT)
         yield name, base, store
     finally:
         lab.down()

@@ -26,11 +26,9 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main as bringup_main
-from bringup.fleet.lifecycle import State
-from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
 from burnin.export import compress_hostlist, expand_hostlist, json_schema
+from tests.lab.conftest import ready_for_burnin
 from tests.unit.burnin.test_report import chromium, console_messages, parse
 
 pytestmark = pytest.mark.lab
@@ -48,15 +46,8 @@ def seeded(lab, tmp_path_factory):
     inv = Path(state.inventory).parent
     rack = Path(state.inventory).stem
     db = root / "fleet.db"
-    base = ["--db", str(db), "--inventory-dir", str(inv)]
+    base, store = ready_for_burnin(rack, inv, db, [n.name for n in state.nodes])
     runner = CliRunner()
-    for args in (["inventory", "enroll", rack], ["discover", "--rack", rack, "--json"]):
-        res = runner.invoke(bringup_main, base + args)
-        assert res.exit_code == 0, res.output
-    store = FleetStore(f"sqlite:///{db}")
-    for node in state.nodes:
-        for target in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
-            store.transition(node.name, target, "lab nodes boot provisioned and configured")
     res = runner.invoke(burnin_main, [*base, "run", "--rack", rack, "--stages", STAGES, "--json", *QUICK])
     assert res.exit_code == 1, res.output  # two faulty nodes
     verdicts = {o["node"]: o["verdict"] for o in json.loads(res.stdout)}

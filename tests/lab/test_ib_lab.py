@@ -15,11 +15,8 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main as bringup_main
-from bringup.fleet.lifecycle import State
-from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
+from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
 
 pytestmark = pytest.mark.lab
 
@@ -47,15 +44,7 @@ def rack(tmp_path_factory):
     patch.setattr("bringup.lab.rack.lab_services", lambda: [])
     try:
         state = lab.up(len(NODES), spec)
-        base = ["--db", str(db), "--inventory-dir", str(inv)]
-        runner = CliRunner()
-        for args in (["inventory", "enroll", name], ["discover", "--rack", name, "--json"]):
-            res = runner.invoke(bringup_main, base + args)
-            assert res.exit_code == 0, res.output
-        store = FleetStore(f"sqlite:///{db}")
-        for node in NODES:
-            for to in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
-                store.transition(node, to, "lab nodes boot provisioned and configured")
+        base, store = ready_for_burnin(name, inv, db, NODES)
         yield name, base, store, state
     finally:
         lab.down()

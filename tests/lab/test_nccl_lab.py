@@ -16,13 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main as bringup_main
 from bringup.fleet.lifecycle import State
-from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
 from burnin.launch import LaunchHost, build_launch, run_watched, settings_from
 from burnin.parsers.nccl_tests import parse_nccl_tests
-from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
+from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
 
 pytestmark = pytest.mark.lab
 
@@ -61,14 +59,7 @@ class Labs:
         self.current = (fault, lab)
         state = rack.up(len(NODES), spec)
         db = base / "fleet.db"
-        cli = ["--db", str(db), "--inventory-dir", str(inv)]
-        for args in (["inventory", "enroll", name], ["discover", "--rack", name, "--json"]):
-            res = CliRunner().invoke(bringup_main, cli + args)
-            assert res.exit_code == 0, res.output
-        store = FleetStore(f"sqlite:///{db}")
-        for node in NODES:
-            for target in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
-                store.transition(node, target, "lab nodes boot provisioned and configured")
+        cli, store = ready_for_burnin(name, inv, db, NODES)
         lab.update(state=state, cli=cli, store=store)
         return lab
 
