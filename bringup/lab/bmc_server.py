@@ -296,11 +296,27 @@ def build_app(config: dict[str, Any]) -> Wsgi:
     return app  # type: ignore[no-any-return]
 
 
+def warm_up(app: Any, systems: list[dict[str, Any]]) -> None:
+    """Build sushy's drivers and write its first-read state before any request arrives.
+
+    sushy builds each driver lazily, unlocked, on the first request that needs it, and the
+    first GET of a system or chassis writes its indicator LED into an sqlite file. Served
+    cold, the concurrent first GETs of a discovery (one per BMC) race on both: the likeliest
+    cause of the one 500 GeneralError CI saw on a loaded machine. Done here, in one thread
+    before the sockets open, nothing is left to race.
+    """
+    for driver in ("systems", "managers", "chassis", "indicators", "vmedia", "storage", "drives", "volumes"):
+        getattr(app, driver)
+    for system in systems:
+        app.indicators.get_indicator_state(system["uuid"])
+
+
 def serve(config: dict[str, Any]) -> None:
     """Bind every address first (fail fast on a clash), then serve until SIGTERM/SIGINT."""
     from werkzeug.serving import make_server
 
     app = build_app(config)
+    warm_up(app, config["systems"])
     port = int(config["port"])
     servers = [make_server(s["address"], port, _tagged(app, s), threaded=True) for s in config["systems"]]
     if config.get("ready_file"):

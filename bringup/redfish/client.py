@@ -3,11 +3,12 @@
 The library does not raise on HTTP errors, has no timeout by default and retries every
 method (POST actions included) ten times with one-second sleeps (LAB.md). This client asks
 it for exactly one attempt per call, with a (connect, read) timeout, and does its own
-retrying: GETs (idempotent) on connection errors, timeouts and 502/503/504/429 with
-exponential backoff; anything else only when the connection was never established, so an
-action that may have reached the BMC is never repeated. Every failure becomes one of the
-classes in ``errors``. Basic auth on every request: no sessions to leak or to exhaust, which
-keeps hundreds of concurrent BMCs cheap.
+retrying: GETs (idempotent) on connection errors, timeouts and 429/500/502/503/504 with
+exponential backoff (a BMC's 500 on a read is usually a passing internal error); anything
+else only when the connection was never established, so an action that may have reached the
+BMC is never repeated. Every failure becomes one of the classes in ``errors``. Basic auth on
+every request: no sessions to leak or to exhaust, which keeps hundreds of concurrent BMCs
+cheap.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from bringup.redfish.messages import describe_messages, link
 log = logging.getLogger("bringup.redfish")
 
 ROOT = "/redfish/v1/"
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_PAGES = 50  # Members@odata.nextLink pages followed per collection (a 1024-entry SEL is ~20)
 
 

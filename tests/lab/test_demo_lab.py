@@ -20,6 +20,12 @@ pytestmark = pytest.mark.lab
 BIN = Path(sys.executable).parent
 
 
+def _bmc_log_tail(lab_dir: Path) -> str:
+    """The BMC emulator's log tail (where sushy writes the traceback behind a 500)."""
+    logs = sorted(lab_dir.rglob("bmc.log"))
+    return "".join(f"\n--- {log} ---\n" + log.read_text(errors="replace")[-3000:] for log in logs)
+
+
 def test_demo_golden_list_is_exactly_the_healthy_nodes(tmp_path: Path) -> None:
     require_root()
     faults = tmp_path / "faults.yml"
@@ -30,7 +36,7 @@ def test_demo_golden_list_is_exactly_the_healthy_nodes(tmp_path: Path) -> None:
     cmd += ["--faults", str(faults), "--lab-dir", str(lab_dir)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:] + _bmc_log_tail(lab_dir)
         files = lab_dir / f"{name}-files"
         hostfile = (files / "golden.hostfile").read_text()
         golden = [line.split()[0] for line in hostfile.splitlines() if line and not line.startswith("#")]

@@ -74,9 +74,10 @@ def test_connection_refused_is_unreachable_after_retries():
     assert client.requests_made == 3
 
 
-def test_gets_are_retried_on_503_and_then_succeed():
+@pytest.mark.parametrize("status", [500, 503])
+def test_gets_are_retried_on_a_transient_error_and_then_succeed(status):
     bmc = fake()
-    bmc.queued["/redfish/v1/Systems"] = [503, 503]
+    bmc.queued["/redfish/v1/Systems"] = [status, status]
     with serving(bmc):
         client = RedfishClient(ep(bmc.url), fast(retries=2))
         client.connect()
@@ -95,14 +96,15 @@ def test_gets_give_up_after_the_retries():
     assert len([r for r in bmc.calls("GET") if r.path == "/redfish/v1/Systems"]) == 2
 
 
-def test_a_refused_action_is_never_repeated():
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_refused_action_is_never_repeated(status):
     bmc = fake()
-    bmc.queued[RESET] = [503, 503, 503]
+    bmc.queued[RESET] = [status] * 3
     with serving(bmc):
         client = RedfishClient(ep(bmc.url), fast(retries=3))
         client.connect()
         ctx = locate(client)
-        with pytest.raises(ActionFailed, match="HTTP 503"):
+        with pytest.raises(ActionFailed, match=f"HTTP {status}"):
             PowerControl(ctx, PowerOptions(graceful_timeout=0, timeout=1, poll=0.05)).off()
     assert len(bmc.calls("POST", "ComputerSystem.Reset")) == 1
 
