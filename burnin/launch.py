@@ -303,8 +303,10 @@ def build_launch(
 class Watchdog:
     """Decides when a launch has to be ended. Times are monotonic seconds, passed in.
 
-    Until the first line, ``startup_s`` applies when given (starting ranks over SSH or Slurm and
-    wiring them up takes longer than printing the next row); then ``idle_timeout_s``."""
+    Until the launch has started up, ``startup_s`` applies when given (starting ranks over SSH
+    or Slurm and wiring them up takes longer than printing the next row); then
+    ``idle_timeout_s``. A line ends start-up when ``progress`` is told so: for nccl-tests, the
+    first result row, since NCCL builds its communicators after the device lines."""
 
     idle_timeout_s: float
     max_total_s: float | None = None
@@ -312,18 +314,20 @@ class Watchdog:
     started: float = 0.0
     last_progress: float = 0.0
     lines: int = 0
+    started_up: bool = False
 
     def start(self, now: float) -> None:
         self.started = self.last_progress = now
 
-    def progress(self, now: float) -> None:
+    def progress(self, now: float, ends_startup: bool = True) -> None:
         self.last_progress = now
         self.lines += 1
+        self.started_up = self.started_up or ends_startup
 
     @property
     def limit_s(self) -> float:
         """The silence allowed now."""
-        if self.lines == 0 and self.startup_s is not None:
+        if not self.started_up and self.startup_s is not None:
             return max(self.startup_s, self.idle_timeout_s)
         return self.idle_timeout_s
 
@@ -334,6 +338,8 @@ class Watchdog:
         if now - self.last_progress >= self.limit_s:
             if self.lines == 0:
                 return f"no output line at all within {self.limit_s:g} s of the start"
+            if not self.started_up:
+                return f"no new output line for {self.limit_s:g} s while starting up"
             return f"no new output line for {self.limit_s:g} s"
         return None
 
@@ -361,6 +367,7 @@ class LaunchOutcome:
     silent_s: float = 0.0  # seconds without a new line when it ended
     last_line: str = ""  # the last stdout line before the end
     after_kill: str = ""  # what came out once the watchdog ended it (the launcher's own dying words)
+    started_up: bool = True  # False: it ended before start-up was over (see Watchdog)
 
     @property
     def hung(self) -> bool:
@@ -386,8 +393,10 @@ def run_watched(
     kill_grace_s: float = KILL_GRACE_S,
     clock: Callable[[], float] = time.monotonic,
     startup_s: float | None = None,
+    ends_startup: Callable[[str], bool] | None = None,
 ) -> LaunchOutcome:
-    """Run a launch to its end or until the watchdog ends it. A new stdout line is progress."""
+    """Run a launch to its end or until the watchdog ends it. A new stdout line is progress;
+    the first one ``ends_startup`` accepts (any line, when not given) ends start-up."""
     if launch.hostfile_path:
         with open(launch.hostfile_path, "w") as f:
             f.write(launch.hostfile_text)
@@ -431,7 +440,7 @@ def run_watched(
             continue
         if stream == "out":
             out.append(line)
-            dog.progress(clock())
+            dog.progress(clock(), ends_startup is None or ends_startup(line))
             if line.strip():
                 last_line = line.rstrip("\n")
             if on_line:
@@ -465,6 +474,7 @@ def run_watched(
         silent or dog.silent_s(clock()),
         last_line,
         "".join(after),
+        dog.started_up,
     )
 
 

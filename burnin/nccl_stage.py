@@ -14,8 +14,10 @@
    verdict (culprit FAIL with the soak's findings and the trials that isolate it; cleared PASS;
    UNKNOWN when it could not be told). Evidence: the raw outputs of the runs the node was in.
 
-A launch that cannot start at all (no rank printed anything) in every soak group is a broken
-launcher setup, not a bad node: every node is UNKNOWN with the launcher's error.
+A launch that never gets going (no rank printed anything, or the watchdog ended it before its
+first result row) is tried once more before it counts, in the soak and in localisation alike.
+One that cannot start at all in every soak group is a broken launcher setup, not a bad node:
+every node is UNKNOWN with the launcher's error.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from burnin.launch import (
     settings_from,
 )
 from burnin.parsers import ParseError
-from burnin.parsers.nccl_tests import NcclTestRun, parse_nccl_tests
+from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
 
@@ -156,11 +158,16 @@ class TestRun:
     result: Result  # the judged iteration (burnin.checks.nccl.judge_output)
     outcome: LaunchOutcome
     launched: bool  # some rank printed something (or hung): the launcher itself worked
-    counted: bool = True  # False: a launch that started nothing and was tried again (evidence only)
+    counted: bool = True  # False: a launch that never got going, tried again (evidence only)
 
     @property
     def passed(self) -> bool:
         return self.result.verdict in (Verdict.PASS, Verdict.WARN)
+
+    @property
+    def got_going(self) -> bool:
+        """It started ranks and, if the watchdog ended it, only after its first result row."""
+        return self.launched and not (self.outcome.killed and not self.outcome.started_up)
 
     def evidence(self) -> str:
         head = f"=== {self.label}: {self.result.verdict.value} on {', '.join(self.nodes)}"
@@ -210,7 +217,9 @@ class Executor:
             fd, hostfile = tempfile.mkstemp(prefix="burnin-nccl-", suffix=".hosts")
             os.close(fd)
         launch = build_launch(self.launch, hosts, self.plan.argv(test), self._job_name(), hostfile)
-        outcome = run_watched(launch, self.plan.timeout_s, startup_s=self.launch.startup_timeout_s)
+        outcome = run_watched(
+            launch, self.plan.timeout_s, startup_s=self.launch.startup_timeout_s, ends_startup=is_result_row
+        )
         text = outcome.stdout + ("\n" + outcome.stderr if outcome.stderr.strip() else "")
         try:
             run: NcclTestRun | None = parse_nccl_tests(outcome.stdout)
@@ -225,6 +234,16 @@ class Executor:
         # Whether any rank ran: a device line or a row, or a hang (a rank that never joins hangs).
         launched = bool(outcome.killed) or (run is not None and bool(run.ranks or run.rows))
         return TestRun(label, tuple(nodes), result, outcome, launched)
+
+    def run_settled(self, test: str, nodes: Sequence[str], label: str) -> list[TestRun]:
+        """``run``, once more when the launch never got going (nothing started, or the watchdog
+        ended it before the first result row): a slow start on a loaded launcher or fabric must
+        not read as a hang that blames a node. A node that really hangs at start-up does so
+        twice, and the second run counts. Returns the runs, the uncounted one first."""
+        run = self.run(test, nodes, label)
+        if run.got_going:
+            return [run]
+        return [replace(run, counted=False), self.run(test, nodes, f"{label} (again)")]
 
 
 # ---- the stage -----------------------------------------------------------------------------------
@@ -291,6 +310,7 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
             done = list(pool.map(lambda t: _trial(executor, loc, t), tests))
         for test, trial_runs in zip(tests, done, strict=True):
             runs += trial_runs
+            trial_runs = [r for r in trial_runs if r.counted]
             failed = [r for r in trial_runs if not r.passed]
             trial = loc.record(test, not failed, failed[0].detail() if failed else "")
             trial_results[trial.index] = (failed or trial_runs)[0].result
@@ -315,13 +335,8 @@ def _soak(
         while True:
             iteration += 1
             for test in executor.plan.tests:
-                run = executor.run(test, group, f"soak group {index} iteration {iteration} {test}")
-                if not out and not run.launched:  # nothing started at all: try once more
-                    out.append(replace(run, counted=False))
-                    run = executor.run(
-                        test, group, f"soak group {index} iteration {iteration} {test} (again)"
-                    )
-                out.append(run)
+                out += executor.run_settled(test, group, f"soak group {index} iteration {iteration} {test}")
+                run = out[-1]
                 busbw = run.result.metrics.get("busbw_gbps")
                 ctx.progress(
                     f"  group {index} iteration {iteration} {test}: {run.result.verdict.value}"
@@ -343,9 +358,8 @@ def _trial(executor: Executor, loc: Localizer, test: frozenset[str]) -> list[Tes
     nodes = loc.ordered(test)
     out = []
     for name in executor.plan.tests:
-        run = executor.run(name, nodes, f"localisation round {loc.round} {name}")
-        out.append(run)
-        if not run.passed:
+        out += executor.run_settled(name, nodes, f"localisation round {loc.round} {name}")
+        if not out[-1].passed:
             break
     return out
 

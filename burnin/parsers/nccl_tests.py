@@ -262,6 +262,12 @@ def _row(line: str, cols: _Columns) -> NcclRow | None:
     return NcclRow(int(tokens[0]), int(tokens[1]), tokens[2], redop, root, oop, inp)
 
 
+def is_result_row(line: str) -> bool:
+    """Whether ``line`` is a result row of nccl-tests' text table (with or without the
+    per-iteration timing columns)."""
+    return any(_row(line, _Columns(per_side=width)) is not None for width in (4, 8))
+
+
 def _launcher_error(line: str) -> NcclError | None:
     for regex in _LAUNCHER_RES:
         m = regex.search(line)

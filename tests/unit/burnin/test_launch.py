@@ -251,6 +251,31 @@ def test_watchdog_startup_allowance_then_the_idle_timeout():
     assert dog.expired(24.0) is None and dog.expired(25.0) == "no new output line for 5 s"
 
 
+def test_watchdog_startup_lasts_until_the_line_that_ends_it():
+    dog = Watchdog(idle_timeout_s=5, startup_s=30)
+    dog.start(0.0)
+    dog.progress(1.0, ends_startup=False)  # header and device lines: NCCL is still setting up
+    assert dog.expired(30.0) is None
+    assert dog.expired(31.0) == "no new output line for 30 s while starting up"
+    dog.progress(31.0, ends_startup=True)  # the first result row
+    assert dog.started_up and dog.expired(36.0) == "no new output line for 5 s"
+
+
+def test_run_watched_reports_whether_start_up_was_over(tmp_path):
+    cmd = [sys.executable, "-c", "import time; print('# header', flush=True); time.sleep(30)"]
+    out = run_watched(
+        _launch(cmd),
+        idle_timeout_s=0.5,
+        startup_s=1.0,
+        kill_grace_s=0.5,
+        ends_startup=lambda line: "row" in line,
+    )
+    assert out.killed == "no new output line for 1 s while starting up" and not out.started_up
+    cmd = [sys.executable, "-c", "print('# header'); print('row 1')"]
+    done = run_watched(_launch(cmd), idle_timeout_s=5, ends_startup=lambda line: "row" in line)
+    assert done.rc == 0 and done.started_up
+
+
 def test_watchdog_total_limit():
     dog = Watchdog(idle_timeout_s=10, max_total_s=30)
     dog.start(0.0)

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[3]
 PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories" / "profiles")
 
 # Prints an 8-GPU-per-node style run over the hostfile's hosts; the host named by FAKE_BAD makes
-# the run hang after its first row, run at a tenth of the bandwidth, or corrupt data (FAKE_MODE).
+# the run hang after its first row, stall before it (NCCL set-up), run at a tenth of the
+# bandwidth, or corrupt data (FAKE_MODE). FAKE_MODE=slowstart stalls the very first launch only.
 FAKE_MPIRUN = r"""
 import json, os, sys, time
 args = sys.argv[1:]
@@ -33,8 +34,10 @@ hosts = [l.split()[0] for l in open(args[args.index("--hostfile") + 1]) if l.str
 names = json.loads(os.environ["FAKE_NAMES"])
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(" ".join(names[h] for h in hosts) + "\n")
-bad = os.environ.get("FAKE_BAD") in [names[h] for h in hosts]
 mode = os.environ.get("FAKE_MODE", "")
+bad = os.environ.get("FAKE_BAD") in [names[h] for h in hosts]
+if mode == "slowstart":
+    bad, mode = len(open(os.environ["FAKE_LOG"]).readlines()) == 1, "stallstart"
 p = lambda s="": print(s, flush=True)
 p("# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
   "agg iters: 1 validation: 1 graph: 0")
@@ -46,6 +49,8 @@ for rank, h in enumerate(hosts):
 p("#")
 p("#       size         count      type   redop    root     time   algbw   busbw #wrong"
   "     time   algbw   busbw #wrong")
+if bad and mode == "stallstart":
+    time.sleep(600)
 busbw = 40.0 if bad and mode == "slow" else 390.0
 wrong = 7 if bad and mode == "corrupt" else 0
 for i, size in enumerate((1073741824, 2147483648)):
@@ -182,6 +187,31 @@ def test_hang_is_killed_by_the_watchdog_and_localised(fake):
     hang = [f.message for f in bad.findings if "hang" in f.message]
     assert hang and "after the 1 GiB row" in hang[0]
     assert "watchdog: no new output line for 1 s" in evidence
+
+
+def test_a_slow_start_is_tried_again_and_blames_nobody(fake):
+    run, launches, progress = fake
+    profile = _profile(nccl_iteration_timeout_s=1)
+    results = run(_jobs(4, profile), mode="slowstart", burnin_startup_timeout_s=1)
+    assert set(_verdicts(results).values()) == {"PASS"}
+    assert len(launches()) == 2  # the stalled launch, then the same group again
+    result, evidence = results["node01"][0]
+    assert result.metrics["iterations_run"] == 1  # the stalled launch is evidence, not an iteration
+    assert "while starting up" in evidence and "iteration 1 all_reduce_perf (again): PASS" in evidence
+    assert not any("localisation" in line for line in progress)
+
+
+def test_a_node_that_stalls_every_start_is_the_culprit(fake):
+    run, launches, _ = fake
+    profile = _profile(nccl_iteration_timeout_s=1)
+    results = run(_jobs(4, profile), bad="node02", mode="stallstart", burnin_startup_timeout_s=1)
+    assert _verdicts(results) == {"node01": "PASS", "node02": "FAIL", "node03": "PASS", "node04": "PASS"}
+    bad, evidence = results["node02"][0]
+    assert any("hang" in f.message for f in bad.findings)
+    # every launch with node02 in it was tried twice; none without it was
+    with_bad = [hosts for hosts in launches() if "node02" in hosts]
+    assert all(with_bad.count(hosts) % 2 == 0 for hosts in with_bad)
+    assert "(again)" in evidence
 
 
 def test_a_launcher_that_starts_nothing_is_unknown_not_a_culprit(fake, tmp_path):

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from burnin.parsers import ParseError
-from burnin.parsers.nccl_tests import parse_nccl_tests
+from burnin.parsers.nccl_tests import is_result_row, parse_nccl_tests
 from tests.unit.parsers._samples import load, names
 
 DEGRADED = "nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt"
@@ -359,3 +359,16 @@ def test_shuffled_sample_lines_never_crash(indices, seed):
         assert not exc.internal, exc
         return
     assert all(r.size >= 0 and len(r.sides) == 2 for r in run.rows)
+
+
+@pytest.mark.parametrize("name", [DEGRADED, "nccl_tests_all_reduce_perf_8xa100_ok.txt"])
+def test_is_result_row_picks_exactly_the_table_rows(sample, name):
+    # the watchdog's start-up allowance ends at the first line this accepts
+    text = sample(name)
+    accepted = [line for line in text.splitlines() if is_result_row(line)]
+    assert len(accepted) == len(parse_nccl_tests(text).rows) > 0
+    assert not any(line.lstrip().startswith("#") for line in accepted)
+
+
+def test_is_result_row_with_per_iteration_columns():
+    assert is_result_row(ROW_1M.rstrip("\n")) and not is_result_row(NEW_HEADER.splitlines()[0])
