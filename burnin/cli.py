@@ -461,6 +461,7 @@ def golden_cmd(
 
     Only the export goes to stdout (pipe it); what changed and the summary go to stderr.
     """
+    from bringup.files import atomic_write
     from bringup.fleet.models import utcnow
     from bringup.fleet.store import redact_url
     from burnin import export, golden
@@ -504,7 +505,7 @@ def golden_cmd(
     if output is None:
         click.echo(text, nl=False)
     else:
-        export.atomic_write(output, text)
+        atomic_write(output, text)
         _note(f"wrote {output}")
     summary = f"rack {rack_obj.name}: {len(golden_records)} golden of {len(judged)} node(s)"
     if dry_run:
@@ -534,8 +535,8 @@ def report_cmd(
     stages: str | None,
 ) -> None:
     """Write the rack's burn-in report: a self-contained HTML page and/or JUnit XML (changes nothing)."""
+    from bringup.files import atomic_write
     from bringup.fleet.models import utcnow
-    from burnin.export import atomic_write
     from burnin.report import collect
     from burnin.report.html import render_html
     from burnin.report.junit import render_junit

@@ -1,8 +1,8 @@
 """Exports of the golden list for trainers and schedulers: hostfile, Slurm hostlist, JSON, CSV.
 
-Everything here is pure (records in, text out) except ``atomic_write``. Every export says when
-it was made and from which store (a ``#`` comment header, or top-level JSON fields); the store
-URL never carries its password.
+Everything here is pure (records in, text out); ``bringup.files.atomic_write`` writes them.
+Every export says when it was made and from which store (a ``#`` comment header, or top-level
+JSON fields); the store URL never carries its password.
 
 Addresses: the OpenMPI hostfile names each node by the address its launcher must reach (the
 fleet store's IP, else the inventory's ``ansible_host``, else the host name), because that is
@@ -15,14 +15,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import product
-from pathlib import Path
 from typing import Any
 
 from burnin.golden import Decision, GoldenRules, NodeFacts, format_age
@@ -157,39 +154,6 @@ def expand_hostlist(text: str) -> list[str]:
         for combo in product(*ranges):
             names.append("".join(f + n for f, n in zip(fixed[:-1], combo, strict=True)) + fixed[-1])
     return names
-
-
-# ---- writing ----------------------------------------------------------------------------------------
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write the whole file or nothing: a temp file in the same directory, fsync, rename, so a
-    reader sees the old list or the new one, never half of one."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 # ---- records ----------------------------------------------------------------------------------------

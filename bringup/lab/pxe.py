@@ -38,6 +38,7 @@ import yaml
 
 import bringup
 from bringup.credentials import write_secret_file
+from bringup.files import atomic_write
 from bringup.lab import network
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.lab.naming import LabNames
@@ -101,10 +102,7 @@ class PxeLabState:
     vms: list[PxeVm] = field(default_factory=list)
 
     def save(self) -> None:
-        path = Path(self.state_dir) / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        tmp.replace(path)
+        atomic_write(Path(self.state_dir) / STATE_FILE, json.dumps(asdict(self), indent=2))
 
     @classmethod
     def load(cls, state_dir: Path) -> PxeLabState | None:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from bringup.credentials import write_secret_file
+from bringup.files import atomic_write
 from bringup.lab import network
 from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
@@ -83,10 +84,7 @@ class LabState:
     inventory_vars: dict[str, Any] = field(default_factory=dict)
 
     def save(self) -> None:
-        path = Path(self.state_dir) / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        tmp.replace(path)
+        atomic_write(Path(self.state_dir) / STATE_FILE, json.dumps(asdict(self), indent=2))
 
     @classmethod
     def load(cls, state_dir: Path) -> LabState | None:
