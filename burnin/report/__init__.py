@@ -35,6 +35,12 @@ class IbPortBar:
             return self.verdict not in ("PASS", "WARN")
         return self.floor_gbps is not None and self.gbps < self.floor_gbps
 
+    @property
+    def low_not_blamed(self) -> bool:
+        """Measured below the floor, yet passed: blame by agreement put the fault on the other
+        end of the link it was measured on, not on this port."""
+        return not self.below_floor and self.floor_gbps is not None and self.gbps < self.floor_gbps
+
 
 @dataclass(frozen=True)
 class NcclPoint:

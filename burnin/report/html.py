@@ -17,6 +17,7 @@ from burnin.golden import first_problem
 from burnin.report import IbPortBar, NcclSeries, RackReport, clip_evidence
 
 VERDICT_CLASS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "UNKNOWN": "unknown"}
+IB_OK, IB_LOW, IB_FAIL = "#2e7d32", "#b26a00", "#c62828"  # IB bars: passed, low but cleared, failed
 # Line colours for the NCCL chart (distinguishable, and none of them the failure red).
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -113,11 +114,12 @@ def ib_chart(bars: Sequence[IbPortBar]) -> str:
         if previous is not None and b.node != previous:
             out.append(f'<line x1="4" y1="{y}" x2="{label_w + plot_w}" y2="{y}" stroke="#bbb"/>')
         previous = b.node
-        colour = "#c62828" if b.below_floor else "#2e7d32"
+        colour = IB_FAIL if b.below_floor else IB_LOW if b.low_not_blamed else IB_OK
         partner = f" with {b.partner}" if b.partner else ""
+        note = " (below the floor, but the other end was blamed)" if b.low_not_blamed else ""
         out.append(
             f'<g class="ib-bar" data-node="{_t(b.node)}" data-port="{_t(b.port)}">'
-            f"<title>{_t(b.node)} {_t(b.port)}{_t(partner)}: {b.gbps:.1f} Gb/s</title>"
+            f"<title>{_t(b.node)} {_t(b.port)}{_t(partner)}: {b.gbps:.1f} Gb/s{note}</title>"
             f'<text x="{label_w - 8}" y="{y + row_h - 6}" font-size="12" text-anchor="end">'
             f"{_t(b.node)} {_t(b.port)}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{max(x(b.gbps) - label_w, 1):.1f}" height="{row_h - 6}" '
@@ -137,7 +139,15 @@ def ib_chart(bars: Sequence[IbPortBar]) -> str:
         f'<text x="{label_w + plot_w / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
         "ib_write_bw per port (Gb/s)</text></svg>"
     )
-    return "".join(out)
+    legend = "".join(
+        f'<span class="swatch" style="background:{colour}"></span>{text}'
+        for colour, text in (
+            (IB_OK, "passed"),
+            (IB_LOW, "measured low with a partner that was blamed; this port passed"),
+            (IB_FAIL, "failed"),
+        )
+    )
+    return "".join(out) + f'<p class="legend-chart">{legend}</p>'
 
 
 def nccl_chart(series: Sequence[NcclSeries]) -> str:
@@ -223,7 +233,7 @@ def nccl_chart(series: Sequence[NcclSeries]) -> str:
     bad = (
         '<span class="swatch" style="background:#c62828"></span>bad iteration (wrong results, failed or none)'
     )
-    return "".join(out) + f'<p class="legend-nccl">{legend}{bad}</p>'
+    return "".join(out) + f'<p class="legend-chart">{legend}{bad}</p>'
 
 
 # ---- the page ------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bringup.fleet.models import CheckResult
-from burnin.report import RackReport, build_report, ib_bars, nccl_series
-from burnin.report.html import ib_chart, nccl_chart, render_html
+from burnin.report import IbPortBar, RackReport, build_report, ib_bars, nccl_series
+from burnin.report.html import IB_FAIL, IB_LOW, IB_OK, ib_chart, nccl_chart, render_html
 from burnin.report.junit import render_junit
 from tests.conftest import unavailable
 from tests.unit.burnin.test_golden import CRIT, RACK, FleetRack
@@ -138,6 +138,22 @@ def test_charts_without_results():
     html = render_html(empty)
     assert "no IB results" in html and "no NCCL soak results" in html and "0 / 0" in html
     assert ET.fromstring(render_junit(empty)).get("tests") == "0"
+
+
+def test_ib_chart_tells_a_low_port_that_was_not_blamed_from_one_that_failed():
+    bars = [
+        IbPortBar("n1", "mlx5_0", 390.0, "n2 mlx5_0", 388.0, "PASS"),
+        IbPortBar("n1", "mlx5_3", 230.0, "n2 mlx5_3", 388.0, "FAIL"),  # the bad port
+        IbPortBar("n2", "mlx5_3", 231.0, "n1 mlx5_3", 388.0, "PASS"),  # its partner, cleared
+    ]
+    assert [(b.below_floor, b.low_not_blamed) for b in bars] == [(False, False), (True, False), (False, True)]
+    svg = ib_chart(bars)
+    fills = re.findall(
+        r'<g class="ib-bar" data-node="(\S+)" data-port="(\S+)">.*?<rect [^>]*fill="([^"]+)"', svg
+    )
+    assert fills == [("n1", "mlx5_0", IB_OK), ("n1", "mlx5_3", IB_FAIL), ("n2", "mlx5_3", IB_LOW)]
+    assert "231.0 Gb/s (below the floor, but the other end was blamed)" in svg
+    assert "this port passed" in svg  # the legend says what amber means
 
 
 def test_chart_data_tolerates_odd_metrics():
