@@ -1,7 +1,8 @@
 """Which nodes a configure run may touch, and its outcomes written onto their records.
 
 - ``provisioned`` -> ``configured`` when every role applied (a run limited by --tags leaves
-  the state alone: not everything was configured);
+  the state alone: not everything was configured); so does ``repair``, the way back for a node
+  that failed configure once its cause is fixed (``bringup nodes mark-repaired``);
 - ``configured`` stays ``configured`` (re-running is how pins change): events and versions only;
 - ``golden`` only with --force; it drops to ``configured`` if anything changed (the software
   under the burn-in verdict is not the same any more), else stays golden;
@@ -23,7 +24,9 @@ from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore
 
-CONFIGURABLE = (State.PROVISIONED.value, State.CONFIGURED.value)
+CONFIGURABLE = (State.PROVISIONED.value, State.CONFIGURED.value, State.REPAIR.value)
+# States a full, successful run moves to ``configured``.
+_TO_CONFIGURED = (State.PROVISIONED.value, State.REPAIR.value)
 
 
 def refusal(state: str, force: bool) -> str | None:
@@ -34,7 +37,9 @@ def refusal(state: str, force: bool) -> str | None:
         return "golden (in service): use --force to re-configure it"
     if state in (State.ENROLLED.value, State.DISCOVERED.value, State.PROVISIONING.value):
         return f"{state}: provision it first"
-    return f"{state}: only provisioned or configured nodes are configured"
+    if state == State.FAILED.value:
+        return "failed: mark it repaired first (bringup nodes mark-repaired)"
+    return f"{state}: only provisioned, configured or repair nodes are configured"
 
 
 @dataclass
@@ -132,7 +137,7 @@ def record_outcome(
     changes = f"{outcome.changed} change(s) in {', '.join(outcome.changed_roles) or 'no role'}"
     reboot = "; reboot required" if outcome.reboot_required else ""
     details = {**_summary(outcome), "packages": outcome.packages, "reboot_required": outcome.reboot_required}
-    if node.state == State.PROVISIONED.value and full:
+    if node.state in _TO_CONFIGURED and full:
         store.transition(
             name, State.CONFIGURED, f"{where}: {changes}{reboot}", run_id=run_id, details=details
         )
@@ -151,5 +156,5 @@ def record_outcome(
         store.record_event(
             name, "configure", f"{where}: {changes}{reboot}{partial}", run_id=run_id, details=details
         )
-    base.result = "applied" if base.state == State.PROVISIONED.value else "configured"
+    base.result = "applied" if base.state in _TO_CONFIGURED else "configured"
     return base

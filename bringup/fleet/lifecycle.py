@@ -45,8 +45,9 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
     # new burn-in (configured).
     S.GOLDEN: frozenset({S.BURNIN, S.FAILED, S.CONFIGURED, S.PROVISIONING}),
     S.FAILED: frozenset({S.REPAIR}),
-    # After a repair the node is burnt in again; a board swap or re-image starts earlier.
-    S.REPAIR: frozenset({S.BURNIN, S.PROVISIONING, S.DISCOVERED}),
+    # After a repair the node is burnt in again; a board swap or re-image starts earlier, and a
+    # node that failed configure (a mirror outage, a bad pin) is configured again.
+    S.REPAIR: frozenset({S.BURNIN, S.CONFIGURED, S.PROVISIONING, S.DISCOVERED}),
     S.RETIRED: frozenset(),
 }
 

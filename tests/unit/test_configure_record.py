@@ -122,9 +122,26 @@ def test_golden_node_drops_to_configured_only_when_something_changed(store, firs
     assert "needs a new burn-in" in store.history("node01")[-1].reason
 
 
+def test_a_node_that_failed_configure_comes_back_through_repair(store, first):
+    run = store.start_run("configure", "lab")
+    record_outcome(store, store.get_node("node03"), first["node03"], run.id, check=False, full=True)
+    assert store.get_node("node03").state == "failed"
+    assert "mark-repaired" in refusal("failed", False)  # not until someone says the cause is fixed
+    store.transition("node03", State.REPAIR, "mirror fixed")
+    assert refusal("repair", False) is None
+    good = outcomes("events_first_run.json", ["node03", "node01"])["node01"]  # a clean run's outcome
+    partial = record_outcome(store, store.get_node("node03"), good, run.id, check=False, full=False)
+    assert partial.result == "applied" and store.get_node("node03").state == "repair"
+    result = record_outcome(store, store.get_node("node03"), good, run.id, check=False, full=True)
+    assert (result.result, result.state) == ("configured", "configured")
+    ev = store.history("node03")[-1]
+    assert (ev.from_state, ev.to_state) == ("repair", "configured")
+
+
 def test_refusal_by_state():
     assert refusal("provisioned", False) is None
     assert refusal("configured", False) is None
+    assert refusal("repair", False) is None
     assert "--force" in refusal("golden", False)
     assert refusal("golden", True) is None
     assert "provision it first" in refusal("discovered", True)
