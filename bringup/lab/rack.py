@@ -211,12 +211,15 @@ class VirtualRack:
 
         def node_prepare(node: LabNode):
             def prepare(root: Path) -> None:
+                # The identity first: the stand-ins number the node's IB GUIDs by its index.
+                ident = dict(
+                    name=node.name, index=node.index, serial=node.serial, uuid=node.uuid, mac=node.mac
+                )
+                (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
+                (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
                 install_standins(root, node.faults)
                 for service in services:
                     service.prepare_node(state, node, root)
-                ident = {"name": node.name, "serial": node.serial, "uuid": node.uuid, "mac": node.mac}
-                (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
-                (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
 
             return prepare
 

@@ -22,8 +22,6 @@ pytestmark = pytest.mark.lab
 
 NODES = ["node01", "node02", "node03", "node04"]
 DEGRADED = ("node03", "mlx5_3")  # the fault ib-port-degraded (catalog.json)
-# GUIDs of the lab's ibstat recording (ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt)
-GUID = {"mlx5_2": "0xa088c20300e31372", "mlx5_3": "0xa088c20300e04776"}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +47,14 @@ def rack(tmp_path_factory):
     finally:
         lab.down()
         patch.undo()
+
+
+def node_guid(rack, node: str, hca: str) -> str:
+    """The HCA's GUID as the node's own sysfs shows it (a088:c200:03e0:4776 -> 0xa088c20003e04776):
+    every lab node has its own GUIDs, so a finding's GUID says which node it is about."""
+    rc, out, err = node_ssh(rack[3], node, f"cat /sys/bus/pci/devices/*/infiniband/{hca}/node_guid")
+    assert rc == 0, err
+    return "0x" + out.strip().replace(":", "")
 
 
 def run_ib(rack, nodes: list[str]) -> dict[str, dict]:
@@ -84,11 +90,13 @@ def test_degraded_port_fails_exactly_that_port_and_names_both_ends(rack):
     assert all(v["gbps"] >= 388 for k, v in ports.items() if k != hca)
     (finding,) = result["findings"]
     assert finding["severity"] == "critical" and finding["action"] == "REPLACE_CABLE"
-    assert f"{node} {hca} port 1 (GUID {GUID[hca]}, LID 104)" in finding["message"]
+    assert f"{node} {hca} port 1 (GUID {node_guid(rack, node, hca)}, LID 104)" in finding["message"]
     partners = {r["partner"] for r in ports[hca]["rounds"]}
     assert len(partners) == 2 and node not in partners  # two different partners, rail-aligned
-    for partner in partners:  # the other end of each failing pair, named with its GUID
-        assert f"{partner} {hca} port 1 (GUID {GUID[hca]}, LID 104)" in finding["message"]
+    guids = {n: node_guid(rack, n, hca) for n in (node, *partners)}
+    assert len(set(guids.values())) == 3  # one port GUID per node
+    for partner in partners:  # the other end of each failing pair, named with its own GUID
+        assert f"{partner} {hca} port 1 (GUID {guids[partner]}, LID 104)" in finding["message"]
     for other in ("node01", "node02", "node04"):
         assert store.get_node(other).state == "burnin"
         assert outcomes[other]["state"] == "burnin"

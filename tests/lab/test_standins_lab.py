@@ -7,10 +7,12 @@ Uses the session `lab` fixture (4 nodes; node02 gpu-hw-slowdown, node03 pcie-nic
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from bringup.lab.standins import sysfs
+from burnin.parsers.ibstat import parse_ibstat
 from tests.lab.conftest import node_ssh
 
 pytestmark = pytest.mark.lab
@@ -122,3 +124,28 @@ def test_load_only_faults_show_under_load(lab):
     assert "0x0000000000000088" not in ssh(state, "node01", query)[1]
     # ... and not in the idle nvidia-smi -q of the same node
     assert ssh(state, "node02", "nvidia-smi -q")[1] == ssh(state, "node01", "nvidia-smi -q")[1]
+
+
+def test_every_node_has_its_own_ib_guids_and_its_tools_agree_on_them(lab):
+    """ibstat and the node's sysfs show the same GUIDs on one node, different ones on two nodes."""
+    _, state = lab
+    ib = "/sys/bus/pci/devices/*/infiniband/*"
+    seen = {}
+    for name in ("node01", "node02"):
+        rc, out, err = ssh(state, name, "ibstat")
+        assert rc == 0, err
+        ports = {h.name: h.ports[0].port_guid for h in parse_ibstat(out).hcas}
+        assert len(ports) == 8 and len(set(ports.values())) == 8
+        rc, out, err = ssh(state, name, f"grep -H . {ib}/node_guid {ib}/sys_image_guid {ib}/ports/1/gids/0")
+        assert rc == 0, err
+        # grep -H: /sys/bus/pci/devices/<BDF>/infiniband/<hca>/<attr>:<value> (a BDF has ':' too)
+        found = (re.fullmatch(r".*/infiniband/([^/]+)/([^:]+):(.*)", line) for line in out.splitlines())
+        files = {(m[1], m[2]): m[3] for m in found if m}
+        assert len(files) == 3 * 8, out
+        for hca, guid in ports.items():
+            assert guid.startswith("0xa088c2")  # the recorded HCAs' vendor (OUI) kept
+            assert "0x" + files[(hca, "node_guid")].replace(":", "") == guid
+            assert files[(hca, "sys_image_guid")] == files[(hca, "node_guid")]
+            assert files[(hca, "ports/1/gids/0")] == "fe80:0000:0000:0000:" + files[(hca, "node_guid")]
+        seen[name] = set(ports.values())
+    assert not seen["node01"] & seen["node02"]

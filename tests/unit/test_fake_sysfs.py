@@ -160,7 +160,31 @@ def test_kernel_names_and_infiniband_ports(tree):
         "400 Gb/sec (4X NDR)\n",
         "InfiniBand\n",
     ]
-    assert read(tree.devices / nics[0] / "infiniband/mlx5_0/node_guid") == "a088:c203:00e3:142a\n"
+    ib = tree.devices / nics[0] / "infiniband/mlx5_0"
+    assert read(ib / "node_guid") == read(ib / "sys_image_guid") == "a088:c203:00e3:142a\n"
+    assert read(ib / "ports/1/gids/0") == "fe80:0000:0000:0000:a088:c203:00e3:142a\n"
+
+
+def test_a_numbered_node_differs_only_in_its_guid_files(tmp_path):
+    """tree_entries(node=N) renumbers node_guid, sys_image_guid and GID 0 of each HCA, nothing else;
+    build_fake_sysfs takes N from the root's identity file."""
+    recorded = {e.path: e.data for e in sysfs.tree_entries(())}
+    numbered = {e.path: e.data for e in sysfs.tree_entries((), node=7)}
+    assert recorded.keys() == numbered.keys()
+    changed = {p: (recorded[p], v) for p, v in numbered.items() if recorded[p] != v}
+    assert sorted({p.split("/infiniband/")[1].split("/", 1)[1] for p in changed}) == [
+        "node_guid",
+        "ports/1/gids/0",
+        "sys_image_guid",
+    ]
+    assert len(changed) == 3 * 8
+    for old, new in changed.values():  # bytes 3-4 (03 00 in the recording) now say node 7
+        assert "a088:c203:00" in old and new == old.replace("a088:c203:00", "a088:c200:07")
+    (tmp_path / "etc/bringup-lab").mkdir(parents=True)
+    (tmp_path / "etc/bringup-lab/identity.json").write_text('{"name": "node07", "index": 6}')
+    built = sysfs.build_fake_sysfs(tmp_path, ())
+    [guid] = built.glob("bus/pci/devices/*/infiniband/mlx5_0/node_guid")
+    assert read(guid) == "a088:c200:07e3:142a\n"
 
 
 def test_slots_address_gpus_and_nics(tree):

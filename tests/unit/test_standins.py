@@ -718,3 +718,128 @@ def test_front_hands_python_only_patterns_to_the_dispatcher():
     assert "resolved/tool.0" in script  # answered by bash
     assert "resolved/tool.2" not in script  # after an unconvertible pattern, order is dispatch.py's
     assert front.to_ere(r"run( \S+)* x \d+") == "run( [^[:space:]]+)* x [0-9]+"
+
+
+# --- every node its own InfiniBand identity -------------------------------------------------------
+
+RECORDED_GUID = "0xa088c20300e04776"  # mlx5_3 of the ibstat recordings
+
+
+def _hex(guid: str) -> str:
+    """The 16 hex digits of a GUID in any notation, lower case."""
+    return guid.lower().removeprefix("0x").replace(":", "").replace("-", "")
+
+
+def test_rewrite_renumbers_every_notation_of_one_guid_alike():
+    text = (
+        f"\t\tPort GUID: {RECORDED_GUID}\n"
+        "node_guid: a088:c203:00e0:4776\n"
+        "GID[  0]:\t\tfe80:0000:0000:0000:a088:c203:00e0:4776\n"
+        "Device Serial Number a0-88-c2-03-00-e0-47-76\n"
+        "link/infiniband 00:00:10:29:fe:80:00:00:00:00:00:00:a0:88:c2:03:00:e0:47:76\n"
+        "GUID 0xA088C20300E04776\n"
+    )
+    out = dispatch.rewrite_guids(text, 3)
+    assert out.splitlines() == [
+        "\t\tPort GUID: 0xa088c20003e04776",
+        "node_guid: a088:c200:03e0:4776",
+        "GID[  0]:\t\tfe80:0000:0000:0000:a088:c200:03e0:4776",  # the subnet prefix is no GUID
+        "Device Serial Number a0-88-c2-00-03-e0-47-76",
+        "link/infiniband 00:00:10:29:fe:80:00:00:00:00:00:00:a0:88:c2:00:03:e0:47:76",
+        "GUID 0xA088C20003E04776",  # letter case kept
+    ]
+    guids = re.findall(r"0x\w{16}|(?:\w{4}:){3}\w{4}$|(?:\w\w[:-]){7}\w\w$", out, re.M)
+    assert len(guids) == 6 and {_hex(g) for g in guids} == {"a088c20003e04776"}
+
+
+def test_rewrite_leaves_other_hex_alone():
+    others = (
+        "0x0000000000000088, 72, 700.05\n"  # a throttle-reason mask: 64-bit hex, no HCA OUI
+        "[V3] Vendor specific: d610e4f45c66ee118000a088c2b8a0c4\n"  # the OUI inside a longer blob
+        "CA 1719 1 0x7cfe9003009ce5b0 4x NDR\n"  # another vendor's OUI
+        "0xa088c20300e047761 x0xa088c20300e04776 a088:c203:00e0:4776:0001\n"  # longer than a GUID
+        "Capabilities: [100 v1] Device Serial Number 00-80-5e-dc-5f-09-56-18\n"
+    )
+    assert dispatch.rewrite_guids(others, 3) == others
+
+
+def test_two_nodes_get_different_guids_and_the_rest_stays_byte_for_byte():
+    from burnin.parsers.ibstat import parse_ibstat
+
+    recorded = (standins.SAMPLES_DIR / "ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt").read_bytes()
+    per_node = {}
+    for node in (1, 2):
+        out = dispatch.for_node(recorded, node)
+        assert len(out) == len(recorded)
+        changed = [(a, b) for a, b in zip(recorded.splitlines(), out.splitlines(), strict=True) if a != b]
+        assert len(changed) == 3 * 8  # node, system image and port GUID of each HCA; nothing else
+        assert all(b"GUID: 0xa088c2" in a and b"GUID: 0xa088c2" in b for a, b in changed)
+        hcas = parse_ibstat(out.decode().split("\n", 1)[1]).hcas
+        ports = [p.port_guid for h in hcas for p in h.ports]
+        assert all(h.node_guid == h.system_image_guid == h.ports[0].port_guid for h in hcas)
+        assert len(set(ports)) == 8  # the ports of one node stay distinct
+        for old, new in zip(parse_ibstat(recorded.decode().split("\n", 1)[1]).hcas, hcas, strict=True):
+            before, after = _hex(old.node_guid), _hex(new.node_guid)
+            assert after[:6] == before[:6] == "a088c2" and after[10:] == before[10:]
+            assert int(after[6:10], 16) == node
+        per_node[node] = set(ports)
+    assert not per_node[1] & per_node[2]
+    assert dispatch.for_node(recorded, None) == recorded
+
+
+@pytest.mark.parametrize("node", [-1, 0x10000])
+def test_rewrite_refuses_a_node_number_out_of_range(node):
+    with pytest.raises(ValueError, match="out of range"):
+        dispatch.rewrite_guids(RECORDED_GUID, node)
+
+
+def _identity(root: Path, data: object) -> None:
+    path = root / dispatch.IDENTITY_SUBPATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+
+
+def test_node_number_comes_from_the_identity_file(tmp_path):
+    assert dispatch.node_number(tmp_path) is None  # a bare root: recordings unchanged
+    _identity(tmp_path, {"name": "node03", "serial": "LAB1"})
+    assert dispatch.node_number(tmp_path) is None  # an identity without an index
+    _identity(tmp_path, {"name": "node03", "index": 2})
+    assert dispatch.node_number(tmp_path) == 3
+    for bad in ({"index": "2"}, {"index": True}, {"index": -1}, "not json"):
+        _identity(tmp_path, bad)
+        with pytest.raises(dispatch.StandinError):
+            dispatch.node_number(tmp_path)
+
+
+def _tar_text(root: Path, suffix: str) -> str:
+    with tarfile.open(root / sysfs.SYSFS_TAR_SUBPATH) as tar:
+        member = tar.extractfile(next(m for m in tar if m.name.endswith(suffix)))
+        assert member is not None
+        return member.read().decode().strip()
+
+
+def test_installed_node_shows_its_own_guids_in_every_tool_and_the_tree(tmp_path):
+    if not SYSTEM_PYTHON.exists():
+        unavailable("needs /usr/bin/python3 (the python a lab node has)")
+    from burnin.parsers.ibstat import parse_ibstat
+
+    seen = {}
+    for index in (0, 1):
+        root = tmp_path / f"node{index + 1:02d}"
+        _identity(root, {"name": root.name, "index": index})
+        standins.install_standins(root, [])
+        front = run_tool(root, "ibstat")  # bash front: the output rendered at install
+        (root / "etc/bringup-lab/faults.json").write_text('{"faults": []}')  # not what the front has
+        python = run_tool(root, "ibstat")  # now dispatch.py answers
+        assert front.returncode == python.returncode == 0 and front.stdout == python.stdout
+        assert front.stdout != _sample_body("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+        ports = {h.name: h.ports[0].port_guid for h in parse_ibstat(front.stdout).hcas}
+        for hca, guid in ports.items():
+            tree = f"/infiniband/{hca}"
+            assert _hex(_tar_text(root, f"{tree}/node_guid")) == _hex(guid)
+            assert _hex(_tar_text(root, f"{tree}/sys_image_guid")) == _hex(guid)
+            assert _tar_text(root, f"{tree}/ports/1/gids/0") == "fe80:0000:0000:0000:" + _tar_text(
+                root, f"{tree}/node_guid"
+            )
+        seen[index] = set(ports.values())
+    assert len(seen[0]) == len(seen[1]) == 8 and not seen[0] & seen[1]

@@ -118,9 +118,14 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
     Idempotent: re-running replaces everything it wrote, so a node's faults can be changed
     between runs (the sysfs tree of a running node changes at its next start). Tool entries
     are relative symlinks, valid both inside the node's chroot and from the host.
+
+    The node's identity file (etc/bringup-lab/identity.json with its `index`) must be in the
+    root before this runs: the outputs rendered here and the sysfs tree carry the node's own
+    InfiniBand GUIDs (dispatch.rewrite_guids); without the file the recordings stay as they are.
     """
     check_faults(faults)
     root = Path(root)
+    node = dispatch.node_number(root)  # IB GUIDs renumbered for the node (read before install)
     lib = root / LIB_DIR
     if lib.exists():
         shutil.rmtree(lib)
@@ -151,7 +156,7 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
         entries = catalog()["tools"][tool]
         for index in front.ordered_eligible(entries, faults):
             if entries[index].get("output") is not None:
-                data = dispatch.render(entries[index], str(SAMPLES_DIR))
+                data = dispatch.for_node(dispatch.render(entries[index], str(SAMPLES_DIR)), node)
                 (lib / "resolved" / f"{tool}.{index}").write_bytes(data)
         script = bin_dir / tool
         if script.is_symlink() or script.exists():

@@ -16,6 +16,10 @@ fake sysfs tree (sysfs.py; GPU links speed up under load), restoring the old con
 ends, also on SIGTERM, SIGINT or SIGHUP. A `render` hook may adapt the recording to the
 arguments (the stress JSON's duration and iteration counts).
 
+Every node replays the same recordings, but no real fabric has two HCAs with one GUID: the
+InfiniBand GUIDs in what a tool prints are renumbered for the node (`rewrite_guids`, the node's
+number from its identity file), the same way in the fake sysfs tree (sysfs.py).
+
 The same module is imported by the lab package (bringup.lab.standins) so that the selection
 rule used to validate fault specs is the one the nodes run.
 """
@@ -33,6 +37,7 @@ CATALOG_NAME = "catalog.json"
 LIB_SUBDIR = os.path.join("usr", "local", "lib", "bringup-standins")
 FAULTS_SUBPATH = os.path.join("etc", "bringup-lab", "faults.json")
 SYSFS_SUBPATH = os.path.join("etc", "bringup-lab", "sysfs")  # the fake tree (sysfs.py)
+IDENTITY_SUBPATH = os.path.join("etc", "bringup-lab", "identity.json")  # written by lab/rack.py
 EXIT_NO_RECORDING = 2  # like a usage error of the real tool
 EXIT_BROKEN_SETUP = 3  # catalog, faults file or fake sysfs tree missing/invalid
 
@@ -88,6 +93,85 @@ def render(entry, samples_dir):
             chunk += b"\n"
         out.append(chunk + after_each)
     return b"".join(out)
+
+
+# ---- the node's own InfiniBand identity ---------------------------------------------------------
+# A GUID is 8 bytes: the vendor's OUI (3 bytes), then bytes the vendor numbers its ports with.
+# Lab rule: keep the OUI and the recording's low 3 bytes (distinct for the HCAs of one node), and
+# put the node's number (16 bits) in bytes 3-4: on node03, 0xa088c20300e04776 -> 0xa088c20003e04776.
+# Only GUIDs with the OUI of the recorded HCAs are touched, so other 64-bit hex (throttle-reason
+# masks, VPD blobs) stays as recorded.
+HCA_OUIS = ("a088c2",)  # NVIDIA/Mellanox: the ConnectX-7s of the ibstat recordings
+MAX_NODE_NUMBER = 0xFFFF
+_HEX = "[0-9a-f]"
+_EDGE = "[0-9a-z_]"  # a GUID is not part of a longer word or number
+
+
+def _guid_regex(ouis):
+    forms = []
+    for oui in ouis:
+        a, b, c = oui[0:2], oui[2:4], oui[4:6]
+        # 0xa088c20300e04776: ibstat, ibnetdiscover, iblinkinfo
+        forms.append(rf"0x{a}{b}{c}{_HEX}{{10}}(?!{_EDGE})")
+        # a088:c203:00e0:4776: sysfs node_guid, ibv_devinfo; also the last half of a GID
+        # (fe80:0000:0000:0000:a088:c203:00e0:4776), so a ':' may come before it
+        forms.append(rf"{a}{b}:{c}{_HEX}{{2}}(?::{_HEX}{{4}}){{2}}(?!{_EDGE}|:{_HEX})")
+        # a0:88:c2:03:00:e0:47:76 or with '-': lspci's Device Serial Number, an IPoIB address's tail
+        for sep in ":-":
+            forms.append(rf"{a}{sep}{b}{sep}{c}(?:{sep}{_HEX}{{2}}){{5}}(?!{_EDGE}|[:-]{_HEX})")
+    return re.compile(rf"(?<!{_EDGE})(?:{'|'.join(forms)})", re.IGNORECASE)
+
+
+_GUID_RE = _guid_regex(HCA_OUIS)
+
+
+def node_guid(guid, node):
+    """One GUID as it reads on lab node number `node`, in the same notation and letter case."""
+    prefix = guid[:2] if guid[:2] in ("0x", "0X") else ""
+    body = guid[len(prefix) :]
+    digits = [ch for ch in body if ch not in ":-"]
+    number = f"{node:04x}"
+    if any(ch.isupper() for ch in body):
+        number = number.upper()
+    new = iter(digits[:6] + list(number) + digits[10:])
+    return prefix + "".join(ch if ch in ":-" else next(new) for ch in body)
+
+
+def rewrite_guids(text, node):
+    """The text with every GUID of a recorded HCA renumbered for lab node number `node`."""
+    if not 0 <= node <= MAX_NODE_NUMBER:
+        raise ValueError(f"node number {node} out of range 0..{MAX_NODE_NUMBER}")
+    return _GUID_RE.sub(lambda m: node_guid(m.group(0), node), text)
+
+
+def for_node(data, node):
+    """Output bytes for node number `node`; unchanged when the node has none (a bare root)."""
+    if node is None:
+        return data
+    # latin-1 maps bytes 1:1, so everything but the GUIDs stays byte for byte as recorded
+    return rewrite_guids(data.decode("latin-1"), node).encode("latin-1")
+
+
+def node_number(root):
+    """The node's number for its IB identity: `index` + 1 of its identity file (node01 -> 1).
+
+    None when the root has no identity file or the file no index (a root not made by the lab's
+    rack, e.g. a test's): its tools print the recordings unchanged.
+    """
+    path = os.path.join(root, IDENTITY_SUBPATH)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StandinError(f"cannot read {path}: {exc}") from exc
+    index = data.get("index") if isinstance(data, dict) else None
+    if index is None:
+        return None
+    if type(index) is not int or not 0 <= index < MAX_NODE_NUMBER:
+        raise StandinError(f"{path}: index must be an integer 0..{MAX_NODE_NUMBER - 1}, got {index!r}")
+    return index + 1
 
 
 def lab_root(here):
@@ -220,6 +304,7 @@ def main(argv=None):
     try:
         catalog = load_catalog(lib_dir)
         faults = load_faults(os.path.join(lab_root(lib_dir), FAULTS_SUBPATH), catalog)
+        node = node_number(lab_root(lib_dir))
         entries = catalog.get("tools", {}).get(tool)
         if entries is None:
             sys.stderr.write(f"stand-in {tool}: not a tool this lab records\n")
@@ -241,6 +326,7 @@ def main(argv=None):
             if entry.get("render"):
                 data = RENDERERS[entry["render"]](data, asked)
             hold(held, entry.get("sysfs_during", {}), os.path.join(lab_root(lib_dir), SYSFS_SUBPATH))
+        data = for_node(data, node)
     except StandinError as exc:
         sys.stderr.write(f"stand-in {tool}: {exc}\n")
         return EXIT_BROKEN_SETUP

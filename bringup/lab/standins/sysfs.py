@@ -11,8 +11,9 @@ switch (upstream port, internal bus) -> downstream ports to the GPU and its Conn
 and 4 also hold an NVMe drive; the four NVSwitches sit behind a switch of their own. GPU BDFs and
 order are those of the recorded ``nvidia-smi -q`` (samples/nvidia_smi_q_8xh100_535_183.txt), NICs
 sit on the next bus (mlx5_0..7 in rail order), and the InfiniBand values match the derived ibstat
-sample. Idle state: GPU links at 2.5 GT/s (power saving; the stress stand-in raises them), NICs
-32 GT/s x16, NVMe 16 GT/s x4 behind benignly slower switch ports, every AER counter 0.
+sample, GUIDs renumbered for the node as the stand-in tools do (dispatch.rewrite_guids). Idle
+state: GPU links at 2.5 GT/s (power saving; the stress stand-in raises them), NICs 32 GT/s x16,
+NVMe 16 GT/s x4 behind benignly slower switch ports, every AER counter 0.
 
 Faults change files through the catalog's ``sysfs`` section ({fault: {BDF: {file: value}}}), so
 this module knows no fault by name. File formats are the kernel's (drivers/pci/pci-sysfs.c,
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from bringup.lab.standins.dispatch import SYSFS_SUBPATH, sysfs_attr_path
+from bringup.lab.standins.dispatch import SYSFS_SUBPATH, node_number, rewrite_guids, sysfs_attr_path
 
 SYSFS_TAR_SUBPATH = SYSFS_SUBPATH + ".tar"  # what install writes; the node unpacks it at SYSFS_SUBPATH
 
@@ -104,12 +105,16 @@ def _bdf(bus: int, dev: int = 0, fn: int = 0) -> str:
 
 
 def _ib_files(name: str, guid: str) -> dict[str, str | None]:
+    # drivers/infiniband/core/sysfs.c: GUIDs as four groups of 4 hex digits; GID 0 of a port is the
+    # link-local subnet prefix + the port GUID (on a ConnectX, port 1's GUID is the node GUID).
     node_guid = ":".join(guid[i : i + 4] for i in range(0, 16, 4))
     port = f"infiniband/{name}/ports/1"
     return {
         f"infiniband/{name}/fw_ver": IB_FIRMWARE,
         f"infiniband/{name}/hca_type": "MT4129",
         f"infiniband/{name}/node_guid": node_guid,
+        f"infiniband/{name}/sys_image_guid": node_guid,
+        f"{port}/gids/0": "fe80:0000:0000:0000:" + node_guid,
         f"{port}/state": "4: ACTIVE",
         f"{port}/phys_state": "5: LinkUp",
         f"{port}/rate": "400 Gb/sec (4X NDR)",
@@ -227,11 +232,14 @@ class Entry:
     data: str = ""
 
 
-def tree_entries(faults: Sequence[str] = (), overrides: Overrides | None = None) -> list[Entry]:
+def tree_entries(
+    faults: Sequence[str] = (), overrides: Overrides | None = None, node: int | None = None
+) -> list[Entry]:
     """The whole tree for a node with these faults, parents before children (pure).
 
     ``overrides`` is the catalog's ``sysfs`` section: for each active fault, BDF -> file -> new
-    content. Values get the kernel's trailing newline.
+    content. Values get the kernel's trailing newline. ``node`` is the node's number: the HCA
+    GUIDs in every file are renumbered for it (None: as recorded).
     """
     if overrides is None:
         from bringup.lab.standins import catalog  # late: the package imports this module
@@ -269,6 +277,8 @@ def tree_entries(faults: Sequence[str] = (), overrides: Overrides | None = None)
                 add_dirs(path)
             else:
                 add_dirs(path.rsplit("/", 1)[0])
+                if node is not None:
+                    content = rewrite_guids(content, node)
                 entries[path] = Entry(path, "file", content if content.endswith("\n") else content + "\n")
         # /sys/bus/pci/devices/<bdf> -> ../../../devices/pci.../<bdf>, relative like the kernel's
         link = sysfs_attr_path(bdf).replace(os.sep, "/")
@@ -283,10 +293,11 @@ def tree_entries(faults: Sequence[str] = (), overrides: Overrides | None = None)
 def build_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None) -> Path:
     """(Re)build the tree as plain files under ``root``/etc/bringup-lab/sysfs; returns its path.
 
-    What a node's init unpacks from `fake_sysfs_tar` (tests and tools read it without a node).
+    What a node's init unpacks from `fake_sysfs_tar` (tests and tools read it without a node),
+    for the node the root's identity file names (dispatch.node_number).
     Files are 0644 (the kernel's are mostly 0444) so the stress stand-in can change link speeds.
     """
-    entries = tree_entries(faults, overrides)
+    entries = tree_entries(faults, overrides, node_number(root))
     tree = Path(root) / SYSFS_SUBPATH
     if tree.exists():
         shutil.rmtree(tree)
@@ -303,28 +314,30 @@ def build_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Override
     return tree
 
 
-def fake_sysfs_tar(faults: Sequence[str] = (), overrides: Overrides | None = None) -> bytes:
+def fake_sysfs_tar(
+    faults: Sequence[str] = (), overrides: Overrides | None = None, node: int | None = None
+) -> bytes:
     """The tree as an uncompressed tar (root-owned, 0644/0755), built in memory.
 
     A node's init unpacks it into a tmpfs (nodes.NODE_INIT): a thousand small files are written
     in milliseconds there, against most of a second on the node's overlay disk.
     """
-    if overrides is None:  # the catalog's faults: nodes with the same faults share one build
-        return _catalog_tar(tuple(faults))
-    return _tar(faults, overrides)
+    if overrides is None:  # the catalog's faults: a rebuilt node reuses its build
+        return _catalog_tar(tuple(faults), node)
+    return _tar(faults, overrides, node)
 
 
 @lru_cache(maxsize=64)
-def _catalog_tar(faults: tuple[str, ...]) -> bytes:
+def _catalog_tar(faults: tuple[str, ...], node: int | None) -> bytes:
     from bringup.lab.standins import catalog  # late: the package imports this module
 
-    return _tar(faults, catalog().get("sysfs", {}))
+    return _tar(faults, catalog().get("sysfs", {}), node)
 
 
-def _tar(faults: Sequence[str], overrides: Overrides) -> bytes:
+def _tar(faults: Sequence[str], overrides: Overrides, node: int | None) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for entry in tree_entries(faults, overrides):
+        for entry in tree_entries(faults, overrides, node):
             info = tarfile.TarInfo(entry.path)
             info.uid = info.gid = 0
             info.mtime = 0
@@ -342,10 +355,13 @@ def _tar(faults: Sequence[str], overrides: Overrides) -> bytes:
 
 
 def install_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None) -> Path:
-    """Write the node's tree as etc/bringup-lab/sysfs.tar under ``root``; returns its path."""
+    """Write the node's tree as etc/bringup-lab/sysfs.tar under ``root``; returns its path.
+
+    The GUIDs are those of the node the root's identity file names (dispatch.node_number).
+    """
     path = Path(root) / SYSFS_TAR_SUBPATH
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(fake_sysfs_tar(faults, overrides))
+    tmp.write_bytes(fake_sysfs_tar(faults, overrides, node_number(root)))
     tmp.replace(path)
     return path
