@@ -465,3 +465,13 @@ def test_an_op_whose_answer_is_lost_is_not_sent_twice(maas, bmcs, inv):
     assert out["SN-gpu001"].ok, out["SN-gpu001"].reason
     assert len(maas.ops("deploy")) == 1  # the status showed Deploying: no second deploy
     assert any("did not answer deploy" in line for _, line in lines)
+
+
+def test_a_lost_answer_that_landed_counts_as_sent_when_the_op_then_fails(maas, bmcs, inv):
+    # commission reached MAAS (the machine moved on) and then failed: that is the node's
+    # failure, not a reason to commission a second time
+    maas.lose_answer.add("commission")
+    maas.fail_commissioning[MACS[0]] = "Commissioning failed: 60-maas-01-nvme-smart exited 1"
+    out, _ = run(MaasBackend(rack_vars(maas), inv), [target("gpu001", MACS[0], bmcs[0])])
+    assert not out["SN-gpu001"].ok and "nvme-smart" in out["SN-gpu001"].reason
+    assert len(maas.ops("commission")) == 1

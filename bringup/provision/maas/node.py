@@ -132,6 +132,8 @@ class _MachineRun:
                 self.actions.remove(step)
                 self.say(f"MAAS did not answer {step} ({exc}); reading the machine again")
                 self.machine = client.machine(self.system_id or "")
+                if int(self.machine["status"]) != status:  # it landed: what follows is its outcome
+                    self.actions.append(step)
             phase_deadline = None
 
     def _phase_timeout(self, phase: str) -> float:
