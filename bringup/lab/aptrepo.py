@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from bringup.lab.network import LabError, run_cmd
+from bringup.procs import cmdline_has, stop_pid
 
 if TYPE_CHECKING:
     from bringup.lab.rack import LabNode, LabState
@@ -298,14 +299,6 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def _is_our_server(pid: int, repo_state: Path) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"bringup.lab.aptrepo" in argv and str(repo_state).encode() in argv
-
-
 # -- the lab service ----------------------------------------------------------------------------
 
 
@@ -357,22 +350,8 @@ class AptRepoService:
         base = Path(state_dir) / SUBDIR
         pid = _read_int(base / "server.pid")
         removed = []
-        if pid is not None and _is_our_server(pid, base):
-            try:
-                os.kill(pid, signal.SIGTERM)
-                for _ in range(250):
-                    try:  # our own child (lab up in this process) must be reaped
-                        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                            break
-                    except ChildProcessError:
-                        pass
-                    if not Path(f"/proc/{pid}").exists():
-                        break
-                    time.sleep(0.02)
-                else:
-                    os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if pid is not None and cmdline_has(pid, "bringup.lab.aptrepo", str(base)):
+            stop_pid(pid)
             removed.append("apt repository server")
         (base / "server.pid").unlink(missing_ok=True)
         (base / "port").unlink(missing_ok=True)

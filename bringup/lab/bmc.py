@@ -17,14 +17,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 import uuid as uuidlib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,6 +30,7 @@ import bcrypt
 
 import bringup
 from bringup.credentials import write_secret_file
+from bringup.procs import cmdline_has, read_pid, stop_child, stop_pid
 
 SERVER_MODULE = "bringup.lab.bmc_server"
 # bcrypt cost for the lab htpasswd: sushy re-checks the hash on EVERY request, and cost 12
@@ -215,7 +214,7 @@ class BmcEmulator:
                     f"BMC emulator not answering after {timeout:.0f}s on {what}\n{self._log_tail()}"
                 )
             if not bound:
-                bound = _read_pid(self._ready_path) == self._proc.pid
+                bound = read_pid(self._ready_path) == self._proc.pid
                 if not bound:
                     time.sleep(0.05)
                     continue
@@ -239,7 +238,7 @@ class BmcEmulator:
         """Stop the server (idempotent)."""
         if self._proc is not None:
             if self._proc.poll() is None:
-                _terminate(self._proc.pid, wait=lambda t: _wait_child(self._proc, t))
+                stop_child(self._proc)
             self._proc = None
             self.pid_path.unlink(missing_ok=True)
             self._ready_path.unlink(missing_ok=True)
@@ -254,12 +253,12 @@ class BmcEmulator:
         server for this state_dir, so a recycled pid is never killed.
         """
         pid_path = Path(state_dir) / "bmc.pid"
-        pid = _read_pid(pid_path)
+        pid = read_pid(pid_path)
         if pid is None:
             return False
         killed = False
-        if _is_our_server(pid, Path(state_dir) / "bmc.json"):
-            _terminate(pid, wait=lambda t: _wait_gone(pid, t))
+        if cmdline_has(pid, SERVER_MODULE, str(Path(state_dir) / "bmc.json")):
+            stop_pid(pid)
             killed = True
         pid_path.unlink(missing_ok=True)
         (Path(state_dir) / "bmc.ready").unlink(missing_ok=True)
@@ -303,57 +302,3 @@ def _validate(systems: list[BmcSystem], port: int, username: str) -> None:
 def _htpasswd_line(username: str, password: str) -> str:
     digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=_BCRYPT_ROUNDS)).decode()
     return f"{username}:{digest}\n"
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _is_our_server(pid: int, config_path: Path) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return SERVER_MODULE.encode() in argv and str(config_path).encode() in argv
-
-
-def _terminate(pid: int, wait: Callable[[float], bool]) -> None:
-    """SIGTERM, then SIGKILL after 5 s; ``wait(timeout)`` says whether it has gone."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        if wait(grace):
-            return
-
-
-def _wait_child(proc: subprocess.Popen[bytes] | None, timeout: float) -> bool:
-    if proc is None:
-        return True
-    try:
-        proc.wait(timeout)
-        return True
-    except subprocess.TimeoutExpired:
-        return False
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:  # reap it if it happens to be our child (started by this process, object lost)
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:
-            pass
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return True
-        if state in ("Z", "X"):  # zombie of someone else: already dead
-            return True
-        time.sleep(0.05)
-    return False

@@ -45,6 +45,7 @@ from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError, run_cmd
 from bringup.lab.rack import BMC_PORT, BMC_USER, DEFAULT_PROFILE, default_lab_root, run_id_for
 from bringup.lab.vms import VmSpec, write_config
+from bringup.procs import cmdline_has, read_pid, stop_pid
 
 STATE_FILE = "pxe-lab.json"
 HTTP_PORT = 8080  # inside the server namespace: no other run can hold it
@@ -416,28 +417,12 @@ def _free_port(address: str) -> int:
 
 
 def _stop_pidfile(pid_file: Path, module: str) -> bool:
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
+    """Stop the daemon in ``pid_file`` if it is still ``module``'s; the pid file goes either way."""
+    pid = read_pid(pid_file)
+    if pid is None:
         return False
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        pid_file.unlink(missing_ok=True)
-        return False
-    if module.encode() not in argv:
-        pid_file.unlink(missing_ok=True)
-        return False
-    os.kill(pid, 15)
-    deadline = time.monotonic() + 15  # it stops its VMs first
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                break
-        except ChildProcessError:
-            pass
-        time.sleep(0.05)
-    if Path(f"/proc/{pid}").exists():
-        os.kill(pid, 9)
+    ours = cmdline_has(pid, module)
+    if ours:
+        stop_pid(pid, grace_s=15)  # it stops its VMs first
     pid_file.unlink(missing_ok=True)
-    return True
+    return ours

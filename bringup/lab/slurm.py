@@ -24,7 +24,6 @@ import os
 import pwd
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bringup.lab.network import RUN_DIR, LabError
+from bringup.procs import read_pid, stop_pid
 from bringup.remote import SshTarget, fan_out
 
 if TYPE_CHECKING:
@@ -339,20 +339,14 @@ def _check_port_free(address: str, port: int) -> None:
 
 def _kill_pidfile(pidfile: Path, expect: str, wait_s: float = 5.0) -> bool:
     """SIGTERM the pid in ``pidfile`` if it is still ``expect``, then SIGKILL after ``wait_s``."""
-    try:
-        pid = int(pidfile.read_text().strip())
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    except (OSError, ValueError):
+    pid = read_pid(pidfile)
+    if pid is None:
         return False
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return False  # already gone
     if not comm.startswith(expect[:15]):
         return False  # the pid was reused by something else
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if not Path(f"/proc/{pid}").exists():
-            return True
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+    stop_pid(pid, grace_s=wait_s)
     return True

@@ -36,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bringup.procs import stop_child
+
 OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
 OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
 FAULTS = ("hang", "unplugged")
@@ -174,13 +176,8 @@ class VmRunner:
 
     def stop(self, name: str) -> None:
         proc = self._procs.pop(name, None)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        if proc is not None:
+            stop_child(proc, grace_s=10)
         vm = self.vms[name]
         # QEMU's exit may already have removed the tap, or it never existed.
         with contextlib.suppress(subprocess.CalledProcessError):

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bringup.procs import stop_child
+
 # Debian's `ipxe` package.
 IPXE_FILES = {
     "undionly.kpxe": Path("/usr/lib/ipxe/undionly.kpxe"),
@@ -265,13 +267,7 @@ class Dnsmasq:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_child(proc)
         if proc.stderr:
             proc.stderr.close()
         self.cfg.pid_file.unlink(missing_ok=True)
