@@ -55,11 +55,7 @@ class IbPorts(Check):
                 f"{port.physical_state}, Rate: {port.rate}, GUID {port.port_guid}"
             )
             if port.state != "Active" or port.physical_state != "LinkUp":
-                action = (
-                    Action.REPLACE_CABLE
-                    if port.physical_state in ("Polling", "Disabled", None)
-                    else Action.RESEAT
-                )
+                action = link_down_action(port.physical_state)
                 findings.append(
                     critical(
                         f"{subject} is {port.state}/{port.physical_state} (want Active/LinkUp)",
@@ -101,3 +97,9 @@ class IbPorts(Check):
         }
         incomplete = "; ".join(report.problems) if report.problems else ""
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+
+
+def link_down_action(physical_state: str | None) -> Action:
+    """What to do about an IB port whose link is not up: no link partner seen at all (Polling,
+    Disabled, or no state) is the cable or the far end; a link that trained wrong, a reseat."""
+    return Action.REPLACE_CABLE if physical_state in ("Polling", "Disabled", None) else Action.RESEAT

@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from burnin.checks.ib import link_down_action
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import ERROR_COUNTERS, is_saturated
 from burnin.parsers.perftest import GBITS, classify_problem, parse_perftest, parse_perftest_json
@@ -452,11 +453,7 @@ def judge_node(
         port_findings: list[Finding] = []
         subject = f"{port.hca} port {port.port}"
         if not port.active:
-            action = (
-                Action.REPLACE_CABLE
-                if port.physical_state in ("Polling", "Disabled", None)
-                else Action.RESEAT
-            )
+            action = link_down_action(port.physical_state)
             port_findings.append(
                 critical(
                     f"{port.describe()} is {port.state}/{port.physical_state}: it could not be loaded",
