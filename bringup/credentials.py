@@ -17,6 +17,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from bringup.errors import UserError
+
 HOW_TO_REFERENCE = (
     "reference the secret instead of writing it: 'env:VARIABLE', 'file:/path/to/secret' (mode 0600), "
     "or an Ansible Vault value (ansible-vault encrypt_string)"
@@ -26,7 +28,7 @@ HOW_TO_REFERENCE = (
 SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|api_?key)$", re.IGNORECASE)
 
 
-class CredentialError(ValueError):
+class CredentialError(UserError, ValueError):
     """A reference that cannot be used; the message never contains the secret."""
 
 

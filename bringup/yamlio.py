@@ -8,9 +8,10 @@ from typing import Any
 import yaml
 
 from bringup.credentials import VaultText
+from bringup.errors import UserError
 
 
-class YamlError(ValueError):
+class YamlError(UserError, ValueError):
     """Malformed YAML; the message names the file and the line."""
 
 

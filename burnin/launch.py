@@ -32,11 +32,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bringup.errors import UserError
+
 LAUNCHERS = ("mpirun", "srun")
 KILL_GRACE_S = 8.0  # srun waits up to KillWait (+ a little) for its step after SIGTERM
 
 
-class LaunchError(ValueError):
+class LaunchError(UserError, ValueError):
     """The launcher settings are wrong (unknown launcher, a bad value): nothing was started."""
 
 

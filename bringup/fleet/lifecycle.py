@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from bringup.errors import UserError
+
 
 class State(str, Enum):
     ENROLLED = "enrolled"
@@ -52,7 +54,7 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
 }
 
 
-class IllegalTransition(ValueError):
+class IllegalTransition(UserError, ValueError):
     """A transition the lifecycle does not allow; the message names node, state and move."""
 
     def __init__(self, node: str, current: State, target: State):
@@ -85,3 +87,71 @@ def check_transition(node: str, current: State, target: State) -> None:
     """Raise IllegalTransition unless ``current -> target`` is a legal move."""
     if not is_allowed(current, target):
         raise IllegalTransition(node, current, target)
+
+
+# -- the gate: which states each step may start from (DESIGN.md, idea 8) ------------------------
+
+
+class Step(str, Enum):
+    """A command that works on nodes; the gate below says which nodes it may touch."""
+
+    DISCOVER = "discover"
+    PROVISION = "provision"
+    CONFIGURE = "configure"
+    BURNIN = "burnin"
+    POWER = "power"
+    BOOT = "boot"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_LIVE = frozenset(State) - {S.RETIRED}
+
+# The states a step starts from on its own. Provisioning resumes nodes an earlier run left in
+# ``provisioning``; burn-in resumes nodes left in ``burnin``.
+STARTS_FROM: dict[Step, frozenset[State]] = {
+    Step.DISCOVER: _LIVE,  # reading a BMC changes nothing on the node
+    Step.PROVISION: frozenset({S.DISCOVERED, S.PROVISIONING, S.REPAIR}),
+    Step.CONFIGURE: frozenset({S.PROVISIONED, S.CONFIGURED, S.REPAIR}),
+    Step.BURNIN: frozenset({S.CONFIGURED, S.BURNIN, S.REPAIR}),
+    Step.POWER: _LIVE - {S.GOLDEN},
+    Step.BOOT: _LIVE - {S.GOLDEN},
+}
+
+# The states a step may also start from with --force: a golden node is in service, and
+# re-imaging a provisioned or configured node throws its work away.
+FORCE_ALSO: dict[Step, frozenset[State]] = {
+    Step.DISCOVER: frozenset(),
+    Step.PROVISION: frozenset({S.PROVISIONED, S.CONFIGURED, S.GOLDEN}),
+    Step.CONFIGURE: frozenset({S.GOLDEN}),
+    Step.BURNIN: frozenset({S.GOLDEN}),
+    Step.POWER: frozenset({S.GOLDEN}),
+    Step.BOOT: frozenset({S.GOLDEN}),
+}
+
+# What to do about a node the gate refuses, by its state.
+_HINTS: dict[State, str] = {
+    S.ENROLLED: "not discovered yet: run `bringup discover` first",
+    S.DISCOVERED: "not provisioned yet: run `bringup provision` first",
+    S.PROVISIONING: "still provisioning: let `bringup provision` finish it",
+    S.BURNIN: "in burn-in: let it finish (or fail) first",
+    S.FAILED: "failed: fix it, then `bringup nodes mark-repaired NODE`",
+    S.RETIRED: "retired: it has left the fleet",
+}
+
+
+def may_start(step: Step, state: State, force: bool = False) -> bool:
+    return state in STARTS_FROM[step] or (force and state in FORCE_ALSO[step])
+
+
+def gate_refusal(step: Step, state: State, force: bool = False) -> str | None:
+    """Why ``step`` may not start on a node in ``state`` (None: it may), with what to do instead."""
+    if may_start(step, state, force):
+        return None
+    if state in FORCE_ALSO[step]:
+        what = "golden (in service)" if state is S.GOLDEN else f"already {state.value}"
+        return f"{what}: pass --force to {step.value} it anyway"
+    hint = _HINTS.get(state)
+    allowed = ", ".join(sorted(s.value for s in STARTS_FROM[step]))
+    return f"{state.value}: {hint}" if hint else f"{state.value}: {step.value} starts from {allowed}"

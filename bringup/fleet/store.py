@@ -22,13 +22,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from bringup.errors import UserError
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import SCHEMA_VERSION, Base, CheckResult, Event, Meta, Node, Run, utcnow
 
 VERDICTS = ("PASS", "WARN", "FAIL", "UNKNOWN")
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The store cannot be opened or used (bad URL, newer schema, unknown node)."""
 
 

@@ -30,6 +30,7 @@ import bcrypt
 
 import bringup
 from bringup.credentials import write_secret_file
+from bringup.errors import UserError
 from bringup.procs import cmdline_has, read_pid, stop_child, stop_pid
 
 SERVER_MODULE = "bringup.lab.bmc_server"
@@ -102,7 +103,7 @@ def bmc_url(address: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-class BmcError(RuntimeError):
+class BmcError(UserError, RuntimeError):
     """The emulator could not be started (the message carries the log tail)."""
 
 

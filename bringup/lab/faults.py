@@ -21,12 +21,13 @@ from types import MappingProxyType
 
 import yaml
 
+from bringup.errors import UserError
 from bringup.lab.standins import fault_conflicts, known_faults
 
 _TOP_KEYS = frozenset({"nodes"})
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(UserError, ValueError):
     """An invalid fault spec; the message names the file, and the node and fault/field if known."""
 
     def __init__(self, source: str, message: str, node: str | None = None, field: str | None = None):

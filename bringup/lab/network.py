@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bringup.errors import UserError
 from bringup.lab.naming import LabNames
 
 RUN_DIR = Path("/run/bringup-lab")
@@ -28,7 +29,7 @@ POOL = ipaddress.IPv4Network(os.environ.get("BRINGUP_LAB_POOL", "10.213.0.0/16")
 FIRST_HOST = 11  # node_ip(0) / bmc_ip(0) is .11: .1-.10 stay free for lab services
 
 
-class LabError(RuntimeError):
+class LabError(UserError, RuntimeError):
     """A lab operation failed; the message carries the command's stderr."""
 
 

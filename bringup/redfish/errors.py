@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bringup.errors import UserError
 
-class RedfishError(Exception):
+
+class RedfishError(UserError):
     """Base class: one BMC could not do what was asked."""
 
     kind = "error"

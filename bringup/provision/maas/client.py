@@ -14,6 +14,7 @@ from urllib.parse import quote
 import requests
 
 from bringup.credentials import CredentialError
+from bringup.errors import UserError
 
 # -- API key and OAuth 1.0 PLAINTEXT signing ------------------------------------------------
 
@@ -65,7 +66,7 @@ def api_base(maas_url: str) -> str:
 # -- the HTTP client ---------------------------------------------------------------------------
 
 
-class MaasError(RuntimeError):
+class MaasError(UserError, RuntimeError):
     """A MAAS call that did not succeed. ``status`` is the HTTP status, None if none came back."""
 
     def __init__(self, message: str, status: int | None = None, op: str | None = None):

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bringup.errors import UserError
 from bringup.procs import stop_child
 
 # Debian's `ipxe` package.
@@ -38,7 +39,7 @@ MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
-class DnsmasqError(RuntimeError):
+class DnsmasqError(UserError, RuntimeError):
     """dnsmasq could not be configured or started (the message carries its own words)."""
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bringup.errors import UserError
 from bringup.lab.network import flocked
 
 KERNEL_FLAVOUR = "cloud-amd64"
@@ -52,7 +53,7 @@ exit 0
 """
 
 
-class RamdiskError(RuntimeError):
+class RamdiskError(UserError, RuntimeError):
     """The ramdisk could not be built (the message says which step and why)."""
 
 
