@@ -4,7 +4,7 @@
 Usage: .venv/bin/python benchmarks/discover.py [--latency 0.2] [--counts 1,64,256]
        [--fixture dell-idrac9] [--concurrency N] [--repeat 1]
 
-The fake BMCs (tests/redfish_server.py, vendor-shaped trees, basic auth, real HTTP) run in a
+The fake BMCs (tests/doubles/redfish_server.py, vendor-shaped trees, basic auth, real HTTP) run in a
 process of their own, one loopback port each, so the client's threads do not share a GIL
 with them. Each BMC is discovered in full (service root, credentials check, system,
 manager, chassis, NICs, firmware inventory, event log) by the same code `bringup discover`
@@ -36,7 +36,7 @@ PASSWORD = "bench-pw"
 
 def start_bmcs(fixture: str, count: int, latency: float) -> tuple[subprocess.Popen[str], list[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.redfish_server", "--fixture", fixture, "--count", str(count)]
+        [sys.executable, "-m", "tests.doubles.redfish_server", "--fixture", fixture, "--count", str(count)]
         + ["--latency", str(latency), "--password", PASSWORD],
         cwd=REPO,
         stdin=subprocess.PIPE,

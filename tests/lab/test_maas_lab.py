@@ -15,7 +15,7 @@ import requests
 from bringup.credentials import write_secret_file
 from bringup.provision.backend import ProvisionTarget
 from bringup.provision.maas import MaasBackend
-from tests.maas_double import DEPLOYED, FAILED_COMMISSIONING, MaasDouble
+from tests.doubles.maas import DEPLOYED, FAILED_COMMISSIONING, MaasDouble
 
 pytestmark = pytest.mark.lab
 

@@ -1,6 +1,6 @@
 """bringup_pool_disks: pick the drives of the scratch ZFS pool from Ansible's device facts.
 
-A pure function (tests/unit/test_configure_storage.py runs it on device facts): a drive is used
+A pure function (tests/unit/playbooks/test_storage_role.py runs it on device facts): a drive is used
 only if its name and model match the rule, its serial is not excluded, and nothing is on it
 (no partitions, no holders such as LVM or md, no mounted filesystem). The OS drive always has a
 partition or a mount, so it can never be chosen, whatever the rule says.

@@ -1,0 +1,518 @@
+"""Vendor-shaped fake BMCs over real HTTP, for tests and benchmarks/discover.py.
+
+One asyncio loop (in a thread, or a process of its own for benchmarks) serves any number of
+fake BMCs, each on its own loopback port, each with its own resource tree loaded from
+``tests/fixtures/redfish/<name>.json``. The client under test speaks real HTTP/1.1 with basic
+auth to it; nothing in the client is mocked.
+
+What a fake BMC does: GET from its tree (``$expand`` of collection members when the fixture's
+service root advertises it), basic auth on everything but the service root, PATCH merged into
+the tree, the actions bringup uses (ComputerSystem.Reset with an optional delay before the
+new state shows, VirtualMedia Insert/Eject, Dell LC status and DeleteJobQueue), settings
+objects applied at the next reset, and hooks a test can set: queued error statuses, hanging
+paths, a per-request latency, forced PATCH/POST errors. Every request is logged.
+
+Fixture files are ``{path: resource}`` maps; ``"_extends": "other"`` starts from another
+fixture, ``"_delete": [paths]`` removes resources, ``"_fake": {...}`` sets FakeBmc options.
+
+Run standalone (benchmarks): ``python -m tests.doubles.redfish_server --fixture dell-idrac9 --count 256
+--latency 0.2``: prints one JSON line with the URLs, serves until stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import copy
+import json
+import ssl
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.paths import FIXTURES as TESTS_FIXTURES
+
+FIXTURES = TESTS_FIXTURES / "redfish"
+PUBLIC = frozenset({"/redfish/v1", "/redfish"})
+REASONS = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    428: "Precondition Required",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Service Unavailable",
+}
+
+
+def _norm(path: str) -> str:
+    path = unquote(path.split("?", 1)[0])
+    return path.rstrip("/") or "/"
+
+
+def load_fixture(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(resources, fake options) of ``fixtures/redfish/<name>.json``, with ``_extends`` applied."""
+    raw = json.loads((FIXTURES / f"{name}.json").read_text())
+    resources: dict[str, Any] = {}
+    fake: dict[str, Any] = {}
+    if "_extends" in raw:
+        resources, fake = load_fixture(raw["_extends"])
+    for path in raw.get("_delete", []):
+        resources.pop(_norm(path), None)
+    fake.update(raw.get("_fake", {}))
+    for path, doc in raw.items():
+        if not path.startswith("_"):
+            resources[_norm(path)] = doc
+    return resources, fake
+
+
+def error_body(message: str, message_id: str = "Base.1.12.GeneralError", **extra: Any) -> dict[str, Any]:
+    return {
+        "error": {
+            "code": "Base.1.12.GeneralError",
+            "message": "A general error has occurred. See ExtendedInfo for more information.",
+            "@Message.ExtendedInfo": [
+                {"MessageId": message_id, "Message": message, "Severity": "Warning", **extra}
+            ],
+        }
+    }
+
+
+def _merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
+    for key, value in src.items():
+        if isinstance(value, dict) and isinstance(dst.get(key), dict):
+            _merge(dst[key], value)
+        else:
+            dst[key] = value
+
+
+class Request(NamedTuple):
+    method: str
+    path: str
+    body: Any
+    query: str
+
+
+class FakeBmc:
+    """One BMC's state and behaviour. Hooks are plain attributes a test may set."""
+
+    def __init__(
+        self,
+        resources: dict[str, Any],
+        *,
+        username: str = "root",
+        password: str = "calvin",
+        latency: float = 0.0,
+        power_delay: float = 0.0,
+        require_boot_mode: bool = False,
+        settings_refuse_boot: bool = False,
+        ignore_graceful: bool = False,
+        require_if_match: bool = False,
+        lc_status: dict[str, Any] | None = None,
+        **_: Any,
+    ):
+        self.resources = {_norm(k): copy.deepcopy(v) for k, v in resources.items()}
+        self.username, self.password = username, password
+        self.latency = latency
+        self.power_delay = power_delay
+        self.require_boot_mode = require_boot_mode
+        self.settings_refuse_boot = settings_refuse_boot
+        self.ignore_graceful = ignore_graceful  # an OS that ignores the ACPI power button
+        self.require_if_match = require_if_match  # PATCH without If-Match: 428
+        self.lc_status = lc_status or {
+            "LCStatus": "Ready",
+            "RTStatus": "Ready",
+            "ServerStatus": "OutOfPOST",
+            "Status": "Ready",
+            "TelemetryStatus": "Ready",
+        }
+        self.requests: list[Request] = []
+        self.queued: dict[str, list[int]] = {}  # path -> statuses to answer next (then normal)
+        self.hang: set[str] = set()  # paths that never answer
+        self.lose_answer: set[str] = set()  # paths whose request is carried out, then never answered
+        self.patch_errors: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.post_errors: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._pending_power: dict[str, tuple[str, float]] = {}
+        # Serve GETs from a cache of serialized answers (benchmarks: hundreds of BMCs on one
+        # thread). Any PATCH/POST clears it; a test that edits ``resources`` directly must not set it.
+        self.cache_gets = False
+        self._cache: dict[tuple[str, bool], bytes] = {}
+        self.port = 0
+        self.scheme = "http"
+        self.host = "127.0.0.1"
+
+    @classmethod
+    def from_fixture(cls, name: str, **overrides: Any) -> FakeBmc:
+        resources, fake = load_fixture(name)
+        return cls(resources, **{**fake, **overrides})
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    def calls(self, method: str | None = None, contains: str = "") -> list[Request]:
+        return [r for r in self.requests if (method is None or r.method == method) and contains in r.path]
+
+    # -- request handling -----------------------------------------------------------------
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        want = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+        return headers.get("authorization") == f"Basic {want}"
+
+    async def handle(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        path = _norm(target)
+        query = parse_qs(urlsplit(target).query)
+        parsed: Any = None
+        if body:
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                return 400, error_body("malformed JSON"), {}
+        self.requests.append(Request(method, path, parsed, urlsplit(target).query))
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if path in self.hang:
+            await asyncio.sleep(3600)
+        answer = self._answer(method, path, query, headers, parsed)
+        if path in self.lose_answer:
+            await asyncio.sleep(3600)
+        return answer
+
+    def _answer(
+        self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], parsed: Any
+    ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        if path not in PUBLIC and not self._authorized(headers):
+            return (
+                401,
+                error_body("Unable to authenticate: invalid credentials", "Base.1.12.InsufficientPrivilege"),
+                {},
+            )
+        if self.queued.get(path):
+            return (
+                self.queued[path].pop(0),
+                error_body("Service temporarily unavailable"),
+                {"Retry-After": "0"},
+            )
+        self._apply_power()
+        if method != "GET":
+            self._cache.clear()
+        if method == "GET":
+            return self._get(path, query)
+        if method == "PATCH":
+            return self._patch(path, parsed or {}, headers)
+        if method == "POST":
+            return self._post(path, parsed or {})
+        return 405, error_body(f"{method} not allowed"), {}
+
+    def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
+        expand = "$expand" in query
+        if self.cache_gets and (path, expand) in self._cache:
+            payload = self._cache[(path, expand)]
+            return 200, payload, {"ETag": f'W/"{zlib.crc32(payload)}"'}
+        doc = self.resources.get(path)
+        if doc is None:
+            missing = error_body(
+                f"The resource at the URI {path} was not found.", "Base.1.12.ResourceMissingAtURI"
+            )
+            return 404, missing, {}
+        features = (self.resources.get("/redfish/v1") or {}).get("ProtocolFeaturesSupported", {})
+        if expand and features.get("ExpandQuery") and isinstance(doc.get("Members"), list):
+            doc = {**doc, "Members": [self.resources.get(_norm(m["@odata.id"]), m) for m in doc["Members"]]}
+        payload = json.dumps(doc).encode()
+        if self.cache_gets:
+            self._cache[(path, expand)] = payload
+        return 200, payload, {"ETag": f'W/"{zlib.crc32(payload)}"'}
+
+    def _patch(
+        self, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        if path in self.patch_errors:
+            status, err = self.patch_errors[path]
+            return status, err, {}
+        doc = self.resources.get(path)
+        if doc is None:
+            return 405, error_body(f"PATCH not allowed on {path}"), {}
+        if self.require_if_match and "if-match" not in headers:
+            return 428, error_body("If-Match header required", "Base.1.12.PreconditionRequired"), {}
+        boot = body.get("Boot") if isinstance(body.get("Boot"), dict) else None
+        if boot is not None:
+            if self.require_boot_mode and "BootSourceOverrideMode" not in boot:
+                return 400, error_body("BootSourceOverrideMode is required", "Base.1.12.PropertyMissing"), {}
+            if self.settings_refuse_boot and path.endswith("/Settings"):
+                return (
+                    400,
+                    error_body(
+                        "The property BootSourceOverrideTarget is not in the list of valid properties for the resource.",
+                        "Base.1.12.PropertyUnknown",
+                    ),
+                    {},
+                )
+            allowed = (doc.get("Boot") or {}).get("BootSourceOverrideTarget@Redfish.AllowableValues")
+            target = boot.get("BootSourceOverrideTarget")
+            if allowed and target not in allowed:
+                return (
+                    400,
+                    error_body(f"{target} is not an allowed value", "Base.1.12.PropertyValueNotInList"),
+                    {},
+                )
+        _merge(doc, body)
+        return 200, copy.deepcopy(doc), {}
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        if path in self.post_errors:
+            status, err = self.post_errors[path]
+            return status, err, {}
+        owner, _, action = path.partition("/Actions/")
+        action = action.split("/")[-1]
+        handler: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any] | None]] | None = {
+            "ComputerSystem.Reset": self._reset,
+            "VirtualMedia.InsertMedia": self._insert,
+            "VirtualMedia.EjectMedia": self._eject,
+            "DellLCService.GetRemoteServicesAPIStatus": lambda o, b: (200, dict(self.lc_status)),
+            "DellJobService.DeleteJobQueue": self._delete_jobs,
+        }.get(action)
+        if handler is None or (
+            action.startswith(("ComputerSystem", "VirtualMedia")) and owner not in self.resources
+        ):
+            return 404, error_body(f"no action at {path}"), {}
+        status, doc = handler(owner, body)
+        return status, doc, {}
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def _reset(self, system: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        kind = body.get("ResetType")
+        allowed = ((self.resources[system].get("Actions") or {}).get("#ComputerSystem.Reset") or {}).get(
+            "ResetType@Redfish.AllowableValues"
+        )
+        if allowed and kind not in allowed:
+            return 400, error_body(f"ResetType {kind} not supported", "Base.1.12.ActionParameterNotSupported")
+        if kind in ("On", "ForceOn"):
+            target = "On"
+        elif kind in ("ForceOff", "GracefulShutdown"):
+            target = "Off"
+        elif kind in ("ForceRestart", "GracefulRestart", "PowerCycle"):
+            target = "On"
+        else:
+            return 400, error_body(f"ResetType {kind} not supported", "Base.1.12.ActionParameterNotSupported")
+        if kind == "GracefulShutdown" and self.ignore_graceful:
+            return 204, None
+        if target == "On":
+            self._apply_settings(system)
+        if self.power_delay > 0:
+            self._pending_power[system] = (target, time.monotonic() + self.power_delay)
+        else:
+            self.resources[system]["PowerState"] = target
+        return 204, None
+
+    def _apply_power(self) -> None:
+        now = time.monotonic()
+        for system, (state, when) in list(self._pending_power.items()):
+            if now >= when:
+                self.resources[system]["PowerState"] = state
+                del self._pending_power[system]
+                self._cache.clear()
+
+    def _apply_settings(self, system: str) -> None:
+        """iDRAC 10 semantics: values PATCHed to the settings object take effect at a reset."""
+        settings = ((self.resources[system].get("@Redfish.Settings") or {}).get("SettingsObject") or {}).get(
+            "@odata.id"
+        )
+        pending = self.resources.get(_norm(settings)) if settings else None
+        if pending and isinstance(pending.get("Boot"), dict):
+            _merge(self.resources[system].setdefault("Boot", {}), pending["Boot"])
+            pending["Boot"] = {}
+
+    def _insert(self, media: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        doc = self.resources[media]
+        if doc.get("Inserted"):
+            return 400, error_body("Virtual Media is already attached", "IDRAC.2.8.VRM0012")
+        if not body.get("Image"):
+            return 400, error_body("Image is required", "Base.1.12.ActionParameterMissing")
+        doc.update(Image=body["Image"], ImageName=body["Image"].rsplit("/", 1)[-1], Inserted=True)
+        doc["WriteProtected"] = body.get("WriteProtected", True)
+        doc["ConnectedVia"] = "URI"
+        return 204, None
+
+    def _eject(self, media: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        self.resources[media].update(Image=None, ImageName=None, Inserted=False, ConnectedVia="NotConnected")
+        return 204, None
+
+    def _delete_jobs(self, service: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        if body.get("JobID") not in ("JID_CLEARALL", "JID_CLEARALL_FORCE"):
+            return 400, error_body("unknown JobID")
+        for path, doc in list(self.resources.items()):
+            if path.endswith("/Jobs") and isinstance(doc.get("Members"), list):
+                for member in doc["Members"]:
+                    self.resources.pop(_norm(member["@odata.id"]), None)
+                doc["Members"], doc["Members@odata.count"] = [], 0
+        return 200, {
+            "@Message.ExtendedInfo": [
+                {"MessageId": "IDRAC.2.8.SUP020", "Message": "Successfully Completed Request"}
+            ]
+        }
+
+
+class FakeBmcServer:
+    """Serve FakeBmcs on loopback, one port each, from a background event loop thread."""
+
+    def __init__(self, bmcs: list[FakeBmc], *, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None):
+        self.bmcs, self.host, self.tls = bmcs, host, tls
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-bmcs", daemon=True)
+        self._servers: list[asyncio.base_events.Server] = []
+
+    def __enter__(self) -> FakeBmcServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
+
+    async def _start(self) -> None:
+        for bmc in self.bmcs:
+            server = await asyncio.start_server(
+                lambda r, w, bmc=bmc: self._serve(bmc, r, w), self.host, 0, ssl=self.tls, backlog=1024
+            )
+            bmc.host, bmc.port = self.host, server.sockets[0].getsockname()[1]
+            bmc.scheme = "https" if self.tls else "http"
+            self._servers.append(server)
+
+    def stop(self) -> None:
+        async def close() -> None:
+            for server in self._servers:
+                server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    async def _serve(self, bmc: FakeBmc, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                method, target, _ = line.decode("latin-1").split(" ", 2)
+                headers: dict[str, str] = {}
+                while (h := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    key, _, value = h.decode("latin-1").partition(":")
+                    headers[key.strip().lower()] = value.strip()
+                length = int(headers.get("content-length") or 0)
+                body = await reader.readexactly(length) if length else b""
+                status, doc, extra = await bmc.handle(method, target, headers, body)
+                payload = (
+                    doc if isinstance(doc, bytes) else json.dumps(doc).encode() if doc is not None else b""
+                )
+                head = [
+                    f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}",
+                    f"Content-Length: {len(payload)}",
+                ]
+                if doc is not None:
+                    head.append("Content-Type: application/json")
+                head += [f"{k}: {v}" for k, v in extra.items()]
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            writer.close()
+
+
+@contextmanager
+def serving(*bmcs: FakeBmc, tls: ssl.SSLContext | None = None) -> Iterator[tuple[FakeBmc, ...]]:
+    """Serve ``bmcs`` for the duration of a ``with`` block."""
+    with FakeBmcServer(list(bmcs), tls=tls):
+        yield bmcs
+
+
+def self_signed_tls(directory: Path, host: str = "127.0.0.1") -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for ``host`` (an IP): (certificate path, server context)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-bmc")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "bmc-cert.pem", directory / "bmc-key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    return cert_path, context
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve fake vendor-shaped BMCs (tests, benchmarks).")
+    parser.add_argument("--fixture", default="dell-idrac9")
+    parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    parser.add_argument("--password", default="calvin")
+    args = parser.parse_args(argv)
+    resources, fake = load_fixture(args.fixture)
+    bmcs = []
+    for i in range(args.count):
+        tree = copy.deepcopy(resources)
+        for doc in tree.values():  # every BMC its own serial, as in a real rack
+            if isinstance(doc, dict) and isinstance(doc.get("SerialNumber"), str) and doc["SerialNumber"]:
+                doc["SerialNumber"] = f"{doc['SerialNumber']}{i:04d}"
+        bmcs.append(FakeBmc(tree, **{**fake, "latency": args.latency, "password": args.password}))
+        bmcs[-1].cache_gets = True
+    with FakeBmcServer(bmcs):
+        print(json.dumps({"urls": [b.url for b in bmcs]}), flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

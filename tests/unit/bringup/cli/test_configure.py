@@ -1,0 +1,85 @@
+"""`bringup configure` before Ansible runs: which nodes it refuses, and why (no lab needed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from bringup.cli import main
+from bringup.credentials import write_secret_file
+from bringup.fleet.lifecycle import State
+from bringup.fleet.store import FleetStore
+from tests.paths import REPO
+
+
+def make_rack(tmp_path: Path) -> tuple[Path, Path]:
+    inv = tmp_path / "inventories"
+    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
+    write_secret_file(inv / "r09.pass", "pw\n")
+    hosts = {f"gpu{i}": {"bmc_address": f"10.0.0.{i}", "rack_unit": i} for i in (1, 2, 3)}
+    doc = {
+        "all": {
+            "vars": {
+                "profile": "h100-sxm-8x400g",
+                "bmc_vendor": "dell",
+                "bmc_username": "root",
+                "bmc_password": "file:r09.pass",
+            },
+            "children": {"r09": {"hosts": hosts}},
+        }
+    }
+    (inv / "r09.yml").write_text(yaml.safe_dump(doc))
+    return inv, tmp_path / "fleet.db"
+
+
+def run(inv: Path, db: Path, *args: str):
+    return CliRunner().invoke(main, ["--db", str(db), "--inventory-dir", str(inv), "configure", *args])
+
+
+def test_refuses_when_no_node_may_be_configured(tmp_path):
+    inv, db = make_rack(tmp_path)
+    store = FleetStore.open(str(db))
+    store.enroll("gpu1", "r09", "h100-sxm-8x400g", rack_unit=1)
+    store.enroll("gpu2", "r09", "h100-sxm-8x400g", rack_unit=2)
+    for state in (
+        State.DISCOVERED,
+        State.PROVISIONING,
+        State.PROVISIONED,
+        State.CONFIGURED,
+        State.BURNIN,
+        State.GOLDEN,
+    ):
+        store.transition("gpu2", state, "test")
+    result = run(inv, db, "--rack", "r09", "--json")
+    assert result.exit_code == 2, result.output
+    summary = json.loads(result.output[: result.output.rindex("}") + 1])
+    by_node = {n["node"]: n for n in summary["nodes"]}
+    assert by_node["gpu1"]["message"] == "enrolled: provision it first"
+    assert "--force" in by_node["gpu2"]["message"] and by_node["gpu2"]["state"] == "golden"
+    assert "enroll it" in by_node["gpu3"]["message"]
+    assert "no node of rack r09 can be configured" in result.output
+    assert store.list_nodes(rack="r09")[0].state == "enrolled"  # nothing moved
+    assert not [r for r in _runs(store)]  # and no run was started
+
+
+def _runs(store):
+    from sqlalchemy import select
+
+    from bringup.fleet.models import Run
+
+    with store.reading() as s:
+        return list(s.execute(select(Run)).scalars())
+
+
+def test_rejects_unknown_tags_and_nodes(tmp_path):
+    inv, db = make_rack(tmp_path)
+    bad_tag = run(inv, db, "--rack", "r09", "--tags", "base,nvidia-driver")
+    assert bad_tag.exit_code == 2 and "unknown role(s) nvidia-driver" in bad_tag.output
+    bad_node = run(inv, db, "--rack", "r09", "--nodes", "gpu1,gpu7")
+    assert bad_node.exit_code == 2 and "not in rack r09: gpu7" in bad_node.output
+    bad_batch = run(inv, db, "--rack", "r09", "--batch", "0")
+    assert bad_batch.exit_code == 2

@@ -1,0 +1,114 @@
+"""The inventory `bringup configure` hands to Ansible: built from a rack inventory (read by
+load_rack, like the real command), the fleet store's addresses and the hardware profile."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bringup.configure.inventory import build_inventory, group_name, host_vars, profile_vars
+from bringup.credentials import write_secret_file
+from bringup.inventory import load_rack
+from bringup.profiles import Profile
+from tests.paths import REPO
+
+
+@pytest.fixture
+def rack(tmp_path):
+    inv = tmp_path / "inventories"
+    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
+    write_secret_file(inv / "r07.pass", "pw\n")
+    doc = {
+        "all": {
+            "vars": {
+                "profile": "h100-sxm-8x400g",
+                "bmc_vendor": "dell",
+                "bmc_username": "root",
+                "bmc_password": "file:r07.pass",
+                "ansible_user": "root",
+                "ansible_ssh_private_key_file": "{{ inventory_dir }}/keys/id_ed25519",
+                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no",
+                "base_apt_repositories": [
+                    {"name": "site", "uris": "https://mirror.example/x", "suites": "./"}
+                ],
+                "some_api_token": "env:TOKEN",
+                # A site value for a profile-driven variable: the profile wins.
+                "nvidia_driver_version": "999.1",
+            },
+            "children": {
+                "r07": {
+                    "hosts": {
+                        "gpu001": {"bmc_address": "10.0.0.11", "rack_unit": 1, "ansible_host": "10.1.0.11"},
+                        "gpu002": {"bmc_address": "10.0.0.12", "rack_unit": 2},
+                    }
+                }
+            },
+        }
+    }
+    (inv / "r07.yml").write_text(yaml.safe_dump(doc))
+    loaded, problems = load_rack("r07", inv)
+    assert loaded is not None, problems
+    return loaded
+
+
+def test_profile_vars_of_the_h100_profile(rack):
+    v = profile_vars(rack.profiles["h100-sxm-8x400g"])
+    assert v["nvidia_driver_version"] == "535.183.01"
+    assert v["fabric_manager_enabled"] is True  # gpu.nvswitch
+    assert v["fabric_manager_version"] == "535.183.01"
+    assert v["doca_ofed_enabled"] is True and v["doca_ofed_version"] == "24.04-0.6.6"
+    assert v["dcgm_version"] == "3.3.8"
+    assert v["dcgm_exporter_version"] == "3.3.8-3.6.0"
+    assert v["container_toolkit_version"] == "1.16.2"
+    assert v["burnin_tools_nccl_version"] == "2.18.3"
+    assert v["burnin_tools_pciutils_version"] == "3.9.0"
+    assert v["storage_enabled"] is False  # host.zfs
+    assert v["base_max_clock_offset_s"] == 2
+
+
+def test_profile_without_nvswitch_ofed_or_fm_pin():
+    data = {
+        "name": "x",
+        "gpu": {"nvswitch": False},
+        "pins": {"driver": "550.90.07"},
+        "host": {"zfs": True},
+    }
+    v = profile_vars(Profile("x", Path("x.yml"), data))
+    assert v["fabric_manager_enabled"] is False
+    assert v["fabric_manager_version"] == "550.90.07"  # follows the driver
+    assert v["doca_ofed_enabled"] is False
+    assert "doca_ofed_version" not in v and "dcgm_version" not in v  # role defaults apply
+    assert v["storage_enabled"] is True
+    assert "base_max_clock_offset_s" not in v
+
+
+def test_host_vars_drop_bmc_access_and_secrets_and_keep_ssh_settings(rack):
+    h = rack.host("gpu001")
+    v = host_vars(h.name, h.vars, rack.path.parent, rack.profiles[h.profile], ip="10.9.9.9")
+    assert not [k for k in v if k.startswith("bmc_")]
+    assert "some_api_token" not in v and "profile" not in v and "rack_unit" not in v
+    assert v["ansible_user"] == "root"
+    assert v["ansible_ssh_common_args"] == "-o StrictHostKeyChecking=no"
+    assert v["base_apt_repositories"][0]["uris"] == "https://mirror.example/x"
+    # The key path is relative to the rack inventory, not to the generated one.
+    assert v["ansible_ssh_private_key_file"] == f"{rack.path.parent.resolve()}/keys/id_ed25519"
+    assert v["ansible_host"] == "10.9.9.9"  # the fleet store's address wins
+    assert v["nvidia_driver_version"] == "535.183.01"  # the profile wins over the inventory
+
+
+def test_address_falls_back_to_the_inventory_then_the_name(rack):
+    profile = rack.profiles["h100-sxm-8x400g"]
+    h1, h2 = rack.host("gpu001"), rack.host("gpu002")
+    assert host_vars(h1.name, h1.vars, rack.path.parent, profile, None)["ansible_host"] == "10.1.0.11"
+    assert host_vars(h2.name, h2.vars, rack.path.parent, profile, None)["ansible_host"] == "gpu002"
+
+
+def test_build_inventory_groups_the_rack():
+    inv = build_inventory("r07", {"b": {"x": 1}, "a": {"x": 2}})
+    hosts = inv["all"]["children"]["r07"]["hosts"]
+    assert list(hosts) == ["a", "b"]
+    assert group_name("rack-7.b") == "rack_7_b"
+    assert group_name("7a") == "rack_7a"

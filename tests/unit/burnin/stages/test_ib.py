@@ -1,0 +1,298 @@
+"""The ib stage's I/O edge without a lab: discovery parsing, the round script run for real on this
+machine against the lab's ib_write_bw/perfquery stand-ins (two node roots talking over loopback
+TCP), and the stage's orchestration with the network replaced by a simulated fabric."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from dataclasses import replace
+
+import pytest
+
+from bringup.profiles import load_profile
+from bringup.remote import RemoteResult, SshTarget
+from burnin import ib_stage
+from burnin.batch import parse_output
+from burnin.checks.base import CommandOutput
+from burnin.checks.ib_load import EndOutput, counter_changes, judge_session, measure_session
+from burnin.group import GroupContext, group_stages
+from burnin.plan.ib_pairs import PortKey, plan_rounds
+from burnin.result import Verdict
+from burnin.runner import NodeJob
+from tests.paths import REPO
+
+STANDIN_SAMPLES = REPO / "bringup/lab/standins/samples"
+PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories/profiles")
+
+
+def standin_sample(name: str) -> str:
+    return (STANDIN_SAMPLES / name).read_text().split("\n", 1)[1]
+
+
+def outputs(**kw: CommandOutput) -> dict[str, CommandOutput]:
+    base = {"ibstat": CommandOutput(""), "sysfs": CommandOutput(""), "perftest": CommandOutput("1\n")}
+    return {**base, **kw}
+
+
+# ---- discovery ----------------------------------------------------------------------------------
+
+
+def test_discovery_lists_ports_from_ibstat():
+    found = ib_stage.parse_discovery(
+        "node01",
+        outputs(
+            ibstat=CommandOutput(standin_sample("ibstat_8xh100_cx7_ndr_ib_mlx5_6_down_polling_DERIVED.txt"))
+        ),
+    )
+    assert found.problem == "" and found.out_json and len(found.ports) == 8
+    p0 = found.ports[0]
+    assert (p0.hca, p0.port, p0.guid, p0.lid, p0.rate_gbps, p0.active) == (
+        "mlx5_0", 1, "0xa088c20300e3142a", 101, 400.0, True,
+    )  # fmt: skip
+    assert [p.hca for p in found.ports if not p.active] == ["mlx5_6"]
+    assert "== ibstat (exit status 0) ==" in found.evidence
+
+
+def test_discovery_falls_back_to_sysfs_and_old_perftest_has_no_json():
+    sysfs = load_sysfs_sample()
+    found = ib_stage.parse_discovery(
+        "n",
+        outputs(
+            ibstat=CommandOutput("", "bash: ibstat: command not found\n", rc=127),
+            sysfs=CommandOutput(sysfs),
+            perftest=CommandOutput("0\n"),
+        ),
+    )
+    assert found.problem == "" and not found.out_json
+    assert [(p.hca, p.state, p.physical_state, p.rate_gbps) for p in found.ports][0] == (
+        "mlx5_0",
+        "Active",
+        "LinkUp",
+        400.0,
+    )
+    nothing = ib_stage.parse_discovery("n", outputs(ibstat=CommandOutput("", "ibstat: not found\n", rc=127)))
+    assert "could not list the InfiniBand ports" in nothing.problem
+    missing = ib_stage.parse_discovery("n", outputs(perftest=CommandOutput("", "not installed", rc=127)))
+    assert not missing.has_perftest
+
+
+def load_sysfs_sample() -> str:
+    from tests.unit.burnin.parsers._samples import load
+
+    return load("sysfs_class_infiniband_h100_mlx5_0_1_counters.txt")
+
+
+def test_fabric_map_names_switch_ports():
+    from tests.unit.burnin.parsers._samples import load
+
+    found = ib_stage.parse_discovery(
+        "n",
+        outputs(
+            ibstat=CommandOutput(standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")),
+            fabric=CommandOutput(load("ibnetdiscover_p_edr.txt")),
+        ),
+    )
+    assert found.fabric and len(found.fabric) == 9
+    port = replace(found.ports[0], guid="0x7cfe9003003b4bde")
+    (named,) = ib_stage.with_switch_ports([port], found.fabric)
+    assert named.switch_port == "switch ib-i1l1s01 (0x7cfe9003009ce5b0) port 10"
+
+
+# ---- a real round on this machine: the stand-ins over loopback --------------------------------
+
+
+@pytest.fixture
+def two_roots(tmp_path):
+    from bringup.lab.standins import install_standins
+    from bringup.lab.standins.sysfs import build_fake_sysfs
+
+    roots = {}
+    for node, faults in (("a", []), ("b", ["ib-port-degraded", "ib-symbol-errors"])):
+        root = tmp_path / node
+        install_standins(root, faults)
+        build_fake_sysfs(root, faults)
+        roots[node] = root
+    return roots
+
+
+def test_round_script_runs_the_standins_and_comes_back_judged(two_roots, tmp_path):
+    from burnin.checks.ib_load import IbPortInfo
+
+    ports = {n: ["mlx5_2/1", "mlx5_3/1"] for n in two_roots}
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random.randrange(20000, 40000))
+    infos = {PortKey(n, r): IbPortInfo(n, r.split("/")[0], 1, lid=1) for n in ports for r in ports[n]}
+    hosts = dict.fromkeys(two_roots, "127.0.0.1")
+    plans = {
+        n: ib_stage.round_script(n, list(round_.sessions), infos, hosts, 1, out_json=True) for n in two_roots
+    }
+    assert plans["a"].script.index("server ") < plans["a"].script.index("wait")
+    procs = {
+        n: subprocess.Popen(
+            ["bash", "-s"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": f"{two_roots[n]}/usr/local/bin:/usr/bin:/bin"},
+        )
+        for n in two_roots
+    }
+    for n, proc in procs.items():
+        proc.stdin.write(plans[n].script.encode())
+        proc.stdin.close()
+    collected = ib_stage.RoundOutputs()
+    for n, proc in procs.items():
+        raw = proc.stdout.read()
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        ib_stage.collect_round(n, plans[n], raw, "", round_, collected)
+    results = {
+        s.rail: judge_session(
+            1, s, measure_session(collected.ends[(s.server, s)], collected.ends[(s.client, s)]), 388.0
+        )
+        for s in round_.sessions
+    }
+    assert results["mlx5_2/1"].passed and results["mlx5_2/1"].gbps == pytest.approx(392.34, abs=0.01)
+    # b's mlx5_3 is degraded: the pair runs at 60% whichever end serves
+    assert results["mlx5_3/1"].passed is False and results["mlx5_3/1"].gbps == pytest.approx(235.4, abs=0.01)
+    for end in collected.ends.values():
+        assert end.rc == 0 and '"BW_average"' in end.json and "RDMA_Write Bidirectional BW Test" in end.stdout
+    rises = {(k.node, k.rail): {c.name: c.delta for c in v if c.delta} for k, v in collected.changes.items()}
+    assert rises == {
+        ("a", "mlx5_2/1"): {},
+        ("a", "mlx5_3/1"): {},
+        ("b", "mlx5_2/1"): {"SymbolErrorCounter": 12},
+        ("b", "mlx5_3/1"): {},
+    }
+    text = "\n".join(collected.evidence["b"])
+    assert (
+        "$ ib_write_bw -d mlx5_3 -i 1" in text
+        and "counters mlx5_2 port 1 before" in text
+        and "[--out_json]" in text
+    )
+
+
+def test_unreachable_node_leaves_its_ends_unmeasured():
+    ports = {"a": ["r/1"], "b": ["r/1"]}
+    (round_,) = plan_rounds(ports, 1)
+    from burnin.checks.ib_load import IbPortInfo
+
+    infos = {PortKey(n, "r/1"): IbPortInfo(n, "r", 1) for n in ports}
+    plan = ib_stage.round_script("a", list(round_.sessions), infos, {}, 1, False)
+    collected = ib_stage.RoundOutputs()
+    ib_stage.collect_round("a", plan, b"", "unreachable: SSH timed out", round_, collected)
+    (end,) = collected.ends.values()
+    assert "unreachable" in end.error and collected.failed_nodes == {"a": "unreachable: SSH timed out"}
+
+
+def test_cut_off_answer_is_not_a_measurement():
+    from burnin.checks.ib_load import IbPortInfo
+
+    ports = {"a": ["r/1"], "b": ["r/1"]}
+    (round_,) = plan_rounds(ports, 1)
+    infos = {PortKey(n, "r/1"): IbPortInfo(n, "r", 1) for n in ports}
+    plan = ib_stage.round_script("a", list(round_.sessions), infos, {}, 1, False)
+    frames = parse_output(b"", plan.token, plan.keys)
+    assert all(f.error for f in frames.values())
+    collected = ib_stage.RoundOutputs()
+    ib_stage.collect_round("a", plan, b"noise\n", "time limit ran out", round_, collected)
+    (end,) = collected.ends.values()
+    assert end.error and measure_session(end, end).gbps_total is None
+    assert PortKey("a", "r/1") in collected.counter_problems
+
+
+# ---- the stage with a simulated fabric ----------------------------------------------------------
+
+
+def test_stage_is_registered():
+    assert group_stages()["ib"] is ib_stage.run_ib_stage
+
+
+def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
+    nodes = ["node01", "node02", "node03", "node04"]
+    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    bad = PortKey("node03", "mlx5_3/1")
+    one_off = {frozenset((PortKey("node01", "mlx5_5/1"), PortKey("node04", "mlx5_5/1")))}
+    rounds_run = []
+
+    def fake_discover(targets):
+        return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
+
+    def fake_run_round(round_, targets, infos, seconds, out_json):
+        rounds_run.append((round_.index, round_.retest, seconds))
+        got = ib_stage.RoundOutputs()
+        for s in round_.sessions:
+            slow = bad in s.ends or (frozenset(s.ends) in one_off and not round_.retest)
+            doc = {
+                "test_info": {"test": "x"},
+                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": 470.8 if slow else 784.7},
+            }
+            for node in (s.server, s.client):
+                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
+        for key in round_.loaded:
+            got.changes[key] = counter_changes({}, {})
+        return got
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    profile = PROFILE.__class__(
+        PROFILE.name, PROFILE.path, {**PROFILE.data, "diag": {**PROFILE.data["diag"], "ib_load_seconds": 3}}
+    )
+    jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(nodes, 1)]
+    progress: list[str] = []
+    results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, progress.append))
+    verdicts = {n: r[0][0].verdict for n, r in results.items()}
+    assert verdicts == {
+        "node01": Verdict.WARN,
+        "node02": Verdict.PASS,
+        "node03": Verdict.FAIL,
+        "node04": Verdict.WARN,
+    }
+    assert rounds_run == [(1, False, 3), (2, False, 3), (3, True, 3)]
+    node03 = results["node03"][0][0]
+    assert [f.subject for f in node03.findings] == ["mlx5_3 port 1"]
+    assert node03.metrics["ports"]["mlx5_3"]["verdict"] == "FAIL"
+    assert {k for k, v in node03.metrics["ports"].items() if v["verdict"] != "PASS"} == {"mlx5_3"}
+    assert (
+        "flaky" not in json.dumps(results["node02"][0][0].metrics)
+        and results["node01"][0][0].metrics["retest"]
+    )
+    assert "once" in results["node01"][0][0].findings[0].message
+    assert progress[0].startswith("ib: discovering") and any("re-test" in line for line in progress)
+    assert "== ibstat (exit status 0) ==" in results["node01"][0][1]
+
+
+def test_stage_without_ssh_or_ib_ports():
+    no_ib = PROFILE.__class__(
+        PROFILE.name, PROFILE.path, {**PROFILE.data, "ib": {**PROFILE.data["ib"], "hca_count": 0}}
+    )
+    results = ib_stage.run_ib_stage(
+        GroupContext([NodeJob("x", PROFILE, None), NodeJob("y", no_ib, None)], None)
+    )
+    assert results["x"][0][0].verdict is Verdict.UNKNOWN and "SSH" in results["x"][0][0].reason
+    assert results["y"][0][0].verdict is Verdict.PASS
+
+
+def test_discover_fans_out_one_round_trip_per_node(monkeypatch):
+    calls = []
+
+    def fake_fan_out(targets, script, limit, concurrency):
+        targets = list(targets)
+        calls.append((sorted(t.name for t in targets), concurrency))
+        for t in targets:
+            text = script(t)
+            assert ("ibnetdiscover" in text) == (t.name == "a")  # only the first node maps the fabric
+            if t.name == "b":
+                yield RemoteResult("b", error="unreachable: SSH to root@b:22 timed out")
+                continue
+            result = subprocess.run(
+                ["bash", "-s"], input=text.encode(), capture_output=True, env={"PATH": os.environ["PATH"]}
+            )
+            yield RemoteResult(t.name, result.stdout, result.stderr, result.returncode)
+
+    monkeypatch.setattr(ib_stage, "fan_out", fake_fan_out)
+    found = ib_stage.discover({"a": SshTarget("a", "a"), "b": SshTarget("b", "b")})
+    assert calls == [(["a", "b"], 2)]
+    assert "could not reach the node" in found["b"].problem
+    assert found["a"].problem.startswith("could not list")  # this machine has no InfiniBand

@@ -1,0 +1,319 @@
+"""The nccl stage runner end to end against a fake `mpirun` (a local script that reads the hostfile
+and prints nccl-tests output as the hosts in it deserve): soak, watchdog, localisation, per-node
+results and evidence; plus the runner's pure helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+import burnin.nccl_stage as stage
+from bringup.profiles import load_profile
+from bringup.remote import SshTarget
+from burnin.cli import apply_overrides
+from burnin.group import GroupContext
+from burnin.nccl_stage import host_matcher, plan_from, run_nccl_stage, silent_nodes, ssh_settings, trim
+from burnin.parsers.nccl_tests import parse_nccl_tests
+from burnin.result import Verdict
+from burnin.runner import NodeJob
+from tests.paths import REPO
+
+PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories" / "profiles")
+
+# Prints an 8-GPU-per-node style run over the hostfile's hosts; the host named by FAKE_BAD makes
+# the run hang after its first row, stall before it (NCCL set-up), run at a tenth of the
+# bandwidth, or corrupt data (FAKE_MODE). FAKE_MODE=slowstart stalls the very first launch only.
+FAKE_MPIRUN = r"""
+import json, os, sys, time
+args = sys.argv[1:]
+hosts = [l.split()[0] for l in open(args[args.index("--hostfile") + 1]) if l.strip()]
+names = json.loads(os.environ["FAKE_NAMES"])
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(" ".join(names[h] for h in hosts) + "\n")
+mode = os.environ.get("FAKE_MODE", "")
+bad = os.environ.get("FAKE_BAD") in [names[h] for h in hosts]
+if mode == "slowstart":
+    bad, mode = len(open(os.environ["FAKE_LOG"]).readlines()) == 1, "stallstart"
+p = lambda s="": print(s, flush=True)
+p("# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
+  "agg iters: 1 validation: 1 graph: 0")
+p("#")
+p("# Using devices")
+for rank, h in enumerate(hosts):
+    p("#  Rank %2d Group  0 Pid %6d on %10s device  0 [0000:18:00] NVIDIA H100 80GB HBM3"
+      % (rank, 1000 + rank, names[h]))
+p("#")
+p("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+  "     time   algbw   busbw #wrong")
+if bad and mode == "stallstart":
+    time.sleep(600)
+busbw = 40.0 if bad and mode == "slow" else 390.0
+wrong = 7 if bad and mode == "corrupt" else 0
+for i, size in enumerate((1073741824, 2147483648)):
+    p("%12d  %12d  %8s  %6s  %6d  %7.0f  %6.2f  %6.2f  %5d  %7.0f  %6.2f  %6.2f  %5d"
+      % (size, size // 4, "float", "sum", -1, 9000.0, busbw / 1.9, busbw, wrong, 9000.0, busbw / 1.9, busbw,
+         wrong))
+    if bad and mode == "hang":
+        time.sleep(600)
+p("# Out of bounds values : %d %s" % (wrong * 4, "FAILED" if wrong else "OK"))
+p("# Avg bus bandwidth    : %g " % busbw)
+p("#")
+"""
+
+BROKEN_MPIRUN = r"""
+import os, sys
+open(os.environ["FAKE_LOG"], "a").write("broken\n")
+print("ORTE was unable to reliably start one or more daemons.", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def _profile(**diag):
+    sets = [f"diag.{k}={v}" for k, v in {"nccl_soak_minutes": 0, **diag}.items()]
+    return apply_overrides(PROFILE, tuple(sets))
+
+
+def _jobs(count: int, profile=None) -> list[NodeJob]:
+    profile = profile or _profile()
+    return [
+        NodeJob(
+            f"node{i:02d}",
+            profile,
+            SshTarget(f"node{i:02d}", f"10.9.0.{10 + i}", key_file="/k", host_key_policy="off"),
+        )
+        for i in range(1, count + 1)
+    ]
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """Runs the stage against the fake mpirun; returns (run(jobs, **settings), launches log)."""
+    script = tmp_path / "mpirun"
+    script.write_text(f"#!{sys.executable}\n{textwrap.dedent(FAKE_MPIRUN)}")
+    script.chmod(0o755)
+    log = tmp_path / "launches"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    progress: list[str] = []
+
+    def run(jobs, bad=None, mode="", mpirun=script, **settings):
+        monkeypatch.setenv("FAKE_NAMES", json.dumps({j.target.host: j.name for j in jobs if j.target}))
+        monkeypatch.setenv("FAKE_BAD", bad or "")
+        monkeypatch.setenv("FAKE_MODE", mode)
+        ctx = GroupContext(jobs, 7, {"mpirun_path": str(mpirun), **settings}, progress.append)
+        return run_nccl_stage(ctx)
+
+    def launches() -> list[list[str]]:
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    return run, launches, progress
+
+
+def _verdicts(results) -> dict[str, str]:
+    return {node: [r for r, _ in judged][0].verdict.value for node, judged in results.items()}
+
+
+def test_healthy_rack_one_group_passes_with_busbw_per_iteration(fake):
+    run, launches, progress = fake
+    results = run(_jobs(4))
+    assert _verdicts(results) == dict.fromkeys(["node01", "node02", "node03", "node04"], "PASS")
+    result, evidence = results["node02"][0]
+    assert result.check == "nccl_soak" and result.metrics["iterations_run"] == 1
+    assert result.metrics["busbw_min_gbps"] == pytest.approx(390.0)
+    assert result.metrics["hosts"] == ["node01", "node02", "node03", "node04"]
+    assert launches() == [["node01", "node02", "node03", "node04"]]  # one launch, no localisation
+    assert "# Avg bus bandwidth" in evidence and evidence.startswith("=== soak group 1 iteration 1")
+    assert "launcher mpirun" in progress[0]
+
+
+def test_soak_repeats_until_its_time_is_over(fake, monkeypatch):
+    run, launches, _ = fake
+    ticks = iter(range(0, 10_000, 10))  # every look at the clock is 10 s later
+    monkeypatch.setattr(stage, "_now", lambda: next(ticks))
+    results = run(_jobs(2, _profile(nccl_soak_minutes=0.5)))  # 30 s: deadline at t=30
+    result, _ = results["node01"][0]
+    assert result.verdict is Verdict.PASS and result.metrics["iterations_run"] == 3  # checked at 10, 20, 30
+    assert len(launches()) == 3
+
+
+def test_slow_node_is_the_culprit_the_others_pass(fake):
+    run, launches, progress = fake
+    results = run(_jobs(6), bad="node05", mode="slow")
+    assert _verdicts(results) == {
+        "node01": "PASS",
+        "node02": "PASS",
+        "node03": "PASS",
+        "node04": "PASS",
+        "node05": "FAIL",
+        "node06": "PASS",
+    }
+    bad, evidence = results["node05"][0]
+    messages = [f.message for f in bad.findings]
+    assert any("node05 is a bad node" in m for m in messages)
+    assert any("below the floor 360 GB/s" in m for m in messages)
+    assert bad.metrics["localisation"]["confirmed"] is True
+    assert evidence.split("\n", 1)[0].startswith("=== soak group 1 iteration 1 all_reduce_perf: FAIL")
+    # localisation re-ran node05 in smaller groups; the passing nodes have a passing run as evidence
+    assert any("node05" in hosts and len(hosts) < 6 for hosts in launches()[1:])
+    good, good_evidence = results["node01"][0]
+    assert good.metrics["group_soak"] == "FAIL" and good.metrics["localisation"]["passed_trials"] >= 1
+    assert ": PASS on" in good_evidence
+    assert any("culprit(s): node05" in line for line in progress)
+
+
+def test_groups_soak_apart_and_corruption_is_rma(fake):
+    run, launches, _ = fake
+    results = run(_jobs(6, _profile(nccl_group_size=3)), bad="node05", mode="corrupt")
+    assert launches()[:2] in (
+        [["node01", "node02", "node03"], ["node04", "node05", "node06"]],
+        [["node04", "node05", "node06"], ["node01", "node02", "node03"]],
+    )
+    verdicts = _verdicts(results)
+    assert verdicts.pop("node05") == "FAIL" and set(verdicts.values()) == {"PASS"}
+    clean, _ = results["node02"][0]
+    assert "group_soak" not in clean.metrics and clean.metrics["failed_iterations"] == 0  # its group passed
+    bad, _ = results["node05"][0]
+    assert {f.action.value for f in bad.findings if f.severity.value == "critical"} == {"RMA"}
+
+
+def test_hang_is_killed_by_the_watchdog_and_localised(fake):
+    run, launches, _ = fake
+    results = run(_jobs(4, _profile(nccl_iteration_timeout_s=1)), bad="node03", mode="hang")
+    assert _verdicts(results) == {"node01": "PASS", "node02": "PASS", "node03": "FAIL", "node04": "PASS"}
+    bad, evidence = results["node03"][0]
+    hang = [f.message for f in bad.findings if "hang" in f.message]
+    assert hang and "after the 1 GiB row" in hang[0]
+    assert "watchdog: no new output line for 1 s" in evidence
+
+
+def test_a_slow_start_is_tried_again_and_blames_nobody(fake):
+    run, launches, progress = fake
+    profile = _profile(nccl_iteration_timeout_s=1)
+    results = run(_jobs(4, profile), mode="slowstart", burnin_startup_timeout_s=1)
+    assert set(_verdicts(results).values()) == {"PASS"}
+    assert len(launches()) == 2  # the stalled launch, then the same group again
+    result, evidence = results["node01"][0]
+    assert result.metrics["iterations_run"] == 1  # the stalled launch is evidence, not an iteration
+    assert "while starting up" in evidence and "iteration 1 all_reduce_perf (again): PASS" in evidence
+    assert not any("localisation" in line for line in progress)
+
+
+def test_a_node_that_stalls_every_start_is_the_culprit(fake):
+    run, launches, _ = fake
+    profile = _profile(nccl_iteration_timeout_s=1)
+    results = run(_jobs(4, profile), bad="node02", mode="stallstart", burnin_startup_timeout_s=1)
+    assert _verdicts(results) == {"node01": "PASS", "node02": "FAIL", "node03": "PASS", "node04": "PASS"}
+    bad, evidence = results["node02"][0]
+    assert any("hang" in f.message for f in bad.findings)
+    # every launch with node02 in it was tried twice; none without it was
+    with_bad = [hosts for hosts in launches() if "node02" in hosts]
+    assert all(with_bad.count(hosts) % 2 == 0 for hosts in with_bad)
+    assert "(again)" in evidence
+
+
+def test_a_launcher_that_starts_nothing_is_unknown_not_a_culprit(fake, tmp_path):
+    run, launches, _ = fake
+    broken = tmp_path / "broken-mpirun"
+    broken.write_text(f"#!{sys.executable}\n{BROKEN_MPIRUN}")
+    broken.chmod(0o755)
+    results = run(_jobs(4), mpirun=broken)
+    assert set(_verdicts(results).values()) == {"UNKNOWN"}
+    result, evidence = results["node01"][0]
+    assert "launcher could not start" in result.reason and "ORTE was unable" in result.reason
+    assert launches() == [["broken"], ["broken"]]  # tried once more before giving up
+    assert "ORTE was unable" in evidence
+
+
+def test_local_jobs_and_bad_settings_are_unknown(fake):
+    run, launches, _ = fake
+    local = [NodeJob("here", _profile(), None)]
+    assert run(local)["here"][0][0].verdict is Verdict.UNKNOWN
+    results = run(_jobs(2), burnin_launcher="pdsh")
+    assert _verdicts(results) == {"node01": "UNKNOWN", "node02": "UNKNOWN"}
+    assert "unknown launcher 'pdsh'" in results["node01"][0][0].reason
+    assert launches() == []
+
+
+# ---- pure helpers ------------------------------------------------------------------------------------
+
+
+NODES = {"gpu-a01": "10.0.0.1", "gpu-a02": "10.0.0.2", "gpu-a03": "10.0.0.3"}
+DEVICES = "".join(
+    f"#  Rank {i:2d} Group  0 Pid   100{i} on {h:>10s} device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+    for i, h in enumerate(["gpu-a01.dc1", "10.0.0.2", "gpu-a03"])
+)
+HEADER = (
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 1 graph: 0\n#\n# Using devices\n"
+)
+
+
+def test_host_matcher_names_short_names_and_addresses():
+    match = host_matcher(NODES)
+    assert match["gpu-a01"] == "gpu-a01" and match["10.0.0.2"] == "gpu-a02"
+
+
+def test_silent_nodes():
+    # all joined (device lines of every node, by FQDN, address or name): the stall is in the collective
+    text = HEADER + DEVICES
+    assert silent_nodes(text, parse_nccl_tests(text), NODES) == ()
+    # NCCL_DEBUG=INFO: the ranks that completed init are the ones that joined
+    info = text + "gpu-a01:11:11 [0] NCCL INFO comm 0x1 rank 0 nRanks 3 - Init COMPLETE\n"
+    info += "gpu-a03:13:13 [0] NCCL INFO comm 0x3 rank 2 nRanks 3 - Init COMPLETE\n"
+    assert silent_nodes(info, parse_nccl_tests(info), NODES) == ("gpu-a02",)
+    # nothing printed at all: nobody can be named
+    assert silent_nodes("", None, NODES) == ()
+
+
+def test_trim_keeps_head_and_tail():
+    text = "\n".join(f"line {i}" for i in range(500))
+    cut = trim(text, lines=10)
+    assert cut.splitlines()[:10] == [f"line {i}" for i in range(10)]
+    assert cut.splitlines()[-1] == "line 499" and "[480 lines cut]" in cut
+    assert trim("a\nb\n") == "a\nb"
+
+
+def test_plan_from_profile_and_settings():
+    plan = plan_from(
+        _profile(nccl_soak_minutes=2, nccl_group_size=8),
+        {"nccl_test_args": "-b 1M -e 1G", "nccl_tests_dir": "/opt/nccl-tests/build"},
+    )
+    assert plan.tests == ("all_reduce_perf",) and plan.group_size == 8 and plan.soak_s == 120
+    assert plan.timeout_s == 600 and plan.argv("all_reduce_perf") == [
+        "/opt/nccl-tests/build/all_reduce_perf",
+        "-b",
+        "1M",
+        "-e",
+        "1G",
+    ]
+    default = plan_from(_profile(), {})
+    assert default.argv("all_gather_perf") == [
+        "all_gather_perf",
+        "-b",
+        "8",
+        "-e",
+        "16G",
+        "-f",
+        "2",
+        "-g",
+        "1",
+    ]
+
+
+def test_ssh_settings_follow_the_targets_host_key_policy():
+    strict = ssh_settings(
+        [SshTarget("a", "10.0.0.1", user="ops", port=2200, key_file="/k", host_key_policy="strict")]
+    )
+    assert strict == {
+        "ssh_key": "/k",
+        "ssh_user": "ops",
+        "ssh_port": 2200,
+        "ssh_options": "-o StrictHostKeyChecking=yes -o LogLevel=ERROR",
+    }
+    assert (
+        "UserKnownHostsFile=/dev/null"
+        in ssh_settings([SshTarget("a", "h", host_key_policy="off")])["ssh_options"]
+    )
+    assert ssh_settings([]) == {}

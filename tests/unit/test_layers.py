@@ -1,0 +1,259 @@
+"""The layer rules (docs/architecture.md) on the real tree, and proof on small fake trees that
+the checker (tests/unit/layers_check.py) catches what it claims to and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.layers_check import LAB_IMPORT_ALLOWLIST, MAX_LINES, LayerReport, check_layers
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def describe(report: LayerReport) -> str:
+    """What a developer needs to fix each finding: the chain, and the file:line of each import."""
+    parts: list[str] = []
+    if report.cycles:
+        parts.append(f"{len(report.cycles)} import cycle(s); break one import of each chain:")
+        for number, cycle in enumerate(report.cycles, 1):
+            parts += [
+                f"  [{number}] " + line if i == 0 else "      " + line
+                for i, line in enumerate(str(cycle).splitlines())
+            ]
+    if report.lab_imports:
+        parts.append(
+            f"{len(report.lab_imports)} product import(s) of bringup.lab (product code must not know the lab;"
+            " only the CLI's registration of `bringup lab` is allowed):"
+        )
+        parts += [f"  {imp}" for imp in report.lab_imports]
+    if report.oversized:
+        parts.append(f"{len(report.oversized)} module(s) over {MAX_LINES} lines (split them by job):")
+        parts += [f"  {item}" for item in report.oversized]
+    if report.unused_allowances:
+        parts.append("allowlist entries that match nothing (remove them from tests/unit/layers_check.py):")
+        parts += [f"  {entry}" for entry in report.unused_allowances]
+    return "\n".join(parts)
+
+
+def test_repository_keeps_its_layers() -> None:
+    report = check_layers(REPO)
+    if not report.ok:
+        pytest.fail("layer rules broken (docs/architecture.md):\n" + describe(report), pytrace=False)
+
+
+# --------------------------------------------------------------------------------------------
+# fake trees
+# --------------------------------------------------------------------------------------------
+
+
+def make_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write `files` (path -> source) under root, adding empty package __init__.py files."""
+    for rel, text in files.items():
+        path = root / rel
+        for parent in Path(rel).parents:
+            if parent != Path(".") and not (root / parent / "__init__.py").exists():
+                (root / parent).mkdir(parents=True, exist_ok=True)
+                (root / parent / "__init__.py").write_text("")
+        path.write_text(text)
+    return root
+
+
+def check_fake(root: Path, **kwargs) -> LayerReport:
+    """The checker on a fake tree, without the real tree's size allowlist (it would be stale)."""
+    kwargs.setdefault("size_allowlist", {})
+    return check_layers(root, **kwargs)
+
+
+def chains(report: LayerReport) -> list[str]:
+    return [" -> ".join(chain) for cycle in report.cycles for chain in cycle.chains]
+
+
+def test_a_cycle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/a.py": "import bringup.b\n",
+            "bringup/b.py": "def f():\n    from bringup.a import thing\n    return thing\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert chains(report) == ["bringup.a -> bringup.b -> bringup.a"]
+    text = describe(report)
+    assert "bringup/b.py:2, in function f()" in text
+    assert "bringup/a.py:1, module level" in text
+
+
+def test_a_cycle_hidden_under_type_checking_is_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "burnin/runner.py": "from burnin.group import Group\n",
+            "burnin/group.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from burnin.runner import Runner\n"
+                "class Group:\n"
+                "    runner: 'Runner'\n"
+            ),
+        },
+    )
+    report = check_fake(tmp_path)
+    assert chains(report) == ["burnin.group -> burnin.runner -> burnin.group"]
+    assert "burnin/group.py:3, under TYPE_CHECKING" in describe(report)
+
+
+def test_typing_dot_type_checking_relative_and_dynamic_imports_count(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/x/a.py": "from . import b\n",
+            "bringup/x/b.py": "import typing\nif typing.TYPE_CHECKING:\n    from .c import C\n",
+            "bringup/x/c.py": "import importlib\nA = importlib.import_module('bringup.x.a')\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert chains(report) == ["bringup.x.a -> bringup.x.b -> bringup.x.c -> bringup.x.a"]
+
+
+def test_every_module_of_a_tangle_is_shown(tmp_path: Path) -> None:
+    # two cycles sharing bringup.hub: one strongly connected set, shown as two chains
+    make_tree(
+        tmp_path,
+        {
+            "bringup/hub.py": "import bringup.left\nimport bringup.right\n",
+            "bringup/left.py": "import bringup.hub\n",
+            "bringup/right.py": "def f():\n    import bringup.hub\n",
+            "bringup/alone.py": "import bringup.hub\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert len(report.cycles) == 1
+    assert report.cycles[0].modules == ("bringup.hub", "bringup.left", "bringup.right")
+    assert chains(report) == [
+        "bringup.hub -> bringup.left -> bringup.hub",
+        "bringup.right -> bringup.hub -> bringup.right",
+    ]
+
+
+def test_a_submodule_taking_a_name_from_its_package_init_that_imports_it_is_a_cycle(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "burnin/parsers/__init__.py": "class ParseError(Exception): ...\nfrom burnin.parsers._common import x\n",
+            "burnin/parsers/_common.py": "from burnin.parsers import ParseError\nx = 1\n",
+        },
+    )
+    assert chains(check_fake(tmp_path)) == ["burnin.parsers -> burnin.parsers._common -> burnin.parsers"]
+
+
+def test_a_module_importing_itself_is_a_cycle(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"bringup/a.py": "def f():\n    import bringup.a\n"})
+    assert chains(check_fake(tmp_path)) == ["bringup.a -> bringup.a"]
+
+
+def test_package_reexports_and_sibling_imports_are_not_cycles(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/fleet/__init__.py": (
+                "from bringup.fleet.lifecycle import State\nfrom bringup.fleet.store import Store\n"
+            ),
+            "bringup/fleet/lifecycle.py": "import enum\nclass State(enum.Enum): ...\n",
+            "bringup/fleet/store.py": (
+                "from bringup.fleet.lifecycle import State\n"
+                "from bringup.fleet import lifecycle\n"
+                "from . import lifecycle as lc\n"
+                "import bringup.fleet.lifecycle\n"
+                "class Store: ...\n"
+            ),
+            "burnin/golden.py": "from bringup.fleet import Store\nimport os.path\nimport yaml\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert (report.cycles, report.lab_imports, report.oversized) == ([], [], []), describe(report)
+
+
+def test_product_imports_of_the_lab_are_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/lab/faults.py": "",
+            "bringup/lab/network.py": "",
+            "bringup/lab/cli.py": "",
+            "bringup/clikit.py": "from bringup.lab.network import LabError\nimport bringup.lab.cli\n",
+            "bringup/provision/ramdisk.py": "def f():\n    from bringup.lab import network\n",
+            "burnin/checks/gpu.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bringup.lab.faults import Spec\n"
+            ),
+            "burnin/stages/run.py": "from bringup import lab\n",
+            "bringup/cli.py": "from bringup.lab.faults import load\n",
+        },
+    )
+    found = sorted((imp.importer, imp.imported, imp.line) for imp in check_fake(tmp_path).lab_imports)
+    assert found == [
+        ("bringup.cli", "bringup.lab.faults", 1),  # the CLI may register the lab commands, nothing else
+        ("bringup.clikit", "bringup.lab.cli", 2),  # "bringup.cli" is a name prefix, not a string prefix
+        ("bringup.clikit", "bringup.lab.network", 1),
+        ("bringup.provision.ramdisk", "bringup.lab.network", 2),
+        ("burnin.checks.gpu", "bringup.lab.faults", 3),
+        ("burnin.stages.run", "bringup.lab", 1),
+    ]
+
+
+@pytest.mark.parametrize("cli", ["bringup/cli.py", "bringup/cli/__init__.py", "bringup/cli/lab.py"])
+def test_the_cli_registering_the_lab_commands_is_allowed_before_and_after_the_move(
+    tmp_path: Path, cli: str
+) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/lab/cli.py": "",
+            cli: "def _register_lab(main):\n    from bringup.lab.cli import lab\n    main.add_command(lab)\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert report.lab_imports == []
+    assert report.ok, describe(report)
+
+
+def test_the_lab_may_import_product_code(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/lab/cli.py": "from bringup.fleet import store\nfrom bringup.lab import rack\n",
+            "bringup/lab/rack.py": "import bringup.remote\nimport burnin.parsers\n",
+            "bringup/fleet/store.py": "",
+            "bringup/remote.py": "",
+            "burnin/parsers/__init__.py": "",
+            "bringup/cli.py": "from bringup.lab.cli import lab\n",
+        },
+    )
+    report = check_fake(tmp_path)
+    assert report.ok, describe(report)
+
+
+def test_modules_over_the_line_limit_are_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "bringup/big.py": "x = 1\n" * (MAX_LINES + 1),
+            "bringup/full.py": "x = 1\n" * MAX_LINES,
+            "burnin/parsers/data_like.py": "x = 1\n" * 900,
+        },
+    )
+    report = check_fake(tmp_path, size_allowlist={"burnin.parsers.data_like": "a table of codes"})
+    assert [(o.module, o.path, o.lines) for o in report.oversized] == [("bringup.big", "bringup/big.py", 601)]
+    assert f"bringup.big (bringup/big.py): {MAX_LINES + 1} lines" in describe(report)
+
+
+def test_stale_allowlist_entries_are_reported(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"bringup/small.py": "x = 1\n", "bringup/lab/cli.py": ""})
+    report = check_fake(tmp_path, size_allowlist={"bringup.small": "was big once", "bringup.gone": "moved"})
+    assert report.unused_allowances == [
+        f"LAB_IMPORT_ALLOWLIST {LAB_IMPORT_ALLOWLIST[0][0]} -> {LAB_IMPORT_ALLOWLIST[0][1]}",
+        f"SIZE_ALLOWLIST bringup.gone (missing or not over {MAX_LINES} lines)",
+        f"SIZE_ALLOWLIST bringup.small (missing or not over {MAX_LINES} lines)",
+    ]
+    assert not report.ok
