@@ -27,7 +27,8 @@ from bringup.fleet.store import FleetStore  # noqa: E402
 from bringup.inventory import load_rack  # noqa: E402
 from bringup.lab.rack import VirtualRack  # noqa: E402
 from bringup.remote import target_from_vars  # noqa: E402
-from burnin.runner import BurninRun, NodeJob, record_for  # noqa: E402
+from burnin.stages.jobs import NodeJob  # noqa: E402
+from burnin.stages.runner import BurninRun, record_for  # noqa: E402
 
 PATH_TO_BURNIN = (State.DISCOVERED, State.PROVISIONING, State.PROVISIONED, State.CONFIGURED, State.BURNIN)
 

@@ -22,8 +22,9 @@ from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.launch import group_settings
 from burnin.result import Finding, Result, Verdict
-from burnin.runner import BurninRun, NodeJob, NodeOutcome, StageOutcome, record_for
 from burnin.stages import STAGE_ORDER, parse_stages, stage_checks
+from burnin.stages.jobs import NodeJob, NodeOutcome, StageOutcome
+from burnin.stages.runner import BurninRun, record_for
 
 VERDICT_STYLE = {"PASS": "green", "WARN": "yellow", "UNKNOWN": "magenta", "FAIL": "red"}
 # States a burn-in may start from; golden (in service) needs --force (DESIGN.md, idea 8).

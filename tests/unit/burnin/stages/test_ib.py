@@ -14,14 +14,14 @@ import pytest
 
 from bringup.profiles import load_profile
 from bringup.remote import RemoteResult, SshTarget
-from burnin import ib_stage
-from burnin.batch import parse_output
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import EndOutput, counter_changes, judge_session, measure_session
-from burnin.group import GroupContext, group_stages
 from burnin.plan.ib_pairs import PortKey, plan_rounds
 from burnin.result import Verdict
-from burnin.runner import NodeJob
+from burnin.stages import group_stages
+from burnin.stages import ib as ib_stage
+from burnin.stages.batch import parse_output
+from burnin.stages.jobs import GroupContext, NodeJob
 from tests.paths import REPO
 
 STANDIN_SAMPLES = REPO / "bringup/lab/standins/samples"

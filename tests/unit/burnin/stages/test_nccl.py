@@ -10,15 +10,14 @@ import textwrap
 
 import pytest
 
-import burnin.nccl_stage as stage
+import burnin.stages.nccl as stage
 from bringup.profiles import load_profile
 from bringup.remote import SshTarget
 from burnin.cli import apply_overrides
-from burnin.group import GroupContext
-from burnin.nccl_stage import host_matcher, plan_from, run_nccl_stage, silent_nodes, ssh_settings, trim
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.result import Verdict
-from burnin.runner import NodeJob
+from burnin.stages.jobs import GroupContext, NodeJob
+from burnin.stages.nccl import host_matcher, plan_from, run_nccl_stage, silent_nodes, ssh_settings, trim
 from tests.paths import REPO
 
 PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories" / "profiles")

@@ -9,11 +9,12 @@ import pytest
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile
-from burnin import runner as runner_mod
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers import ParseError
 from burnin.result import Action, Result, Verdict, critical
-from burnin.runner import BurninRun, NodeJob
+from burnin.stages import runner as runner_mod
+from burnin.stages.jobs import NodeJob
+from burnin.stages.runner import BurninRun
 
 
 class Echo(Check):

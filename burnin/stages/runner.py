@@ -1,6 +1,6 @@
 """Run burn-in stages over nodes: one round trip per node per stage, results saved as they arrive.
 
-The runner is the I/O edge of the check model: it builds each node's batch (burnin.batch),
+The runner is the I/O edge of the check model: it builds each node's batch (burnin.stages.batch),
 sends it (SSH fan-out or this machine), judges each check (pure), and writes every result to
 the fleet store as soon as that node's answer is in, so an interrupted run keeps all it had.
 A node stops at its first failing stage (unless told to keep going) and leaves ``burnin`` for
@@ -19,46 +19,15 @@ from typing import Any
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile
-from bringup.remote import SshTarget, fan_out
-from burnin.batch import Job, build_script, job_keys, parse_output
+from bringup.remote import fan_out
 from burnin.checks.base import Check, CommandOutput, judge
-from burnin.group import GroupContext, group_stages, is_group_stage
 from burnin.result import Result, Severity, Verdict, worst
-from burnin.stages import stage_checks
+from burnin.stages import group_stages, is_group_stage, stage_checks
+from burnin.stages.batch import Job, build_script, job_keys, parse_output
+from burnin.stages.jobs import GroupContext, NodeJob, NodeOutcome, StageOutcome
 
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).
 _OVERHEAD_S = 30
-
-
-@dataclass
-class NodeJob:
-    name: str  # the node's key in the fleet store (its inventory name)
-    profile: Profile
-    target: SshTarget | None  # None: this machine (--local)
-    record: dict[str, Any] = field(default_factory=dict)  # what record-based checks read
-
-
-@dataclass
-class StageOutcome:
-    node: str
-    stage: str
-    verdict: Verdict
-    results: list[Result]
-    error: str = ""  # the whole stage could not run on the node
-
-
-@dataclass
-class NodeOutcome:
-    node: str
-    stages: list[StageOutcome] = field(default_factory=list)
-    skipped: str = ""  # why the node was not burnt in at all
-    final_state: str = ""
-
-    @property
-    def verdict(self) -> Verdict:
-        if self.skipped:
-            return Verdict.UNKNOWN
-        return worst(s.verdict for s in self.stages)
 
 
 # ---- pure: a stage's batch and its judgement -----------------------------------------------

@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
-from burnin.group import GroupContext, GroupResults
 from burnin.launch import (
     LaunchError,
     LaunchHost,
@@ -48,6 +47,7 @@ from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
+from burnin.stages.jobs import GroupContext, GroupResults
 
 DEFAULT_TESTS = ("all_reduce_perf",)
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank

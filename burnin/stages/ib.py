@@ -9,7 +9,7 @@
 3. Run each round as one SSH session per node: read the error counters of its loaded ports
    (``perfquery -x``, or sysfs), start its ``ib_write_bw`` servers, then its clients (which retry
    while the partner's server is not listening yet), wait for all of them, read the counters
-   again, and send everything back framed (burnin.batch's frame format).
+   again, and send everything back framed (burnin.stages.batch's frame format).
 4. Judge (burnin.checks.ib_load): sessions against the floor, counter rises, blame by
    agreement; failures nobody could be blamed for get one re-test round against proven ports.
 
@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out
-from burnin.batch import Job, build_script, parse_output
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import (
     CHECK,
@@ -45,7 +44,6 @@ from burnin.checks.ib_load import (
     retest_inputs,
     standings,
 )
-from burnin.group import GroupContext, GroupResults
 from burnin.parsers import ParseError
 from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports, switch_port_for
 from burnin.parsers.ibstat import parse_ibstat
@@ -53,6 +51,8 @@ from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
 from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds
 from burnin.result import Result, info
+from burnin.stages.batch import Job, build_script, parse_output
+from burnin.stages.jobs import GroupContext, GroupResults
 
 DEFAULT_LOAD_SECONDS = 60
 DEFAULT_ROUNDS = 2

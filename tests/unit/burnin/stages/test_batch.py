@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from burnin.batch import Job, build_script, job_keys, parse_output
+from burnin.stages.batch import Job, build_script, job_keys, parse_output
 
 
 def run(jobs: list[Job], token: str = "feedc0de") -> dict:

@@ -1,0 +1,66 @@
+"""The burn-in stages: their order, what each is, and which checks or runner each has.
+
+Single-node stages first (cheap to expensive), multi-node ones after: a node that fails its
+preflight never costs a GPU diagnostic, and a node whose GPUs fail never joins a fabric test.
+
+A single-node stage is the checks (burnin.checks) whose ``stage`` is its name, sent to each
+node as one batch; a group stage runs across every node still in the run at once
+(burnin.stages.ib, burnin.stages.nccl). burnin.stages.runner runs both kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bringup.profiles import Profile
+from burnin.checks import ALL_CHECKS
+from burnin.checks.base import Check
+from burnin.stages.jobs import GroupStage
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    group: bool = False  # runs across nodes at once (a GroupStage), not a batch per node
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("preflight"),  # cheap, read-only, seconds
+    Stage("gpu"),  # minutes to hours of load
+    Stage("pcie"),  # links at idle and under load
+    Stage("ib", group=True),  # port pairs across the fabric
+    Stage("nccl", group=True),  # collectives across groups of nodes
+)
+
+STAGE_ORDER: tuple[str, ...] = tuple(s.name for s in STAGES)
+GROUP_STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES if s.group)
+
+
+def parse_stages(text: str | Iterable[str]) -> list[str]:
+    """'preflight,gpu' -> ['preflight', 'gpu'] in the canonical order; unknown names are an error."""
+    names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
+    unknown = [n for n in names if n not in STAGE_ORDER]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)} (stages: {', '.join(STAGE_ORDER)})")
+    if not names:
+        raise ValueError(f"no stage given (stages: {', '.join(STAGE_ORDER)})")
+    return [s for s in STAGE_ORDER if s in names]
+
+
+def is_group_stage(stage: str) -> bool:
+    return stage in GROUP_STAGE_NAMES
+
+
+def stage_checks(stage: str, profile: Profile) -> list[Check]:
+    """The checks of a single-node stage that apply to this profile's hardware, in a stable order."""
+    return [c for c in ALL_CHECKS.values() if c.stage == stage and c.applies(profile)]
+
+
+def group_stages() -> dict[str, GroupStage]:
+    """Group stage name -> its runner. Imported here, not at the top: single-node runs (and
+    `burnin --help`) never load the launchers."""
+    from burnin.stages.ib import run_ib_stage
+    from burnin.stages.nccl import run_nccl_stage
+
+    return {"ib": run_ib_stage, "nccl": run_nccl_stage}
