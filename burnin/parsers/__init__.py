@@ -11,19 +11,7 @@ Parsers classify but never judge: PASS/FAIL against a hardware profile belongs t
 
 from __future__ import annotations
 
-
-class ParseError(ValueError):
-    """The text is not the expected tool output, or is too broken to trust.
-
-    ``internal`` is True when the parser itself failed (a bug caught by the safety net);
-    such errors should never happen and are asserted against in the tests.
-    """
-
-    def __init__(self, message: str, *, internal: bool = False) -> None:
-        super().__init__(message)
-        self.internal = internal
-
-
-from burnin.parsers._common import normalize_bdf  # noqa: E402 - needs ParseError defined first
+from burnin.parsers._common import normalize_bdf
+from burnin.parsers.errors import ParseError
 
 __all__ = ["ParseError", "normalize_bdf"]

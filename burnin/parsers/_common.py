@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from burnin.parsers import ParseError
+from burnin.parsers.errors import ParseError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, NamedTuple
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import clean, parser, split_lines
+from burnin.parsers.errors import ParseError
 
 
 class DcgmErrorCode(NamedTuple):

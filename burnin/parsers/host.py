@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import parser, split_lines
+from burnin.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)

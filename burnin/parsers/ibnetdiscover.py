@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import parser, split_lines
+from burnin.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)

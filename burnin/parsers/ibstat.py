@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import clean, parser, split_lines, to_float, to_int
+from burnin.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)

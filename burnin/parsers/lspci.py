@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import normalize_bdf, parser, split_lines
+from burnin.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)

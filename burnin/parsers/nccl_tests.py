@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import parser, split_lines
+from burnin.parsers.errors import ParseError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import (
     clean,
     is_na,
@@ -23,6 +22,7 @@ from burnin.parsers._common import (
     to_int,
     yes_no,
 )
+from burnin.parsers.errors import ParseError
 
 # ---------------------------------------------------------------------------------------------
 # nvidia-smi -q

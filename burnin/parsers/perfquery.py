@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import parser, split_lines, to_int
+from burnin.parsers.errors import ParseError
 
 # The error counters a burn-in diffs before/after load (REFERENCE.md, InfiniBand).
 ERROR_COUNTERS: tuple[str, ...] = (

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import clean, parser, split_lines, to_int
+from burnin.parsers.errors import ParseError
 
 GBITS = "Gb/sec"
 # perftest's MB/sec and MiB/sec are both 0x100000 bytes per second (format_factor in perftest).

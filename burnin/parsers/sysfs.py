@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from burnin.parsers import ParseError
 from burnin.parsers._common import clean, parser, split_lines, to_float
+from burnin.parsers.errors import ParseError
 
 # PCIe generation by transfer rate in GT/s.
 _GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
