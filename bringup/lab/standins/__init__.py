@@ -12,15 +12,14 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from bringup.lab.standins import dispatch, front
+from bringup.lab.standins.catalog_file import CATALOG_PATH, catalog
 from bringup.lab.standins.sysfs import install_fake_sysfs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-CATALOG_PATH = PACKAGE_DIR / dispatch.CATALOG_NAME
 SAMPLES_DIR = PACKAGE_DIR / "samples"
 # Stand-ins that are programs rather than recordings (they talk to each other across nodes):
 # each file here is installed as /usr/local/bin/<name>; it reads the node's faults file itself.
@@ -31,14 +30,6 @@ DISPATCHER_PATH = PACKAGE_DIR / "dispatch.py"
 LIB_DIR = Path(dispatch.LIB_SUBDIR)
 BIN_DIR = Path("usr/local/bin")
 FAULTS_FILE = Path(dispatch.FAULTS_SUBPATH)
-
-
-@lru_cache(maxsize=1)
-def catalog() -> dict[str, Any]:
-    """The parsed catalog.json (cached: it is package data and does not change at run time)."""
-    with CATALOG_PATH.open(encoding="utf-8") as f:
-        data: dict[str, Any] = json.load(f)
-    return data
 
 
 def known_faults() -> dict[str, str]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from bringup.lab.standins.catalog_file import catalog
 from bringup.lab.standins.dispatch import SYSFS_SUBPATH, node_number, rewrite_guids, sysfs_attr_path
 
 SYSFS_TAR_SUBPATH = SYSFS_SUBPATH + ".tar"  # what install writes; the node unpacks it at SYSFS_SUBPATH
@@ -242,8 +243,6 @@ def tree_entries(
     GUIDs in every file are renumbered for it (None: as recorded).
     """
     if overrides is None:
-        from bringup.lab.standins import catalog  # late: the package imports this module
-
         overrides = catalog().get("sysfs", {})
     devices = {d.bdf: d for d in hgx_h100_devices()}
     changes: dict[str, dict[str, str]] = {}
@@ -329,8 +328,6 @@ def fake_sysfs_tar(
 
 @lru_cache(maxsize=64)
 def _catalog_tar(faults: tuple[str, ...], node: int | None) -> bytes:
-    from bringup.lab.standins import catalog  # late: the package imports this module
-
     return _tar(faults, catalog().get("sysfs", {}), node)
 
 
