@@ -8,16 +8,17 @@ burnt in too. Without either, burnin-stress reports an error and the check says 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+
+from burnin import onnode
 
 _DELIMITER = "BURNIN_STRESS_SOURCE"
 
 
 @lru_cache(maxsize=1)
 def _stress_source() -> str:
-    source = (Path(__file__).resolve().parents[1] / "stress.py").read_text(encoding="utf-8")
+    source = onnode.source("stress")
     if _DELIMITER in source:
-        raise RuntimeError("burnin/stress.py must not contain its own heredoc delimiter")
+        raise RuntimeError("burnin/onnode/stress.py must not contain its own heredoc delimiter")
     return source
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from bringup.profiles import Profile
+from burnin import onnode
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
 from burnin.parsers import ParseError
@@ -25,11 +24,6 @@ from burnin.result import Action, Finding, Result, critical, warning
 NVIDIA, MELLANOX = "0x10de", "0x15b3"
 _COLLECT_DELIMITER = "BURNIN_PCIE_COLLECT"
 _AER_FILES = {"aer_dev_correctable": "correctable", "aer_dev_nonfatal": "non-fatal", "aer_dev_fatal": "fatal"}
-
-
-@lru_cache(maxsize=1)
-def _collector() -> str:
-    return (Path(__file__).with_name("pcie_collect.py")).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -133,7 +127,7 @@ class PcieLinks(Check):
 
     def command(self, profile: Profile) -> str:
         seconds = self.load_seconds(profile)
-        collect = f"python3 - <<'{_COLLECT_DELIMITER}'\n{_collector()}{_COLLECT_DELIMITER}"
+        collect = f"python3 - <<'{_COLLECT_DELIMITER}'\n{onnode.source('pcie_collect')}{_COLLECT_DELIMITER}"
         return "\n".join(
             [
                 f"collect() {{\n{collect}\n}}",

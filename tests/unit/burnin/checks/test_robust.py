@@ -42,7 +42,7 @@ def test_cut_short_healthy_outputs_never_pass(case, cut) -> None:
 def test_stress_without_a_gpu_library_is_unknown_not_pass() -> None:
     """The real burnin-stress on this machine (no torch/CuPy GPU): an error report, exit 2."""
     proc = subprocess.run(
-        [sys.executable, str(REPO / "burnin" / "stress.py"), "--seconds", "1"],
+        [sys.executable, str(REPO / "burnin" / "onnode" / "stress.py"), "--seconds", "1"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -57,7 +57,7 @@ def test_stress_without_a_gpu_library_is_unknown_not_pass() -> None:
 def test_pcie_collector_reads_this_machines_sysfs() -> None:
     """The collector really runs on a Linux host; with no GPU on it the check cannot pass."""
     proc = subprocess.run(
-        [sys.executable, str(REPO / "burnin" / "checks" / "pcie_collect.py")],
+        [sys.executable, str(REPO / "burnin" / "onnode" / "pcie_collect.py")],
         capture_output=True,
         text=True,
         timeout=60,
