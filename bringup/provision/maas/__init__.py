@@ -22,6 +22,7 @@ Modules, each with one job:
 - ``redact``: the redactor that keeps secrets out of every message;
 - ``settings``: the rack vars read and checked into ``MaasSettings``;
 - ``userdata``: the per-node cloud-init user data;
+- ``context``: ``RunContext``, what one node's run needs from the backend that starts it;
 - ``node``: one node's way through MAAS, driven by its status;
 - ``backend``: ``MaasBackend``, the ProvisionBackend (preflight, plan, concurrent provision).
 """

@@ -14,7 +14,7 @@ from typing import Any
 from bringup.credentials import CredentialError, CredentialRef, parse_ref, resolve
 from bringup.provision.backend import Progress, ProvisionOutcome, ProvisionTarget
 from bringup.provision.maas.client import ApiKey, MaasClient, MaasError
-from bringup.provision.maas.node import _MachineRun, _macs, _NodeFailed
+from bringup.provision.maas.node import MachineRun, NodeFailed, target_macs
 from bringup.provision.maas.redact import Redactor
 from bringup.provision.maas.settings import MaasSettings, settings_from_vars
 from bringup.provision.maas.status import OWNED, M, status_name
@@ -51,7 +51,7 @@ class MaasBackend:
         self.max_workers = max(1, max_workers)
         self.http_timeout = http_timeout
         self.verify_tls = verify_tls
-        self._clock = clock
+        self.clock = clock  # monotonic seconds, for the phase deadlines
         self._running: set[threading.Event] = set()  # one per provision() in progress
         self.redact = Redactor()
         self._client: MaasClient | None = None
@@ -60,7 +60,8 @@ class MaasBackend:
 
     # -- setup ------------------------------------------------------------------------------
 
-    def _settings(self) -> MaasSettings:
+    def valid_settings(self) -> MaasSettings:
+        """The settings; ValueError with every problem when the rack vars are invalid."""
         if self.settings is None:
             raise ValueError("MAAS settings are invalid: " + "; ".join(self._problems))
         return self.settings
@@ -69,7 +70,7 @@ class MaasBackend:
         """The API client; reads the API key (once) from its reference."""
         with self._client_lock:
             if self._client is None:
-                settings = self._settings()
+                settings = self.valid_settings()
                 key = ApiKey.parse(resolve(settings.api_key, self.vault_password_file))
                 self.redact.add(
                     key.consumer, key.token, key.secret, f"{key.consumer}:{key.token}:{key.secret}"
@@ -92,7 +93,8 @@ class MaasBackend:
         self.redact.add(password)
         return password
 
-    def _power_form(self, target: ProvisionTarget) -> list[tuple[str, str]]:
+    def power_form(self, target: ProvisionTarget) -> list[tuple[str, str]]:
+        """MAAS's Redfish power parameters for the target (resolves its BMC password)."""
         user = self.node_vars(target).get("bmc_username")
         if not user:
             raise CredentialError("bmc_username is not set")
@@ -110,10 +112,10 @@ class MaasBackend:
             return list(self._problems)
         problems: list[str] = []
         for target in targets:
-            if not _macs(target):
+            if not target_macs(target):
                 problems.append(f"{target.name}: no MAC known; run discover first")
             try:
-                self._power_form(target)
+                self.power_form(target)
             except CredentialError as exc:
                 problems.append(f"{target.name}: BMC credentials: {self.redact(str(exc))}")
             try:
@@ -138,12 +140,12 @@ class MaasBackend:
 
     def plan(self, targets: Sequence[ProvisionTarget]) -> list[str]:
         """One line per target; looks machines up in MAAS (read-only) when MAAS answers."""
-        settings = self._settings()
+        settings = self.valid_settings()
         tags = f", tag {','.join(settings.tags)}" if settings.tags else ""
         deploy = f"deploy {settings.distro_series} with cloud-init user data{tags}"
         lines = []
         for target in targets:
-            macs = _macs(target)
+            macs = target_macs(target)
             found: list[dict[str, Any]] = []
             looked = False
             if macs:
@@ -198,7 +200,7 @@ class MaasBackend:
         Closing the iterator early (or ``close()``) stops the nodes still polling; they end
         failed with "stopped before MAAS finished".
         """
-        self._settings()
+        self.valid_settings()
         if not batch:
             return
         events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -261,10 +263,10 @@ class MaasBackend:
     def _provision_one(
         self, target: ProvisionTarget, say: Callable[[str], None], stop: threading.Event
     ) -> ProvisionOutcome:
-        run = _MachineRun(self, target, say, stop)
+        run = MachineRun(self, target, say, stop)
         try:
             return run.execute()
-        except _NodeFailed as exc:
+        except NodeFailed as exc:
             return self._failed(target, str(exc), **run.details())
         except CredentialError as exc:
             return self._failed(target, f"credentials: {exc}", **run.details())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.maas.client import MaasClient, MaasError
+from bringup.provision.maas.context import RunContext
 from bringup.provision.maas.status import (
     COMMISSION_PHASE,
     OWNED,
@@ -18,17 +19,15 @@ from bringup.provision.maas.status import (
 )
 from bringup.provision.maas.userdata import render_user_data
 
-if TYPE_CHECKING:
-    from bringup.provision.maas.backend import MaasBackend
-
 _MAX_TRANSPORT_ERRORS = 3  # consecutive failed polls before a node is given up
 
 
-class _NodeFailed(Exception):
+class NodeFailed(Exception):
     """Ends one node's run with this reason (already redacted by the raiser or by the caller)."""
 
 
-def _macs(target: ProvisionTarget) -> list[str]:
+def target_macs(target: ProvisionTarget) -> list[str]:
+    """The target's MACs, lower case, the provisioning MAC first, each once."""
     ordered = [target.provisioning_mac, *target.macs]
     seen: list[str] = []
     for mac in ordered:
@@ -41,15 +40,15 @@ def _machine_macs(machine: Mapping[str, Any]) -> list[str]:
     return [str(i["mac_address"]).lower() for i in machine.get("interface_set") or [] if i.get("mac_address")]
 
 
-class _MachineRun:
+class MachineRun:
     """One node's way through MAAS, driven by the machine's status (so a rerun resumes)."""
 
     def __init__(
-        self, backend: MaasBackend, target: ProvisionTarget, say: Callable[[str], None], stop: threading.Event
+        self, backend: RunContext, target: ProvisionTarget, say: Callable[[str], None], stop: threading.Event
     ):
         self.backend = backend
         self.stop = stop
-        self.settings = backend._settings()
+        self.settings = backend.valid_settings()
         self.target = target
         self.say = say
         self.system_id: str | None = None
@@ -86,7 +85,7 @@ class _MachineRun:
 
     def execute(self) -> ProvisionOutcome:
         client = self.backend.client()
-        power = self.backend._power_form(self.target)  # resolves the BMC password up front
+        power = self.backend.power_form(self.target)  # resolves the BMC password up front
         self.machine = self._find_or_create(client, power)
         phase_deadline: tuple[str, float] | None = None
         transport_errors = 0
@@ -97,21 +96,21 @@ class _MachineRun:
             phase = "commissioning" if status in COMMISSION_PHASE else "deployment"
             owner = self.machine.get("owner")
             if status in OWNED and owner and owner != self.backend.username():
-                raise _NodeFailed(
+                raise NodeFailed(
                     f"MAAS machine {self.system_id} is {status_name(status)} for MAAS user {owner!r}; "
                     "bringup does not take over another user's machine"
                 )
             if step == "done":
                 return self._finish(client)
             if step == "fail":
-                raise _NodeFailed(self._status_failure(status))
+                raise NodeFailed(self._status_failure(status))
             if step == "wait":
                 if phase_deadline is None or phase_deadline[0] != phase:
                     phase_deadline = (phase, self._deadline(phase))
-                if self.backend._clock() > phase_deadline[1]:
-                    raise _NodeFailed(self._timeout(phase))
+                if self.backend.clock() > phase_deadline[1]:
+                    raise NodeFailed(self._timeout(phase))
                 if self.stop.wait(self.settings.poll_interval_s):
-                    raise _NodeFailed("stopped before MAAS finished")
+                    raise NodeFailed("stopped before MAAS finished")
                 try:
                     self.machine = client.machine(self.system_id or "")
                     transport_errors = 0
@@ -142,7 +141,7 @@ class _MachineRun:
         )
 
     def _deadline(self, phase: str) -> float:
-        return self.backend._clock() + self._phase_timeout(phase)
+        return self.backend.clock() + self._phase_timeout(phase)
 
     def _timeout(self, phase: str) -> str:
         timeout = self._phase_timeout(phase)
@@ -163,13 +162,13 @@ class _MachineRun:
         )
 
     def _find_or_create(self, client: MaasClient, power: list[tuple[str, str]]) -> dict[str, Any]:
-        macs = _macs(self.target)
+        macs = target_macs(self.target)
         if not macs:
-            raise _NodeFailed("no MAC known for this node; run discover first")
+            raise NodeFailed("no MAC known for this node; run discover first")
         found = client.machines_by_mac(macs)
         if len(found) > 1:
             names = ", ".join(f"{m['system_id']} ({m.get('hostname')})" for m in found)
-            raise _NodeFailed(f"the node's MACs belong to several MAAS machines: {names}")
+            raise NodeFailed(f"the node's MACs belong to several MAAS machines: {names}")
         if found:
             machine = found[0]
             self.system_id, self.adopted = machine["system_id"], True
@@ -230,7 +229,7 @@ class _MachineRun:
                 client.ensure_tag(tag)
                 client.tag_machine(tag, sid)
             except MaasError as exc:
-                raise _NodeFailed(f"deployed, but tagging it {tag!r} failed: {self.explain(exc)}") from None
+                raise NodeFailed(f"deployed, but tagging it {tag!r} failed: {self.explain(exc)}") from None
         if self.settings.tags:
             self.machine = client.machine(sid)
         m = self.machine
