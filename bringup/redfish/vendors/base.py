@@ -1,19 +1,33 @@
 """The vendor interface: every place where BMCs differ, with the DMTF-standard behaviour.
 
 A vendor module overrides only what its BMC does differently. Everything here either is
-pure (judging JSON) or takes the ``BmcContext`` and does its I/O through its client.
+pure (judging JSON) or takes the located BMC (``LocatedBmc``) and does its I/O through its client.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from bringup.redfish.client import RedfishClient
 from bringup.redfish.errors import NotSupported, RedfishError
 from bringup.redfish.messages import link
+from bringup.redfish.nics import Nic
 
-if TYPE_CHECKING:
-    from bringup.redfish.context import BmcContext
-    from bringup.redfish.nics import Nic
+
+class LocatedBmc(Protocol):
+    """What a vendor may read of a BMC that ``context.locate`` found (a ``BmcContext``).
+
+    A protocol here, not the context itself, because the context holds a ``Vendor``.
+    """
+
+    client: RedfishClient
+    system_path: str
+    system: dict[str, Any]
+    manager_path: str | None
+    manager: dict[str, Any] | None
+
+    @property
+    def url(self) -> str: ...
 
 
 class Vendor:
@@ -29,12 +43,12 @@ class Vendor:
 
     # -- discovery ------------------------------------------------------------------------
 
-    def network_adapter_collections(self, ctx: BmcContext, chassis: dict[str, Any] | None) -> list[str]:
+    def network_adapter_collections(self, ctx: LocatedBmc, chassis: dict[str, Any] | None) -> list[str]:
         """NetworkAdapters collections to read (DMTF: under the Chassis)."""
         found = link(chassis, "NetworkAdapters")
         return [found] if found else []
 
-    def event_log_entries(self, ctx: BmcContext) -> list[str]:
+    def event_log_entries(self, ctx: LocatedBmc) -> list[str]:
         """Known paths of the hardware event log's Entries, tried before a generic search."""
         return []
 
@@ -42,33 +56,33 @@ class Vendor:
         """Whether a FirmwareInventory member is running firmware (not a rollback image)."""
         return True
 
-    def oem_nics(self, ctx: BmcContext) -> list[Nic]:
+    def oem_nics(self, ctx: LocatedBmc) -> list[Nic]:
         """NICs from OEM resources, read only when no standard source named any."""
         return []
 
     # -- changes --------------------------------------------------------------------------
 
-    def before_change(self, ctx: BmcContext, *, config: bool) -> None:
+    def before_change(self, ctx: LocatedBmc, *, config: bool) -> None:
         """Raise when the BMC is not ready for a change (``config``: a settings change, not
         just an action)."""
 
-    def diagnose(self, ctx: BmcContext, err: RedfishError) -> RedfishError:
+    def diagnose(self, ctx: LocatedBmc, err: RedfishError) -> RedfishError:
         """A clearer error for a refused change, when the vendor can tell why."""
         return err
 
     # -- job queues (Dell) ------------------------------------------------------------------
 
-    def jobs(self, ctx: BmcContext) -> list[dict[str, Any]]:
+    def jobs(self, ctx: LocatedBmc) -> list[dict[str, Any]]:
         raise NotSupported(
             f"{ctx.client.endpoint.url}: job queues are a Dell iDRAC feature ({self.name} BMC)"
         )
 
-    def clear_jobs(self, ctx: BmcContext) -> str:
+    def clear_jobs(self, ctx: LocatedBmc) -> str:
         raise NotSupported(
             f"{ctx.client.endpoint.url}: job queues are a Dell iDRAC feature ({self.name} BMC)"
         )
 
-    def readiness(self, ctx: BmcContext) -> dict[str, Any]:
+    def readiness(self, ctx: LocatedBmc) -> dict[str, Any]:
         raise NotSupported(
             f"{ctx.client.endpoint.url}: a readiness query is a Dell iDRAC feature ({self.name} BMC)"
         )

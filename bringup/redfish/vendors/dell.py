@@ -12,14 +12,11 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bringup.redfish.errors import ActionFailed, NotReady, NotSupported, PendingJob, RedfishError
 from bringup.redfish.messages import bmc_messages, describe_messages, link, message_id_endswith
-from bringup.redfish.vendors.base import Vendor
-
-if TYPE_CHECKING:
-    from bringup.redfish.context import BmcContext
+from bringup.redfish.vendors.base import LocatedBmc, Vendor
 
 # Job states in which a job still has to run (Dell DellJob and DMTF Job spellings).
 PENDING_STATES = frozenset(
@@ -99,14 +96,14 @@ class Dell(Vendor):
             return f"{gen} ({model})"
         return gen or model
 
-    def network_adapter_collections(self, ctx: BmcContext, chassis: dict[str, Any] | None) -> list[str]:
+    def network_adapter_collections(self, ctx: LocatedBmc, chassis: dict[str, Any] | None) -> list[str]:
         found = super().network_adapter_collections(ctx, chassis)
         legacy = link(ctx.system, "NetworkAdapters")
         if legacy and legacy not in found:
             found.append(legacy)
         return found
 
-    def event_log_entries(self, ctx: BmcContext) -> list[str]:
+    def event_log_entries(self, ctx: LocatedBmc) -> list[str]:
         return [f"{ctx.manager_path}/LogServices/Sel/Entries"] if ctx.manager_path else []
 
     def keep_firmware(self, entry: dict[str, Any]) -> bool:
@@ -114,12 +111,12 @@ class Dell(Vendor):
 
     # -- Lifecycle Controller and job queue -------------------------------------------------
 
-    def _oem_service(self, ctx: BmcContext, name: str) -> str:
+    def _oem_service(self, ctx: LocatedBmc, name: str) -> str:
         if not ctx.manager_path:
             raise NotSupported(f"{ctx.url}: no iDRAC Manager found, so no {name}")
         return link(ctx.manager, "Links", "Oem", "Dell", name) or f"{ctx.manager_path}/Oem/Dell/{name}"
 
-    def readiness(self, ctx: BmcContext) -> dict[str, Any]:
+    def readiness(self, ctx: LocatedBmc) -> dict[str, Any]:
         service = self._oem_service(ctx, "DellLCService")
         body = ctx.client.post(
             f"{service}/Actions/DellLCService.GetRemoteServicesAPIStatus", {}, idempotent=True
@@ -133,7 +130,7 @@ class Dell(Vendor):
             "ready": lc == "Ready" and status in (None, "Ready"),
         }
 
-    def jobs(self, ctx: BmcContext) -> list[dict[str, Any]]:
+    def jobs(self, ctx: LocatedBmc) -> list[dict[str, Any]]:
         if not ctx.manager_path:
             raise NotSupported(f"{ctx.url}: no iDRAC Manager found, so no job queue")
         for path in (f"{ctx.manager_path}/Jobs", "/redfish/v1/JobService/Jobs"):
@@ -143,12 +140,12 @@ class Dell(Vendor):
                 continue
         raise NotSupported(f"{ctx.url}: this iDRAC exposes no job queue")
 
-    def clear_jobs(self, ctx: BmcContext) -> str:
+    def clear_jobs(self, ctx: LocatedBmc) -> str:
         service = self._oem_service(ctx, "DellJobService")
         resp = ctx.client.post(f"{service}/Actions/DellJobService.DeleteJobQueue", {"JobID": CLEAR_ALL})
         return describe_messages(resp.body) or "job queue cleared"
 
-    def before_change(self, ctx: BmcContext, *, config: bool) -> None:
+    def before_change(self, ctx: LocatedBmc, *, config: bool) -> None:
         try:
             state = self.readiness(ctx)
         except NotSupported:
@@ -167,7 +164,7 @@ class Dell(Vendor):
             if blocking:
                 raise self._pending(ctx, blocking, None)
 
-    def diagnose(self, ctx: BmcContext, err: RedfishError) -> RedfishError:
+    def diagnose(self, ctx: LocatedBmc, err: RedfishError) -> RedfishError:
         body = getattr(err, "body", None)
         if not isinstance(err, ActionFailed) or isinstance(err, PendingJob):
             return err
@@ -182,7 +179,7 @@ class Dell(Vendor):
         return self._pending(ctx, blocking, said, status=err.status)
 
     def _pending(
-        self, ctx: BmcContext, jobs: list[dict[str, Any]], said: str | None, status: int | None = None
+        self, ctx: LocatedBmc, jobs: list[dict[str, Any]], said: str | None, status: int | None = None
     ) -> PendingJob:
         ids = [str(j["id"]) for j in jobs if j.get("id")]
         listed = ", ".join(f"{j['id']} ({j.get('type') or j.get('name')}, {j.get('state')})" for j in jobs)

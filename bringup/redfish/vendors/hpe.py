@@ -11,14 +11,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bringup.redfish.errors import NotSupported
 from bringup.redfish.nics import Nic, normalise_mac, place
-from bringup.redfish.vendors.base import Vendor
-
-if TYPE_CHECKING:
-    from bringup.redfish.context import BmcContext
+from bringup.redfish.vendors.base import LocatedBmc, Vendor
 
 
 def base_adapter_nics(adapter: dict[str, Any]) -> list[Nic]:
@@ -49,10 +46,10 @@ def base_adapter_nics(adapter: dict[str, Any]) -> list[Nic]:
 class Hpe(Vendor):
     name = "hpe"
 
-    def event_log_entries(self, ctx: BmcContext) -> list[str]:
+    def event_log_entries(self, ctx: LocatedBmc) -> list[str]:
         return [f"{ctx.system_path}/LogServices/IML/Entries"]
 
-    def oem_nics(self, ctx: BmcContext) -> list[Nic]:
+    def oem_nics(self, ctx: LocatedBmc) -> list[Nic]:
         try:
             adapters = ctx.client.members(f"{ctx.system_path}/BaseNetworkAdapters")
         except NotSupported:

@@ -9,19 +9,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bringup.redfish.vendors.base import Vendor
-
-if TYPE_CHECKING:
-    from bringup.redfish.context import BmcContext
+from bringup.redfish.vendors.base import LocatedBmc, Vendor
 
 
 class Supermicro(Vendor):
     name = "supermicro"
     send_boot_mode = "always"
 
-    def event_log_entries(self, ctx: BmcContext) -> list[str]:
+    def event_log_entries(self, ctx: LocatedBmc) -> list[str]:
         paths = [f"{ctx.system_path}/LogServices/Log1/Entries"]
         if ctx.manager_path:
             paths.append(f"{ctx.manager_path}/LogServices/Log1/Entries")
