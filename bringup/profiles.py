@@ -1,151 +1,123 @@
-"""Hardware profiles: what a node of a kind must have, and the thresholds to judge it by.
+"""Hardware profiles: read, validate, look up by name, and override with ``--set``.
 
-A profile is ``inventories/profiles/<name>.yml``. Every figure carries a comment saying where
-it comes from (DESIGN.md idea 5). The schema below is the contract between profiles and the
-checks that read them; ``validate_profile`` is pure and returns every problem at once.
+A profile is ``inventories/profiles/<name>.yml``; its keys, types, limits, defaults and their
+sources are the typed model in ``bringup/profile_model.py`` (DESIGN.md idea 5). Validation is
+pure and returns every problem at once, each naming the file and the dotted field, as
+``bringup inventory check`` prints them.
+
+    python -m bringup.profiles --schema > bringup/schemas/profile.schema.json
+
+regenerates the JSON Schema shipped for editors (a unit test fails while it is stale).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import difflib
+import json
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from bringup.errors import BadInput, UserError
 from bringup.problems import Problem
+from bringup.profile_model import BOOT_MODES, LINK_LAYERS, Profile
 from bringup.yamlio import YamlError, load_yaml_file
 
-NUMBER = (int, float)
+__all__ = [
+    "BOOT_MODES",
+    "LINK_LAYERS",
+    "Profile",
+    "ProfileError",
+    "apply_overrides",
+    "find_profile",
+    "load_profile",
+    "parse_profile",
+    "profile_path",
+    "validate_profile",
+]
 
-# dotted path -> (accepted types, required)
-PROFILE_SCHEMA: dict[str, tuple[tuple[type, ...], bool]] = {
-    "name": ((str,), True),
-    "description": ((str,), True),
-    "boot_mode": ((str,), True),
-    "gpu.model": ((str,), True),
-    "gpu.count": ((int,), True),
-    "gpu.memory_gib": (NUMBER, True),
-    "gpu.nvlink_links_per_gpu": ((int,), True),
-    "gpu.nvswitch": ((bool,), True),
-    "pcie.gpu.gen": ((int,), True),
-    "pcie.gpu.width": ((int,), True),
-    "pcie.nic.gen": ((int,), True),
-    "pcie.nic.width": ((int,), True),
-    "pcie.nvme.gen": ((int,), False),
-    "pcie.nvme.width": ((int,), False),
-    "ib.hca_count": ((int,), True),
-    "ib.rate_gbps": (NUMBER, True),
-    "ib.link_layer": ((str,), True),
-    "pins.driver": ((str,), True),
-    "pins.fabric_manager": ((str,), False),
-    "pins.cuda": ((str,), False),
-    "pins.dcgm": ((str,), False),
-    "pins.doca_ofed": ((str,), False),
-    "pins.hca_firmware": ((str,), False),
-    "pins.vbios": ((str,), False),
-    "pins.dcgm_exporter": ((str,), False),
-    "pins.container_toolkit": ((str,), False),
-    "pins.nccl": ((str,), False),
-    "pins.nccl_tests": ((str,), False),
-    "pins.perftest": ((str,), False),
-    "pins.infiniband_diags": ((str,), False),
-    "pins.pciutils": ((str,), False),
-    "pins.stress_ng": ((str,), False),
-    "pins.fio": ((str,), False),
-    "floors.ib_write_bw_fraction": (NUMBER, True),
-    "floors.ib_write_bw_bidir_gbps": (NUMBER, False),
-    "floors.nccl_busbw_single_node_gbps": (NUMBER, True),
-    "floors.nccl_busbw_multi_node_gbps": (NUMBER, True),
-    "floors.h2d_gbps": (NUMBER, False),
-    "floors.d2d_gbps": (NUMBER, False),
-    "floors.matmul_tflops_fraction_of_best": (NUMBER, False),
-    "floors.matmul_tflops": (NUMBER, False),
-    "diag.dcgm_level": ((int,), True),
-    "diag.stress_minutes": (NUMBER, False),
-    "diag.pcie_load_seconds": (NUMBER, False),
-    "diag.ib_load_seconds": (NUMBER, False),
-    "diag.ib_rounds": ((int,), False),
-    "diag.nccl_soak_minutes": (NUMBER, False),
-    "diag.nccl_group_size": ((int,), False),
-    "diag.nccl_iteration_timeout_s": (NUMBER, False),
-    "diag.nccl_tests": ((list,), False),
-    "host.disk_use_warn_pct": (NUMBER, False),
-    "host.disk_use_fail_pct": (NUMBER, False),
-    "host.max_clock_offset_s": (NUMBER, False),
-    "host.zfs": ((bool,), False),
-    "host.container_image": ((str,), False),
-    "host.kernel_log_allowlist": ((list,), False),
-    "provisioning.nic": ((str,), False),
-}
-
-BOOT_MODES = ("uefi", "legacy")
-LINK_LAYERS = ("InfiniBand", "Ethernet")
-FRACTIONS = ("floors.ib_write_bw_fraction", "floors.matmul_tflops_fraction_of_best")
-POSITIVE = (
-    "gpu.count",
-    "gpu.memory_gib",
-    "ib.rate_gbps",
-    "pcie.gpu.width",
-    "pcie.nic.width",
-    "diag.dcgm_level",
-)
+SCHEMA_FILE = Path(__file__).with_name("schemas") / "profile.schema.json"
 
 
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    path: Path
-    data: dict[str, Any] = field(repr=False)
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        present, value = _lookup(self.data, dotted)
-        return value if present else default
+class ProfileError(UserError):
+    """A profile that cannot be found or is not valid."""
 
 
-def _lookup(data: Any, dotted: str) -> tuple[bool, Any]:
-    value = data
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return False, None
-        value = value[part]
-    return True, value
+# -- validation -----------------------------------------------------------------------------------
+
+
+def _dotted(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _keys_at(loc: Sequence[str | int]) -> list[str]:
+    """The keys the model has where ``loc`` points (for "did you mean")."""
+    model: Any = Profile
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        candidates = [field.annotation, *get_args(field.annotation)]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def _message(error: Any) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return "missing"
+    if kind == "extra_forbidden":
+        loc = error["loc"]
+        near = difflib.get_close_matches(str(loc[-1]), _keys_at(loc[:-1]), n=1)
+        hint = f"did you mean {_dotted([*loc[:-1], near[0]])}?" if near else "not in the profile schema"
+        return f"unknown key ({hint})"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"must be a mapping, got {type(value).__name__} {value!r}"
+    if kind == "too_short":
+        return "must not be empty"
+    return str(error["msg"])
+
+
+def problems_from(exc: ValidationError, file: str) -> list[Problem]:
+    """pydantic's errors as Problems naming the file and the dotted field."""
+    return [
+        Problem(file, None, _dotted(e["loc"]) or None, _message(e)) for e in exc.errors(include_url=False)
+    ]
+
+
+def parse_profile(
+    data: Any, file: str, expected_name: str | None = None
+) -> tuple[Profile | None, list[Problem]]:
+    """A profile from its YAML data (pure): (profile or None, every problem)."""
+    if not isinstance(data, dict):
+        return None, [Problem(file, None, None, "a profile must be a YAML mapping")]
+    problems: list[Problem] = []
+    profile: Profile | None = None
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from(exc, file)
+    name = data.get("name")
+    if expected_name and isinstance(name, str) and name != expected_name:
+        problems.append(Problem(file, None, "name", f"is {name!r} but the file is named {expected_name!r}"))
+    return (None if problems else profile), problems
 
 
 def validate_profile(data: Any, path: str, expected_name: str | None = None) -> list[Problem]:
     """Every problem with a profile's content (pure)."""
-    if not isinstance(data, dict):
-        return [Problem(path, None, None, "a profile must be a YAML mapping")]
-    problems: list[Problem] = []
-    for dotted, (types, required) in PROFILE_SCHEMA.items():
-        present, value = _lookup(data, dotted)
-        if not present or value is None:
-            if required:
-                problems.append(Problem(path, None, dotted, "missing"))
-            continue
-        # bool is an int in Python; a count of True is a typo, not a number.
-        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-            want = " or ".join(t.__name__ for t in types)
-            problems.append(
-                Problem(path, None, dotted, f"must be {want}, got {type(value).__name__} {value!r}")
-            )
-            continue
-        if dotted in POSITIVE and value <= 0:
-            problems.append(Problem(path, None, dotted, f"must be positive, got {value}"))
-        if dotted in FRACTIONS and not 0 < value <= 1:
-            problems.append(Problem(path, None, dotted, f"is a fraction and must be in (0, 1], got {value}"))
-    present, mode = _lookup(data, "boot_mode")
-    if present and isinstance(mode, str) and mode not in BOOT_MODES:
-        problems.append(
-            Problem(path, None, "boot_mode", f"must be one of {', '.join(BOOT_MODES)}, got {mode!r}")
-        )
-    present, layer = _lookup(data, "ib.link_layer")
-    if present and isinstance(layer, str) and layer not in LINK_LAYERS:
-        problems.append(
-            Problem(path, None, "ib.link_layer", f"must be one of {', '.join(LINK_LAYERS)}, got {layer!r}")
-        )
-    name = data.get("name")
-    if expected_name and isinstance(name, str) and name != expected_name:
-        problems.append(Problem(path, None, "name", f"is {name!r} but the file is named {expected_name!r}"))
-    return problems
+    return parse_profile(data, path, expected_name)[1]
+
+
+# -- reading ----------------------------------------------------------------------------------------
 
 
 def profile_path(name: str, profiles_dir: Path) -> Path:
@@ -164,5 +136,74 @@ def load_profile(name: str, profiles_dir: Path) -> tuple[Profile | None, list[Pr
         data = load_yaml_file(path)
     except YamlError as exc:
         return None, [Problem(str(path), None, None, str(exc))]
-    problems = validate_profile(data, str(path), expected_name=name)
-    return (None if problems else Profile(name, path, data)), problems
+    profile, problems = parse_profile(data, str(path), expected_name=name)
+    return (profile.at(path) if profile is not None else None), problems
+
+
+def find_profile(name_or_path: str, profiles_dir: Path) -> Profile:
+    """A profile by name (in ``profiles_dir``) or by the path of its .yml file."""
+    path = Path(name_or_path)
+    if path.suffix in (".yml", ".yaml") and path.is_file():
+        profile, problems = load_profile(path.stem, path.parent)
+    else:
+        profile, problems = load_profile(name_or_path, profiles_dir)
+    if profile is None:
+        raise ProfileError("; ".join(str(p) for p in problems))
+    return profile
+
+
+# -- overrides ----------------------------------------------------------------------------------------
+
+
+def apply_overrides(profile: Profile, overrides: Sequence[str]) -> Profile:
+    """A copy of the profile with ``--set key.path=value`` items applied (values are YAML),
+    validated again. A bad item raises BadInput naming the key and what is wrong with it."""
+    if not overrides:
+        return profile
+    # Only what the profile states (not the defaults), so "set in the profile" stays true.
+    data = profile.model_dump(mode="json", exclude_unset=True)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. diag.stress_minutes=0.5")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            why = getattr(exc, "problem", None) or type(exc).__name__
+            raise BadInput(f"--set {key}: the value {raw!r} is not YAML ({why})") from None
+        node = data
+        parts = key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise BadInput(f"--set {key}: {'.'.join(parts[: depth + 1])} is a value, not a section")
+        node[parts[-1]] = value
+    changed, problems = parse_profile(data, f"{profile.path} with --set")
+    if changed is None:
+        raise BadInput("; ".join(f"--set {p.field or key}: {p.message}" for p in problems))
+    return changed.at(profile.path)
+
+
+# -- the shipped JSON Schema --------------------------------------------------------------------------
+
+
+def json_schema() -> str:
+    """The JSON Schema of a profile, as shipped in bringup/schemas/profile.schema.json."""
+    return json.dumps(Profile.model_json_schema(), indent=2) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args != ["--schema"]:
+        print(
+            "usage: python -m bringup.profiles --schema > bringup/schemas/profile.schema.json",
+            file=sys.stderr,
+        )
+        return 2
+    sys.stdout.write(json_schema())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

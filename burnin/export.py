@@ -179,7 +179,7 @@ def hcas_of(fact: NodeFacts) -> list[dict[str, Any]]:
     from burnin.parsers.ibstat import parse_ibstat
 
     row = _result(fact.rows, "ib_ports")
-    layer = str(fact.profile.get("ib.link_layer", "InfiniBand")) if fact.profile else "InfiniBand"
+    layer = fact.profile.ib.link_layer if fact.profile else "InfiniBand"
     if row is not None and row.evidence:
         try:
             report = parse_ibstat(row.evidence)
@@ -317,8 +317,7 @@ def excluded_record(fact: NodeFacts, decision: Decision) -> dict[str, Any]:
 
 def slots_of(fact: NodeFacts) -> int:
     """One slot per GPU (the profile's gpu.count): one rank per GPU, as trainers launch."""
-    count = fact.profile.get("gpu.count") if fact.profile is not None else None
-    return int(count) if isinstance(count, int) and count > 0 else 1
+    return fact.profile.gpu.count if fact.profile is not None else 1
 
 
 # ---- rendering --------------------------------------------------------------------------------------

@@ -37,17 +37,16 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
     """The role variables a hardware profile sets (see each role's defaults/main.yml)."""
 
     def pin(key: str) -> str | None:
-        value = profile.get(f"pins.{key}")
-        return None if value in (None, "") else str(value)
+        return getattr(profile.pins, key) or None  # an empty pin is no pin
 
     driver = pin("driver")
     out: dict[str, Any] = {
         "bringup_profile": profile.name,
         "nvidia_driver_version": driver or "",
-        "fabric_manager_enabled": bool(profile.get("gpu.nvswitch", False)),
+        "fabric_manager_enabled": profile.gpu.nvswitch,
         "fabric_manager_version": pin("fabric_manager") or driver or "",
         "doca_ofed_enabled": pin("doca_ofed") is not None,
-        "storage_enabled": bool(profile.get("host.zfs", False)),
+        "storage_enabled": profile.host.zfs,
     }
     optional = {
         "doca_ofed": "doca_ofed_version",
@@ -60,9 +59,9 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         value = pin(key)
         if value is not None:
             out[var] = value
-    offset = profile.get("host.max_clock_offset_s")
-    if offset is not None:
-        out["base_max_clock_offset_s"] = offset
+    # Only a figure the profile states; otherwise the base role's own default (the same 2 s).
+    if "max_clock_offset_s" in profile.host.model_fields_set:
+        out["base_max_clock_offset_s"] = profile.host.max_clock_offset_s
     return out
 
 

@@ -81,7 +81,7 @@ class GpuInventory(SmiQueryCheck):
                 ],
             )
         q = _query(output)
-        want_count, want_model = int(profile.get("gpu.count")), str(profile.get("gpu.model"))
+        want_count, want_model = profile.gpu.count, profile.gpu.model
         findings: list[Finding] = []
         if len(q.gpus) != want_count:
             attached = f" (nvidia-smi says {q.attached_gpus} attached)" if q.attached_gpus is not None else ""
@@ -256,7 +256,7 @@ class GpuVersions(SmiQueryCheck):
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         q = _query(output)
         findings: list[Finding] = []
-        driver_pin, vbios_pin = profile.get("pins.driver"), profile.get("pins.vbios")
+        driver_pin, vbios_pin = profile.pins.driver, profile.pins.vbios
         if q.driver_version is None:
             raise ParseError("no Driver Version in nvidia-smi -q")
         if driver_pin and q.driver_version != str(driver_pin):
@@ -297,13 +297,13 @@ class Nvlink(Check):
     timeout_s = 60
 
     def applies(self, profile: Profile) -> bool:
-        return int(profile.get("gpu.nvlink_links_per_gpu", 0)) > 0
+        return profile.gpu.nvlink_links_per_gpu > 0
 
     def command(self, profile: Profile) -> str:
         return "nvidia-smi nvlink -s"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        want = int(profile.get("gpu.nvlink_links_per_gpu"))
+        want = profile.gpu.nvlink_links_per_gpu
         status = parse_nvlink_status(output.stdout)
         findings: list[Finding] = []
         if status.all_inactive and not any(g.links for g in status.gpus):
@@ -360,7 +360,7 @@ class FabricManager(Check):
     judge_any_rc = True  # systemctl is-active exits 3 for inactive: that is the answer
 
     def applies(self, profile: Profile) -> bool:
-        return bool(profile.get("gpu.nvswitch", False))
+        return profile.gpu.nvswitch
 
     def command(self, profile: Profile) -> str:
         return "systemctl is-active nvidia-fabricmanager"
@@ -400,7 +400,7 @@ class DcgmDiag(Check):
     judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
 
     def level(self, profile: Profile) -> int:
-        return int(profile.get("diag.dcgm_level", 3))
+        return profile.diag.dcgm_level
 
     def timeout(self, profile: Profile) -> int:
         # r1 seconds, r2 ~2 min, r3 ~15 min, r4 up to hours (REFERENCE.md), with margin.
@@ -487,7 +487,7 @@ class GpuStress(Check):
     )
 
     def seconds(self, profile: Profile) -> float:
-        return float(profile.get("diag.stress_minutes", 10)) * 60
+        return profile.diag.stress_minutes * 60
 
     def timeout(self, profile: Profile) -> int:
         return int(self.seconds(profile)) + 300
@@ -518,7 +518,7 @@ class GpuStress(Check):
         if not isinstance(gpus, list) or not gpus:
             raise ParseError("the stress report lists no GPU")
         findings: list[Finding] = []
-        want = int(profile.get("gpu.count", len(gpus)))
+        want = profile.gpu.count
         if len(gpus) < want:
             findings.append(
                 critical(f"the load ran on {len(gpus)} GPU(s), the profile has {want}", Action.RESEAT)
@@ -607,8 +607,7 @@ def _tflops_findings(gpus: list, profile: Profile) -> list[Finding]:
     if not values:
         return []
     best = max(values.values())
-    fraction = float(profile.get("floors.matmul_tflops_fraction_of_best", 0.9))
-    floor = profile.get("floors.matmul_tflops")
+    fraction, floor = profile.floors.matmul_tflops_fraction_of_best, profile.floors.matmul_tflops
     findings = []
     for index, value in sorted(values.items()):
         subject = f"GPU {index}"

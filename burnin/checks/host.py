@@ -13,8 +13,6 @@ from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status
 from burnin.parsers.nvidia_smi import parse_gpu_list
 from burnin.result import Action, Finding, Result, critical, info, warning
 
-DEFAULT_CONTAINER_IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
-
 
 class DiskUsage(Check):
     name = "disk_usage"
@@ -26,8 +24,7 @@ class DiskUsage(Check):
         return "df -P -k -x tmpfs -x devtmpfs -x squashfs -x overlay"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        warn_at = float(profile.get("host.disk_use_warn_pct", 85))
-        fail_at = float(profile.get("host.disk_use_fail_pct", 95))
+        warn_at, fail_at = profile.host.disk_use_warn_pct, profile.host.disk_use_fail_pct
         mounts = parse_df(output.stdout)
         if not mounts:
             raise ParseError("df listed no filesystem")
@@ -65,7 +62,7 @@ class ZfsPool(Check):
     timeout_s = 30
 
     def applies(self, profile: Profile) -> bool:
-        return bool(profile.get("host.zfs", False))
+        return profile.host.zfs
 
     def command(self, profile: Profile) -> str:
         return "zpool status -x"
@@ -107,7 +104,7 @@ class ClockOffset(Check):
         return "date -u +%s.%N"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        limit = float(profile.get("host.max_clock_offset_s", 2))
+        limit = profile.host.max_clock_offset_s
         try:
             node_time = float(output.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -145,11 +142,11 @@ class ContainerRuntime(Check):
     timeout_s = 180  # a first pull of the CUDA base image
 
     def command(self, profile: Profile) -> str:
-        image = shlex.quote(str(profile.get("host.container_image", DEFAULT_CONTAINER_IMAGE)))
+        image = shlex.quote(profile.host.container_image)
         return f"docker run --rm --gpus all {image} nvidia-smi -L"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        expected = int(profile.get("gpu.count"))
+        expected = profile.gpu.count
         if output.rc != 0:
             last = (output.stderr or output.stdout).strip().splitlines()[-1:] or ["no output"]
             return Result.judged(
@@ -177,13 +174,13 @@ class OfedVersion(Check):
     timeout_s = 20
 
     def applies(self, profile: Profile) -> bool:
-        return bool(profile.get("pins.doca_ofed")) and int(profile.get("ib.hca_count", 0)) > 0
+        return bool(profile.pins.doca_ofed) and profile.ib.hca_count > 0
 
     def command(self, profile: Profile) -> str:
         return "ofed_info -s"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        pin = str(profile.get("pins.doca_ofed"))
+        pin = str(profile.pins.doca_ofed)
         version = parse_ofed_version(output.stdout)
         findings = []
         # ofed_info prints the pin plus a build suffix (24.04-0.6.6 -> 24.04-0.6.6.0): a prefix match.

@@ -21,7 +21,7 @@ class IbPorts(Check):
     judge_any_rc = True  # ibstat exits 255 after printing good data when one device vanished
 
     def applies(self, profile: Profile) -> bool:
-        return int(profile.get("ib.hca_count", 0)) > 0
+        return profile.ib.hca_count > 0
 
     def command(self, profile: Profile) -> str:
         return "ibstat"
@@ -30,10 +30,8 @@ class IbPorts(Check):
         report = parse_ibstat(output.stdout)
         if not report.hcas:
             raise ParseError("ibstat listed no HCA")
-        want_count = int(profile.get("ib.hca_count"))
-        want_rate = float(profile.get("ib.rate_gbps"))
-        layer = str(profile.get("ib.link_layer", "InfiniBand"))
-        fw_pin = profile.get("pins.hca_firmware")
+        want_count, want_rate, layer = profile.ib.hca_count, profile.ib.rate_gbps, profile.ib.link_layer
+        fw_pin = profile.pins.hca_firmware
         findings: list[Finding] = []
         ports = [(hca, port) for hca in report.hcas for port in hca.ports if (port.link_layer or "") == layer]
         others = [
@@ -74,7 +72,7 @@ class IbPorts(Check):
                     )
                 )
         for hca in {h.name: h for h, _ in ports}.values():
-            if fw_pin and hca.firmware != str(fw_pin):
+            if fw_pin and hca.firmware != fw_pin:
                 findings.append(
                     critical(
                         f"{hca.name} firmware {hca.firmware}, the profile pins {fw_pin}",

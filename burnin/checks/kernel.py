@@ -112,9 +112,7 @@ class KernelLog(Check):
         return "dmesg --time-format iso"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        allow = [
-            re.compile(p) for p in (*BUILTIN_ALLOWLIST, *(profile.get("host.kernel_log_allowlist") or ()))
-        ]
+        allow = [re.compile(p) for p in (*BUILTIN_ALLOWLIST, *profile.host.kernel_log_allowlist)]
         events = parse_kernel_log(output.stdout)
         # One finding per (what, where): a GPU that logged Xid 94 nine times is one finding, "x9".
         grouped: dict[tuple, tuple[Finding, int]] = {}

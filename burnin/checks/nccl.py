@@ -47,11 +47,10 @@ class Hang:
         return {"timeout_s": self.timeout_s, "silent_hosts": list(self.silent_hosts)}
 
 
-def busbw_floor(profile: Profile, node_count: int) -> float | None:
+def busbw_floor(profile: Profile, node_count: int) -> float:
     """The floor for a group of ``node_count`` nodes: NVLink-only for one node, network otherwise."""
-    key = "floors.nccl_busbw_single_node_gbps" if node_count <= 1 else "floors.nccl_busbw_multi_node_gbps"
-    value = profile.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    floors = profile.floors
+    return floors.nccl_busbw_single_node_gbps if node_count <= 1 else floors.nccl_busbw_multi_node_gbps
 
 
 def largest_busbw(

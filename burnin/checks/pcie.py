@@ -120,7 +120,7 @@ class PcieLinks(Check):
     description = "GPU, NIC and NVMe links: width at idle, speed under load, AER errors, kernel 'limited by'"
 
     def load_seconds(self, profile: Profile) -> float:
-        return float(profile.get("diag.pcie_load_seconds", 20))
+        return profile.diag.pcie_load_seconds
 
     def timeout(self, profile: Profile) -> int:
         return int(self.load_seconds(profile)) + 240  # plus a cold torch import and the inputs
@@ -162,10 +162,9 @@ class PcieLinks(Check):
         after = _links(_json_section(parts["after"], "after")) if "after" in parts else {}
         findings: list[Finding] = []
         incomplete = ""
-        expected = {
-            k: (profile.get(f"pcie.{k}.gen"), profile.get(f"pcie.{k}.width")) for k in ("gpu", "nic", "nvme")
-        }
-        if not any(link.kind == "gpu" for link in idle.values()) and int(profile.get("gpu.count", 0)) > 0:
+        links = {"gpu": profile.pcie.gpu, "nic": profile.pcie.nic, "nvme": profile.pcie.nvme}
+        expected = {kind: (link.gen, link.width) for kind, link in links.items()}
+        if not any(link.kind == "gpu" for link in idle.values()) and profile.gpu.count > 0:
             findings.append(critical("no NVIDIA GPU on the PCIe bus", Action.RESEAT))
         readings = []
         for bdf, link in sorted(idle.items(), key=lambda kv: (kv[1].kind, kv[1].role)):

@@ -152,9 +152,7 @@ def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:
     p = fact.profile
     if p is None:
         return None, None
-    rate, fraction = _number(p.get("ib.rate_gbps")), _number(p.get("floors.ib_write_bw_fraction"))
-    ib_floor = rate * fraction if rate is not None and fraction is not None else None
-    return ib_floor, _number(p.get("floors.nccl_busbw_multi_node_gbps"))
+    return p.ib.rate_gbps * p.floors.ib_write_bw_fraction, p.floors.nccl_busbw_multi_node_gbps
 
 
 def build_report(

@@ -60,7 +60,7 @@ def test_good_inventory_merges_group_vars(invdir, monkeypatch):
     assert (h1.name, h1.bmc_vendor, h1.profile, h1.rack_unit) == ("gpu001", "hpe", "h100-sxm-8x400g", 1)
     assert h2.bmc_vendor == "supermicro"  # host vars beat group vars
     assert str(h1.bmc_password) == "env:TEST_BMC_PASSWORD"
-    assert rack.profiles["h100-sxm-8x400g"].get("gpu.count") == 8
+    assert rack.profiles["h100-sxm-8x400g"].gpu.count == 8
 
 
 def test_shipped_inventories_are_valid(monkeypatch):

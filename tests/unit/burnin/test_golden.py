@@ -15,11 +15,11 @@ from bringup.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import CheckResult, utcnow
 from bringup.fleet.store import FleetStore
-from bringup.profiles import Profile
 from burnin import golden
 from burnin.cli import main
 from burnin.golden import GoldenRules, judge, parse_age, plan_move
 from burnin.stages import STAGE_ORDER
+from tests.profiles import minimal
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "tests" / "fixtures" / "samples"
@@ -75,8 +75,8 @@ def test_format_age():
 
 
 def test_required_stages_default_no_ib_profile_and_override():
-    ib = Profile("p", Path("p.yml"), {"ib": {"hca_count": 8}})
-    no_ib = Profile("q", Path("q.yml"), {"ib": {"hca_count": 0}})
+    ib = minimal({"ib": {"hca_count": 8}}, name="p")
+    no_ib = minimal({"ib": {"hca_count": 0}}, name="q")
     assert golden.required_stages(ib) == STAGE_ORDER
     assert "ib" not in golden.required_stages(no_ib) and "nccl" in golden.required_stages(no_ib)
     assert golden.required_stages(ib, ["pcie", "preflight"]) == ("preflight", "pcie")

@@ -4,7 +4,6 @@ load_rack, like the real command), the fleet store's addresses and the hardware 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,8 +11,8 @@ import yaml
 from bringup.configure.inventory import build_inventory, group_name, host_vars, profile_vars
 from bringup.credentials import write_secret_file
 from bringup.inventory import load_rack
-from bringup.profiles import Profile
 from tests.paths import REPO
+from tests.profiles import minimal
 
 
 @pytest.fixture
@@ -76,7 +75,7 @@ def test_profile_without_nvswitch_ofed_or_fm_pin():
         "pins": {"driver": "550.90.07"},
         "host": {"zfs": True},
     }
-    v = profile_vars(Profile("x", Path("x.yml"), data))
+    v = profile_vars(minimal(data, name="x"))
     assert v["fabric_manager_enabled"] is False
     assert v["fabric_manager_version"] == "550.90.07"  # follows the driver
     assert v["doca_ofed_enabled"] is False

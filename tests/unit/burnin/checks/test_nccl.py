@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bringup.profiles import load_profile
+from bringup.profiles import apply_overrides, load_profile
 from burnin.checks.nccl import (
     Hang,
     busbw_floor,
@@ -16,7 +16,6 @@ from burnin.checks.nccl import (
     largest_busbw,
     node_results,
 )
-from burnin.cli import apply_overrides
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Action, Result, Severity, Verdict

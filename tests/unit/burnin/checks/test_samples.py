@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bringup.profiles import load_profile
+from bringup.profiles import apply_overrides, load_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
-from burnin.cli import apply_overrides
 from tests.paths import REPO
 
 SHARED = REPO / "tests" / "fixtures" / "samples"

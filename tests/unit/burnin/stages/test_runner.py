@@ -15,6 +15,7 @@ from burnin.result import Action, Result, Verdict, critical
 from burnin.stages import runner as runner_mod
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun
+from tests.profiles import minimal
 
 
 class Echo(Check):
@@ -38,7 +39,7 @@ class Echo(Check):
         raise ParseError(f"cannot read {text!r}")
 
 
-PROFILE = Profile("p", None, {"gpu": {"count": 8}})  # type: ignore[arg-type]
+PROFILE = minimal({"gpu": {"count": 8}}, name="p")
 
 
 @pytest.fixture
