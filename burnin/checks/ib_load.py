@@ -35,7 +35,6 @@ from burnin.plan.ib_pairs import PortKey, Session
 from burnin.result import Action, Finding, Result, critical, info, warning
 
 CHECK = "ib_bandwidth"
-DEFAULT_FRACTION = 0.97
 
 # Counters that count faults of the port's own link (its cable, transceivers, the switch port).
 LINK_COUNTERS = (

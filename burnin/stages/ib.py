@@ -23,13 +23,11 @@ import secrets
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import (
     CHECK,
-    DEFAULT_FRACTION,
     CounterChange,
     EndOutput,
     IbPortInfo,
@@ -54,8 +52,6 @@ from burnin.result import Result, info
 from burnin.stages.batch import Job, build_script, parse_output
 from burnin.stages.jobs import GroupContext, GroupResults
 
-DEFAULT_LOAD_SECONDS = 60
-DEFAULT_ROUNDS = 2
 CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
 SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
 DISCOVERY_TIME_LIMIT_S = 180
@@ -390,11 +386,6 @@ def run_round(
 # ---- the stage ----------------------------------------------------------------------------------
 
 
-def _profile_number(job: Any, key: str, default: float) -> float:
-    value = job.profile.get(key, default)
-    return float(default if value is None else value)
-
-
 def _judge_round(
     round_: Round,
     outputs: RoundOutputs,
@@ -425,7 +416,7 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     results: GroupResults = {}
     jobs = {}
     for job in ctx.jobs:
-        if int(job.profile.get("ib.hca_count", 0) or 0) <= 0:
+        if job.profile.ib.hca_count <= 0:
             results[job.name] = [(Result.judged(CHECK, [info("the profile has no InfiniBand ports")]), "")]
         elif job.target is None:
             reason = "the ib stage loads ports between nodes over SSH; this node has no SSH target (--local)"
@@ -434,10 +425,9 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
             jobs[job.name] = job
     if not jobs:
         return results
-    seconds = int(
-        max(_profile_number(j, "diag.ib_load_seconds", DEFAULT_LOAD_SECONDS) for j in jobs.values())
-    )
-    rounds = int(max(_profile_number(j, "diag.ib_rounds", DEFAULT_ROUNDS) for j in jobs.values()))
+    # Nodes of different profiles load together: the longest load and the most rounds win.
+    seconds = int(max(j.profile.diag.ib_load_seconds for j in jobs.values()))
+    rounds = max(j.profile.diag.ib_rounds for j in jobs.values())
     targets = {n: j.target for n, j in jobs.items()}
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
     found = discover(targets)  # type: ignore[arg-type]
@@ -451,19 +441,16 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     text: dict[str, list[str]] = {}
     for name, job in jobs.items():
         d = found.get(name) or Discovery(problem="discovery returned nothing")
-        layer = str(job.profile.get("ib.link_layer", "InfiniBand"))
-        floors[name] = floor_gbps(
-            _profile_number(job, "floors.ib_write_bw_fraction", DEFAULT_FRACTION),
-            _profile_number(job, "ib.rate_gbps", 0),
-        )
-        bidir = job.profile.get("floors.ib_write_bw_bidir_gbps")
-        bidir_floors[name] = float(bidir) if bidir else None
+        ib, profile_floors = job.profile.ib, job.profile.floors
+        layer = ib.link_layer
+        floors[name] = floor_gbps(profile_floors.ib_write_bw_fraction, ib.rate_gbps)
+        bidir_floors[name] = profile_floors.ib_write_bw_bidir_gbps
         ports = with_switch_ports(d.ports, fabric)
         problem = d.problem or ("" if d.has_perftest else "ib_write_bw (perftest) is not installed")
         evidence[name] = NodeEvidence(
             name,
             ports,
-            int(job.profile.get("ib.hca_count")),
+            ib.hca_count,
             layer,
             floors[name],
             bidir_floors[name],

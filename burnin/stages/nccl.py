@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bringup.profiles import Profile
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
 from burnin.launch import (
     LaunchError,
@@ -49,10 +50,7 @@ from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
 from burnin.stages.jobs import GroupContext, GroupResults
 
-DEFAULT_TESTS = ("all_reduce_perf",)
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
-DEFAULT_SOAK_MINUTES = 60.0
-DEFAULT_TIMEOUT_S = 600.0
 MAX_PARALLEL = 64  # trials run at once
 EVIDENCE_LINES = 60  # head and tail of a run's output kept as evidence
 EVIDENCE_RUNS = 8  # runs of a node kept as evidence (the failing ones first)
@@ -75,21 +73,17 @@ class NcclPlan:
         return [program, *self.test_args]
 
 
-def plan_from(profile: Any, settings: Mapping[str, Any]) -> NcclPlan:
-    tests = profile.get("diag.nccl_tests") or list(DEFAULT_TESTS)
+def plan_from(profile: Profile, settings: Mapping[str, Any]) -> NcclPlan:
+    diag = profile.diag
     args = settings.get("nccl_test_args") or DEFAULT_TEST_ARGS
     return NcclPlan(
-        tests=tuple(str(t) for t in tests),
+        tests=diag.nccl_tests,
         test_args=tuple(shlex.split(args) if isinstance(args, str) else (str(a) for a in args)),
         tests_dir=str(settings.get("nccl_tests_dir") or ""),
-        group_size=int(profile.get("diag.nccl_group_size") or 0),
-        soak_s=float(_number(profile.get("diag.nccl_soak_minutes"), DEFAULT_SOAK_MINUTES)) * 60,
-        timeout_s=float(_number(profile.get("diag.nccl_iteration_timeout_s"), DEFAULT_TIMEOUT_S)),
+        group_size=diag.nccl_group_size,
+        soak_s=diag.nccl_soak_minutes * 60,
+        timeout_s=diag.nccl_iteration_timeout_s,
     )
-
-
-def _number(value: Any, default: float) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
 def ssh_settings(targets: Iterable[Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from bringup.profiles import load_profile
+from bringup.profiles import apply_overrides, load_profile
 from bringup.remote import RemoteResult, SshTarget
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import EndOutput, counter_changes, judge_session, measure_session
@@ -236,9 +236,7 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
     monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
-    profile = PROFILE.__class__(
-        PROFILE.name, PROFILE.path, {**PROFILE.data, "diag": {**PROFILE.data["diag"], "ib_load_seconds": 3}}
-    )
+    profile = apply_overrides(PROFILE, ["diag.ib_load_seconds=3"])
     jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(nodes, 1)]
     progress: list[str] = []
     results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, progress.append))
@@ -264,9 +262,7 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
 
 
 def test_stage_without_ssh_or_ib_ports():
-    no_ib = PROFILE.__class__(
-        PROFILE.name, PROFILE.path, {**PROFILE.data, "ib": {**PROFILE.data["ib"], "hca_count": 0}}
-    )
+    no_ib = apply_overrides(PROFILE, ["ib.hca_count=0"])
     results = ib_stage.run_ib_stage(
         GroupContext([NodeJob("x", PROFILE, None), NodeJob("y", no_ib, None)], None)
     )
