@@ -30,6 +30,9 @@ class Verdict(str, Enum):
 
 _RANK = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.UNKNOWN: 2, Verdict.FAIL: 3}
 
+# The verdicts a node may pass with: a warning is usable (watch it); UNKNOWN never passes.
+PASSING: frozenset[Verdict] = frozenset({Verdict.PASS, Verdict.WARN})
+
 
 def worst(verdicts: Iterable[Verdict]) -> Verdict:
     """The worst of some verdicts; no verdicts at all is UNKNOWN (nothing was judged)."""

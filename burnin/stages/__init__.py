@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bringup.errors import BadInput
 from bringup.profiles import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
@@ -38,13 +39,13 @@ GROUP_STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES if s.group)
 
 
 def parse_stages(text: str | Iterable[str]) -> list[str]:
-    """'preflight,gpu' -> ['preflight', 'gpu'] in the canonical order; unknown names are an error."""
+    """'preflight,gpu' -> ['preflight', 'gpu'] in the canonical order; unknown names are BadInput."""
     names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
     unknown = [n for n in names if n not in STAGE_ORDER]
     if unknown:
-        raise ValueError(f"unknown stage(s) {', '.join(unknown)} (stages: {', '.join(STAGE_ORDER)})")
+        raise BadInput(f"unknown stage(s) {', '.join(unknown)} (stages: {', '.join(STAGE_ORDER)})")
     if not names:
-        raise ValueError(f"no stage given (stages: {', '.join(STAGE_ORDER)})")
+        raise BadInput(f"no stage given (stages: {', '.join(STAGE_ORDER)})")
     return [s for s in STAGE_ORDER if s in names]
 
 

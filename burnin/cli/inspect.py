@@ -1,0 +1,133 @@
+"""`burnin evaluate`, `results`, `checks`: judge a saved output offline, show a node's latest
+results, list the checks. They change nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from bringup.cli.common import inventory_dir_from, store_from
+from bringup.profiles import Profile, apply_overrides, find_profile
+from bringup.ui import console, table
+from burnin.checks import ALL_CHECKS
+from burnin.checks.base import CommandOutput, judge
+from burnin.cli.render import print_findings, styled
+from burnin.result import PASSING, Finding, Result
+from burnin.stages import STAGE_ORDER, stage_checks
+
+
+def _profile(ctx: click.Context, name: str) -> Profile:
+    """A profile by name (in the inventory's profiles/) or by the path of its .yml file."""
+    return find_profile(name, inventory_dir_from(ctx) / "profiles")
+
+
+@click.command("evaluate")
+@click.option("--check", "check_name", required=True, help="The check whose judgement to apply.")
+@click.option("--profile", "profile_name", required=True, help="Profile name or .yml path.")
+@click.option("--rc", default=0, show_default=True, help="The exit code the tool had.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
+@click.option("--json", "as_json", is_flag=True)
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.pass_context
+def evaluate_cmd(
+    ctx: click.Context,
+    check_name: str,
+    profile_name: str,
+    rc: int,
+    overrides: tuple[str, ...],
+    as_json: bool,
+    file: str,
+) -> None:
+    """Judge a saved tool output FILE ('-' for stdin) offline, as CHECK would on a node."""
+    check = ALL_CHECKS.get(check_name)
+    if check is None:
+        raise click.UsageError(f"unknown check {check_name!r} (checks: {', '.join(sorted(ALL_CHECKS))})")
+    profile = apply_overrides(_profile(ctx, profile_name), overrides)
+    text = click.open_file(file, encoding="utf-8", errors="replace").read()
+    result = judge(check, CommandOutput(stdout=text, rc=rc), profile)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_result(result)
+    sys.exit(0 if result.verdict in PASSING else 1)
+
+
+def _print_result(result: Result) -> None:
+    console.print(f"[bold]{result.check}[/bold]: {styled(result.verdict)}", highlight=False)
+    if result.reason:
+        console.print(f"  {result.reason}", highlight=False)
+    for key, value in result.metrics.items():
+        console.print(f"  {key}: {value}", highlight=False)
+    print_findings(list(result.findings))
+
+
+@click.command("results")
+@click.argument("node")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def results_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
+    """Show NODE's latest result of every check, with findings."""
+    store = store_from(ctx)
+    record = store.get_node(node)
+    rows = store.latest_results(node)
+    order = {s: i for i, s in enumerate(STAGE_ORDER)}
+    rows.sort(key=lambda r: (order.get(r.stage, 99), r.check))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "node": record.name,
+                    "state": record.state,
+                    "results": [
+                        {
+                            "stage": r.stage,
+                            "check": r.check,
+                            "verdict": r.verdict,
+                            "time": r.time.isoformat(),
+                            "run": r.run_id,
+                            "metrics": r.metrics,
+                            "findings": r.findings,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    console.print(f"[bold]{record.name}[/bold] ({record.state})", highlight=False)
+    if not rows:
+        console.print("no results yet: run `burnin run`")
+        return
+    out = table("latest results", "stage", "check", "verdict", "time", "run", "summary")
+    for r in rows:
+        summary = r.metrics.get("reason", "") or (r.findings[0]["message"] if r.findings else "")
+        out.add_row(
+            r.stage, r.check, styled(r.verdict), r.time.strftime("%Y-%m-%d %H:%M:%S"), str(r.run_id), summary
+        )
+    console.print(out)
+    for r in rows:
+        if r.findings:
+            console.print(f"[bold]{r.stage}/{r.check}[/bold]", highlight=False)
+            print_findings([Finding.from_dict(f) for f in r.findings])
+
+
+@click.command("checks")
+@click.option("--profile", "profile_name", default=None, help="Only the checks that apply to this profile.")
+@click.pass_context
+def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
+    """List the checks of every stage."""
+    profile = _profile(ctx, profile_name) if profile_name else None
+    out = table("checks", "stage", "check", "what it looks at")
+    for stage in STAGE_ORDER:
+        checks = (
+            stage_checks(stage, profile) if profile else [c for c in ALL_CHECKS.values() if c.stage == stage]
+        )
+        for c in checks:
+            out.add_row(stage, c.name, c.description)
+    console.print(out)
+
+
+COMMANDS = (evaluate_cmd, results_cmd, checks_cmd)

@@ -1,0 +1,70 @@
+"""`burnin golden` as one call: judge the rack's nodes, record who enters or leaves golden, and
+build the export records. Prints nothing and writes no file; the command renders the result.
+
+Kept apart from burnin/golden.py (the pure rules, which burnin/export.py reads) because it
+builds export records: golden.py importing export would be a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from bringup.fleet.store import FleetStore, redact_url
+from bringup.inventory import Rack
+from burnin import export, golden
+
+
+@dataclass
+class GoldenSelection:
+    meta: export.ExportMeta
+    golden: list[dict[str, Any]]  # export records of the golden nodes, in rack order
+    excluded: list[dict[str, Any]]  # export records of the others, with their reasons
+    moves: list[golden.Move]  # the lifecycle moves the decisions call for
+    applied: list[golden.Applied] = field(default_factory=list)  # empty on a dry run
+    dry_run: bool = False
+
+    @property
+    def total(self) -> int:
+        return len(self.golden) + len(self.excluded)
+
+
+def select_and_apply(
+    store: FleetStore,
+    rack: Rack,
+    now: datetime,
+    max_age: timedelta | None,
+    stages: Sequence[str] | None,
+    *,
+    dry_run: bool = False,
+    address: str = "ip",
+) -> GoldenSelection:
+    """Decide every node of ``rack``, apply the moves (unless ``dry_run``), and return the golden
+    and excluded records. A node whose move to golden could not be recorded is excluded."""
+    judged = golden.decide(golden.gather(store, rack), now, max_age, list(stages) if stages else None)
+    moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
+    applied = [] if dry_run else golden.apply(store, list(moves.values()))
+    failed_moves = {a.move.node: a.error for a in applied if not a.done}
+    store_url = redact_url(store.url)
+    golden_records, excluded_records = [], []
+    for fact, rules, decision in judged:
+        if decision.node in moves and decision.node not in failed_moves and not dry_run:
+            golden.refresh(store, fact)  # the node's state and events after its move
+        if decision.golden and decision.node in failed_moves:
+            decision = golden.Decision(
+                decision.node,
+                decision.state,
+                False,
+                (f"could not become golden: {failed_moves[decision.node]}",),
+                decision.stages,
+                decision.run_id,
+            )
+        if not decision.golden:
+            excluded_records.append(export.excluded_record(fact, decision))
+            continue
+        golden_records.append(export.golden_record(fact, decision, rules, store_url, address))
+    distinct = tuple(dict.fromkeys(rules for _, rules, _ in judged))
+    meta = export.ExportMeta(rack.name, now, store_url, distinct)
+    return GoldenSelection(meta, golden_records, excluded_records, list(moves.values()), applied, dry_run)

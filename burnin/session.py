@@ -1,0 +1,153 @@
+"""A burn-in run as one call: which nodes may start, their jobs, the stages, the run record.
+
+``run_rack`` burns in a rack's nodes over SSH, ``run_local`` this machine. Both take a typed
+request (what the command line asked for) and progress hooks, and return each node's outcome;
+they print nothing. Which nodes may start is the lifecycle gate (``Step.BURNIN``) applied by
+``bringup.select``: a node it refuses is returned as skipped, with the gate's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bringup.errors import BadInput
+from bringup.fleet.lifecycle import State, Step, gate_refusal, parse_state
+from bringup.fleet.store import FleetStore
+from bringup.profiles import apply_overrides, find_profile
+from bringup.remote import DEFAULT_CONCURRENCY, target_from_vars
+from bringup.select import select
+from burnin.launch import group_settings
+from burnin.result import Verdict
+from burnin.stages.jobs import NodeJob, NodeOutcome, StageOutcome
+from burnin.stages.runner import BurninRun, record_for
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How multi-node stages start ranks (None: the inventory's setting, else the default)."""
+
+    launcher: str | None = None  # mpirun | srun
+    partition: str | None = None
+    reservation: str | None = None
+
+
+@dataclass(frozen=True)
+class RackRunRequest:
+    rack: str
+    stages: Sequence[str]
+    nodes: Sequence[str] = ()  # --nodes; empty: the whole rack
+    concurrency: int = DEFAULT_CONCURRENCY
+    keep_going: bool = False  # run later stages even after a stage failed
+    force: bool = False  # also re-test golden nodes
+    overrides: Sequence[str] = ()  # --set KEY=VALUE
+    launch: LaunchOptions = field(default_factory=LaunchOptions)
+
+
+@dataclass(frozen=True)
+class LocalRunRequest:
+    stages: Sequence[str]
+    profile: str | None = None  # a profile name or .yml path; default: the node's profile
+    node: str | None = None  # record results under this fleet node (None: print only)
+    keep_going: bool = False
+    overrides: Sequence[str] = ()
+
+
+@dataclass
+class Progress:
+    """What the caller hears while a run goes on (all optional)."""
+
+    on_stage_start: Callable[[str, int], None] | None = None  # stage, how many nodes
+    on_node_done: Callable[[StageOutcome], None] | None = None
+    on_group_progress: Callable[[str], None] | None = None  # a line from a multi-node stage
+
+
+def previous_check_time(store: FleetStore, node: str, check: str) -> str | None:
+    """When ``check`` last ran on the node (ISO), for checks that read what is new since."""
+    for r in store.latest_results(node):
+        if r.check == check:
+            return r.time.isoformat()
+    return None
+
+
+def run_rack(
+    store: FleetStore, inventory_dir: Path | None, request: RackRunRequest, progress: Progress | None = None
+) -> list[NodeOutcome]:
+    """Burn in the rack's nodes the gate admits; the refused ones come back skipped, first."""
+    selection = select(store, request.rack, inventory_dir, list(request.nodes), Step.BURNIN, request.force)
+    stages = list(request.stages)
+    run = store.start_run(
+        "burnin",
+        request.rack,
+        {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)},
+    )
+    skipped = [NodeOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
+    jobs = []
+    for admitted in selection.gate.admitted:
+        host, node = admitted.host, admitted.node
+        if node.state != State.BURNIN.value:
+            store.transition(
+                host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
+            )
+        previous = previous_check_time(store, host.name, "bmc_event_log")
+        target = target_from_vars(host.name, host.vars, selection.rack.path.parent, ip=node.ip)
+        profile = apply_overrides(selection.rack.profiles[host.profile], request.overrides)
+        jobs.append(NodeJob(host.name, profile, target, record_for(node.hardware, previous)))
+    launch = request.launch
+    settings = group_settings(  # rack-wide vars + the command line
+        selection.hosts[0].vars if selection.hosts else {},
+        burnin_launcher=launch.launcher,
+        slurm_partition=launch.partition,
+        slurm_reservation=launch.reservation,
+    )
+    runner = BurninRun(
+        store, run.id, stages, request.concurrency, not request.keep_going, group_settings=settings
+    )
+    outcomes = _execute(runner, jobs, progress)
+    failed = sum(o.verdict is Verdict.FAIL for o in outcomes)
+    store.finish_run(run.id, "failed" if failed else "done")
+    return skipped + outcomes
+
+
+def run_local(
+    store: FleetStore | None, profiles_dir: Path, request: LocalRunRequest, progress: Progress | None = None
+) -> list[NodeOutcome]:
+    """Burn in this machine. With ``request.node`` (and its ``store``) the results are recorded
+    under that fleet node, which must pass the gate; without, they are only returned."""
+    if request.node is not None and store is None:
+        raise ValueError("run_local: a node to record under needs the fleet store")
+    node = store.get_node(request.node) if store is not None and request.node is not None else None
+    if request.profile:
+        profile = find_profile(request.profile, profiles_dir)
+    elif node is not None:
+        profile = find_profile(node.profile, profiles_dir)
+    else:
+        raise BadInput("--local needs --profile P (or --node N of the fleet store)")
+    profile = apply_overrides(profile, request.overrides)
+    stages = list(request.stages)
+    run_id, record = None, record_for({}, None)
+    if store is not None and node is not None:
+        # --force is not offered here: a golden node is re-tested from the rack, on purpose.
+        why = gate_refusal(Step.BURNIN, parse_state(node.state), False)
+        if why is not None:
+            raise BadInput(f"node {request.node} cannot start a burn-in: {why}")
+        run_id = store.start_run("burnin", node.rack, {"stages": stages, "local": True}).id
+        if node.state != State.BURNIN.value:
+            store.transition(request.node, State.BURNIN, f"local burn-in run {run_id}", run_id=run_id)
+        record = record_for(node.hardware, previous_check_time(store, request.node, "bmc_event_log"))
+    job = NodeJob(request.node or "localhost", profile, None, record)
+    outcomes = _execute(BurninRun(store, run_id, stages, 1, not request.keep_going), [job], progress)
+    if store is not None and run_id is not None:
+        store.finish_run(run_id, "done")
+    return outcomes
+
+
+def _execute(runner: BurninRun, jobs: list[NodeJob], progress: Progress | None) -> list[NodeOutcome]:
+    if not jobs:
+        return []
+    if progress is not None:
+        runner.on_stage_start = progress.on_stage_start
+        runner.on_node_done = progress.on_node_done
+        runner.on_group_progress = progress.on_group_progress
+    return runner.run(jobs)
