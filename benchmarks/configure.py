@@ -24,6 +24,7 @@ from pathlib import Path
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.lab.rack import VirtualRack
+from bringup.lab.services import lab_services
 
 REPO = Path(__file__).resolve().parents[1]
 BRINGUP = Path(sys.executable).parent / "bringup"
@@ -58,7 +59,7 @@ def one_size(nodes: int, batch: int) -> None:
         root = Path(tmp)
         inventory_dir = root / "inventories"
         shutil.copytree(REPO / "inventories" / "profiles", inventory_dir / "profiles")
-        rack = VirtualRack(f"b{uuid.uuid4().hex[:7]}", root / "state", inventory_dir)
+        rack = VirtualRack(f"b{uuid.uuid4().hex[:7]}", root / "state", inventory_dir, services=lab_services)
         t0 = time.monotonic()
         state = rack.up(nodes)
         print(f"{nodes} nodes: lab up in {time.monotonic() - t0:.1f} s (not counted)", flush=True)

@@ -26,6 +26,7 @@ from bringup.fleet.lifecycle import State  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
 from bringup.inventory import load_rack  # noqa: E402
 from bringup.lab.rack import VirtualRack  # noqa: E402
+from bringup.lab.services import lab_services  # noqa: E402
 from bringup.remote import target_from_vars  # noqa: E402
 from burnin.stages.jobs import NodeJob  # noqa: E402
 from burnin.stages.runner import BurninRun, record_for  # noqa: E402
@@ -60,7 +61,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bringup-fanout-"))
     shutil.copytree(REPO / "inventories" / "profiles", work / "inv" / "profiles")
     name = f"fan{uuid.uuid4().hex[:6]}"
-    lab = VirtualRack(name, work / "state", work / "inv")
+    lab = VirtualRack(name, work / "state", work / "inv", services=lab_services)
     try:
         lab.up(args.nodes)
         rack, problems = load_rack(name, work / "inv")

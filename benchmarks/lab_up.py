@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from bringup.lab.base_image import ensure_base_image  # noqa: E402
 from bringup.lab.rack import VirtualRack  # noqa: E402
+from bringup.lab.services import lab_services  # noqa: E402
 
 
 def main() -> None:
@@ -38,7 +39,9 @@ def main() -> None:
     for i in range(args.repeat):
         work = Path(tempfile.mkdtemp(prefix="bringup-bench-"))
         shutil.copytree(REPO / "inventories" / "profiles", work / "inv" / "profiles")
-        rack = VirtualRack(f"bench{uuid.uuid4().hex[:6]}", work / "state", work / "inv")
+        rack = VirtualRack(
+            f"bench{uuid.uuid4().hex[:6]}", work / "state", work / "inv", services=lab_services
+        )
         try:
             t0 = time.monotonic()
             rack.up(args.nodes)

@@ -37,15 +37,13 @@ from datetime import datetime, timezone
 from email.utils import format_datetime
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from bringup.lab.network import LabError, run_cmd
+from bringup.lab.state import LabNode, LabState
 from bringup.procs import cmdline_has, stop_pid
-
-if TYPE_CHECKING:
-    from bringup.lab.rack import LabNode, LabState
 
 PACKAGES_DIR = Path(__file__).resolve().parent / "packages"
 CATALOG_PATH = PACKAGES_DIR / "packages.yml"

@@ -16,8 +16,9 @@ from bringup.ui import console, table
 
 def _rack(ctx: click.Context, name: str, lab_dir: Path | None):
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
-    return VirtualRack(name, lab_dir, ctx.find_root().obj["inventory_dir"])
+    return VirtualRack(name, lab_dir, ctx.find_root().obj["inventory_dir"], services=lab_services)
 
 
 def _need_root() -> None:

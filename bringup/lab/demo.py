@@ -106,8 +106,9 @@ def clean(demo: Demo) -> None:
     """Take down whatever an earlier demo left: labs, store, inventories, reports."""
     from bringup.lab.pxe import PxeLab
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
-    VirtualRack(demo.name, demo.lab_dir, demo.inventory_dir).down()
+    VirtualRack(demo.name, demo.lab_dir, demo.inventory_dir, services=lab_services).down()
     PxeLab(demo.pxe_name, demo.lab_dir, demo.inventory_dir).down()
     if demo.work.exists():
         shutil.rmtree(demo.work)
@@ -130,13 +131,16 @@ def mark_preinstalled(demo: Demo) -> None:
 def main(demo: Demo) -> int:
     from bringup.lab.pxe import PxeLab, PxeVmSpec
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
     t0 = time.monotonic()
     step(f"clean up an earlier demo ({demo.lab_dir})")
     clean(demo)
 
     step(f"start the virtual rack {demo.name!r}: {demo.nodes} fake nodes, faults from {demo.faults}")
-    state = VirtualRack(demo.name, demo.lab_dir, demo.inventory_dir).up(demo.nodes, demo.faults)
+    state = VirtualRack(demo.name, demo.lab_dir, demo.inventory_dir, services=lab_services).up(
+        demo.nodes, demo.faults
+    )
     for n in state.nodes:
         say(f"  {n.name}  {n.ip}  serial {n.serial}  faults: {', '.join(n.faults) or '-'}")
     pxe = None

@@ -9,13 +9,11 @@ processes keep running, so ``lab down`` removes it as usual.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bringup.lab.naming import LabNames
 from bringup.lab.network import run_cmd
-
-if TYPE_CHECKING:
-    from bringup.lab.rack import LabNode, LabState
+from bringup.lab.state import LabNode, LabState
 
 UNREACHABLE = "unreachable"
 FAULTS = frozenset({UNREACHABLE})  # the faults this module implements (declared in catalog.json)

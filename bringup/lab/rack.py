@@ -16,7 +16,8 @@ import secrets
 import shutil
 import socket
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from urllib.parse import urlsplit
 import yaml
 
 from bringup.credentials import write_secret_file
-from bringup.files import atomic_write
 from bringup.lab import network
 from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
@@ -33,14 +33,13 @@ from bringup.lab.faults import FaultSpec, load_fault_spec
 from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError
 from bringup.lab.nodes import FakeNode, NodeSpec, ed25519_keypair, start_nodes, stop_nodes
-from bringup.lab.services import lab_services
+from bringup.lab.service_hook import LabService
 from bringup.lab.standins import install_standins
+from bringup.lab.state import BMC_PORT, LabNode, LabState
 
 DEFAULT_NAME = "lab"
 DEFAULT_PROFILE = "h100-sxm-8x400g"
-BMC_PORT = 8000  # per-lab BMC addresses are unique, so every lab can use the same port
 BMC_USER = "root"
-STATE_FILE = "lab.json"
 
 
 def default_lab_root() -> Path:
@@ -50,50 +49,6 @@ def default_lab_root() -> Path:
 def run_id_for(name: str) -> str:
     """The lab's run id: stable for a name, so a lab can be found and swept without its state."""
     return hashlib.sha256(name.encode()).hexdigest()[:6]
-
-
-@dataclass
-class LabNode:
-    name: str
-    index: int
-    ip: str
-    mac: str
-    serial: str
-    uuid: str
-    bmc_address: str
-    faults: list[str] = field(default_factory=list)
-
-
-@dataclass
-class LabState:
-    name: str
-    run_id: str
-    prefix: str
-    state_dir: str
-    inventory: str
-    created_at: str
-    bridge: str = ""
-    node_subnet: str = ""
-    bmc_subnet: str = ""
-    bmc_port: int = BMC_PORT
-    ssh_key: str = ""
-    fault_spec: str | None = None
-    nodes: list[LabNode] = field(default_factory=list)
-    gateway: str = ""  # the host's address on the node subnet (where lab services listen)
-    # Inventory vars the lab services added (apt repository URL, Slurm partition, ...).
-    inventory_vars: dict[str, Any] = field(default_factory=dict)
-
-    def save(self) -> None:
-        atomic_write(Path(self.state_dir) / STATE_FILE, json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, state_dir: Path) -> LabState | None:
-        path = state_dir / STATE_FILE
-        if not path.exists():
-            return None
-        data = json.loads(path.read_text())
-        data["nodes"] = [LabNode(**n) for n in data.get("nodes", [])]
-        return cls(**data)
 
 
 def _make_ssh_key(state_dir: Path) -> tuple[Path, str]:
@@ -139,8 +94,24 @@ def render_inventory(state: LabState, inventory_path: Path, password_file: Path,
 
 
 class VirtualRack:
-    def __init__(self, name: str = DEFAULT_NAME, root: Path | None = None, inventory_dir: Path | None = None):
+    """One lab: ``up``, ``down`` and ``status``.
+
+    ``services`` makes the lab services, afresh for each ``up`` and ``down`` (they may keep
+    state): they are started, in order, once the nodes and BMCs are up, and stopped in reverse
+    on ``down``. ``services.lab_services`` for a full lab; none where a test needs only SSH and
+    the stand-ins.
+    """
+
+    def __init__(
+        self,
+        name: str = DEFAULT_NAME,
+        root: Path | None = None,
+        inventory_dir: Path | None = None,
+        *,
+        services: Callable[[], Sequence[LabService]],
+    ):
         self.name = name
+        self.services = services
         self.names = LabNames(run_id_for(name))
         self.state_dir = ((root or default_lab_root()) / name).resolve()
         self.inventory_path = (inventory_dir or Path("inventories")) / f"{name}.yml"
@@ -207,7 +178,7 @@ class VirtualRack:
             )
         state.save()
 
-        services = lab_services()
+        services = self.services()
 
         def node_prepare(node: LabNode):
             def prepare(root: Path) -> None:
@@ -255,7 +226,7 @@ class VirtualRack:
         """Remove everything the lab made; works without a state file and after a crash."""
         removed: list[str] = []
         state = LabState.load(self.state_dir)
-        for service in reversed(lab_services()):
+        for service in reversed(self.services()):
             removed += service.stop(self.state_dir)
         if BmcEmulator.stop_from_state(self.state_dir / "bmc"):
             removed.append("bmc emulator")

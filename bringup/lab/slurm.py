@@ -29,14 +29,12 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bringup.lab.network import RUN_DIR, LabError
+from bringup.lab.state import LabNode, LabState
 from bringup.procs import read_pid, stop_pid
 from bringup.remote import SshTarget, fan_out
-
-if TYPE_CHECKING:
-    from bringup.lab.rack import LabNode, LabState
 
 SERVICE_DIR = "slurm"  # under the lab state dir
 SERVICE_FILE = "service.json"  # what stop() needs: pid files and the munge runtime dir

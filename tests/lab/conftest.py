@@ -39,9 +39,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A running 4-node virtual rack; yields (VirtualRack, LabState)."""
     require_root()
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
     root = tmp_path_factory.mktemp("lab")
-    rack = VirtualRack(f"t{uuid.uuid4().hex[:8]}", root / "state", lab_inventory_dir(root / "inventories"))
+    rack = VirtualRack(
+        f"t{uuid.uuid4().hex[:8]}",
+        root / "state",
+        lab_inventory_dir(root / "inventories"),
+        services=lab_services,
+    )
     fault_spec = root / "faults.yml"
     fault_spec.write_text("nodes:\n  node02: [gpu-hw-slowdown]\n  node03: [pcie-nic-downtrained]\n")
     try:

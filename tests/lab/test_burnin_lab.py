@@ -52,6 +52,7 @@ def rack(tmp_path_factory):
     """A lab with one node per fault, enrolled, discovered through its BMC, and configured."""
     require_root()
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
     root = tmp_path_factory.mktemp("burnin")
     inv = lab_inventory_dir(root / "inventories")
@@ -60,7 +61,7 @@ def rack(tmp_path_factory):
     spec.write_text(
         "nodes:\n" + "".join(f"  {node}: [{fault}]\n" for node, fault in NODE_FAULT.items() if fault)
     )
-    lab = VirtualRack(name, root / "state", inv)
+    lab = VirtualRack(name, root / "state", inv, services=lab_services)
     db = root / "fleet.db"
     try:
         lab.up(len(FAULTS), spec)

@@ -40,12 +40,13 @@ OLD, NEW = "535.183.01", "535.216.01"
 def lab(tmp_path_factory):
     require_root()
     from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
 
     root = tmp_path_factory.mktemp("configure")
     inventory_dir = lab_inventory_dir(root / "inventories")
     faults = root / "faults.yml"
     faults.write_text("nodes:\n  node03: [driver-install-fails]\n  node04: [unreachable]\n")
-    rack = VirtualRack(f"c{uuid.uuid4().hex[:8]}", root / "state", inventory_dir)
+    rack = VirtualRack(f"c{uuid.uuid4().hex[:8]}", root / "state", inventory_dir, services=lab_services)
     try:
         state = rack.up(4, faults)
         yield rack, state, inventory_dir, root / "fleet.db"

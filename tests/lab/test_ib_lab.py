@@ -35,18 +35,15 @@ def rack(tmp_path_factory):
     name = f"i{uuid.uuid4().hex[:7]}"
     spec = root / "faults.yml"
     spec.write_text(f"nodes:\n  {DEGRADED[0]}: [ib-port-degraded]\n")
-    lab = VirtualRack(name, root / "state", inv)
-    db = root / "fleet.db"
     # The ib stage needs SSH and the stand-ins only: no lab services (Slurm, apt repository...).
-    patch = pytest.MonkeyPatch()
-    patch.setattr("bringup.lab.rack.lab_services", lambda: [])
+    lab = VirtualRack(name, root / "state", inv, services=lambda: [])
+    db = root / "fleet.db"
     try:
         state = lab.up(len(NODES), spec)
         base, store = ready_for_burnin(name, inv, db, NODES)
         yield name, base, store, state
     finally:
         lab.down()
-        patch.undo()
 
 
 def node_guid(rack, node: str, hca: str) -> str:

@@ -48,13 +48,14 @@ class Labs:
             return self.current[1]
         self.close()
         from bringup.lab.rack import VirtualRack
+        from bringup.lab.services import lab_services
 
         base = self.root / fault
         inv = lab_inventory_dir(base / "inventories")
         spec = base / "faults.yml"
         spec.write_text(f"nodes:\n  {FAULTY}: [{fault}]\n")
         name = f"n{uuid.uuid4().hex[:7]}"
-        rack = VirtualRack(name, base / "state", inv)
+        rack = VirtualRack(name, base / "state", inv, services=lab_services)
         lab = {"rack": rack, "name": name}
         self.current = (fault, lab)
         state = rack.up(len(NODES), spec)

@@ -17,6 +17,7 @@ from bringup.credentials import resolve
 from bringup.inventory import load_rack
 from bringup.lab import network
 from bringup.lab.rack import LabError, VirtualRack
+from bringup.lab.services import lab_services
 from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
 
 pytestmark = pytest.mark.lab
@@ -139,7 +140,12 @@ def _leftovers(prefix: str, state_dir: Path) -> list[str]:
 
 def test_down_leaves_nothing_even_after_a_crash(tmp_path):
     require_root()
-    rack = VirtualRack(f"t{uuid.uuid4().hex[:8]}", tmp_path / "state", lab_inventory_dir(tmp_path / "inv"))
+    rack = VirtualRack(
+        f"t{uuid.uuid4().hex[:8]}",
+        tmp_path / "state",
+        lab_inventory_dir(tmp_path / "inv"),
+        services=lab_services,
+    )
     state = rack.up(2)
     state_dir = Path(state.state_dir)
     assert _leftovers(rack.names.prefix, state_dir)  # the check sees a running lab
@@ -157,7 +163,12 @@ def test_fault_spec_naming_missing_node_is_refused(tmp_path):
     require_root()
     spec = tmp_path / "faults.yml"
     spec.write_text("nodes:\n  node09: [gpu-hw-slowdown]\n")
-    rack = VirtualRack(f"t{uuid.uuid4().hex[:8]}", tmp_path / "state", lab_inventory_dir(tmp_path / "inv"))
+    rack = VirtualRack(
+        f"t{uuid.uuid4().hex[:8]}",
+        tmp_path / "state",
+        lab_inventory_dir(tmp_path / "inv"),
+        services=lab_services,
+    )
     with pytest.raises(LabError, match="node09"):
         rack.up(2, spec)
     assert network.netns_names(rack.names.prefix) == []

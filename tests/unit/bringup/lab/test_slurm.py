@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bringup.lab.rack import LabNode, LabState
 from bringup.lab.slurm import SlurmService, _node_ids, munge_dir, ports_for, render_slurm_conf
+from bringup.lab.state import LabNode, LabState
 
 
 def _state(name: str, run_id: str) -> LabState:
