@@ -11,18 +11,30 @@
 
 Host variables are merged the way Ansible does it, closest wins: ``all`` vars, then group vars
 from the outermost group inwards, then the host's own. Validation is pure and returns every
-problem at once, each naming the file, the host and the field.
+problem at once, each naming the file, the host and the field. The variables bringup itself
+reads from a host are a typed model (``InventoryHost``); every other variable is Ansible's and
+travels untouched in ``vars``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from bringup.credentials import SECRET_KEY, CredentialError, CredentialRef, VaultText, file_problem, parse_ref
 from bringup.problems import Problem
@@ -30,20 +42,74 @@ from bringup.profiles import Profile, load_profile
 from bringup.yamlio import YamlError, load_yaml_file
 
 BMC_VENDORS = ("dell", "hpe", "supermicro", "generic")
-REQUIRED_HOST_VARS = ("bmc_address", "bmc_vendor", "profile", "rack_unit", "bmc_username", "bmc_password")
 
 
-@dataclass(frozen=True)
-class InventoryHost:
+def _vendor(value: Any) -> Any:
+    if value not in BMC_VENDORS:
+        raise PydanticCustomError(
+            "not_a_vendor",
+            "must be one of {choices}, got {value}",
+            {"choices": ", ".join(BMC_VENDORS), "value": repr(value)},
+        )
+    return value
+
+
+def _rack_unit(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PydanticCustomError(
+            "not_a_unit", "must be a positive integer, got {value}", {"value": repr(value)}
+        )
+    return value
+
+
+def _bmc_address(value: Any) -> Any:
+    if not isinstance(value, str) or not urlsplit(value if "://" in value else f"https://{value}").hostname:
+        raise PydanticCustomError(
+            "not_an_address", "is not a host name, IP address or URL: {value}", {"value": repr(value)}
+        )
+    return value
+
+
+def _text(value: Any) -> str:
+    return str(value)  # a profile or user name written as a YAML number is still a name
+
+
+class InventoryHost(BaseModel):
+    """One host of a rack: the variables bringup reads, typed, and all of them in ``vars``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     name: str
     rack: str
-    bmc_address: str
-    bmc_vendor: str
-    profile: str
-    rack_unit: int
-    bmc_username: str
-    bmc_password: CredentialRef
-    vars: dict[str, Any] = field(repr=False, default_factory=dict)
+    bmc_address: Annotated[str, BeforeValidator(_bmc_address)] = Field(
+        description="The BMC: host name, IP address or URL (https://10.0.0.1:8443)."
+    )
+    bmc_vendor: Annotated[Literal[BMC_VENDORS], BeforeValidator(_vendor)] = Field(
+        description="dell, hpe, supermicro or generic: a hint (the BMC's own answer wins)."
+    )
+    profile: Annotated[str, BeforeValidator(_text)] = Field(description="The hardware profile's name.")
+    rack_unit: Annotated[int, BeforeValidator(_rack_unit)] = Field(description="Rack unit, from 1.")
+    bmc_username: Annotated[str, BeforeValidator(_text)] = Field(description="The BMC account.")
+    bmc_password: CredentialRef = Field(
+        description="A reference to the BMC password (env:VAR, file:PATH or an Ansible Vault value), never the password."
+    )
+    vars: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    @field_validator("bmc_password", mode="before")
+    @classmethod
+    def _reference(cls, value: Any, info: ValidationInfo) -> CredentialRef:
+        try:
+            ref = parse_ref(value, (info.context or {}).get("base_dir"))
+        except CredentialError:
+            # Reported once, where it is written, by plaintext_secrets(): the host is just not built.
+            raise PydanticCustomError(_REPORTED_ELSEWHERE, "not a reference") from None
+        if ref.kind == "file" and (why := file_problem(ref)):
+            raise PydanticCustomError("credential_file", "{why}", {"why": why})
+        return ref
+
+
+_REPORTED_ELSEWHERE = "reported_elsewhere"
+HOST_VARS = tuple(f for f in InventoryHost.model_fields if f not in ("name", "rack", "vars"))
 
 
 @dataclass(frozen=True)
@@ -205,44 +271,20 @@ def _bmc_key(address: str) -> str:
 def build_host(
     name: str, rack: str, hvars: dict[str, Any], path: str, base_dir: Path
 ) -> tuple[InventoryHost | None, list[Problem]]:
-    problems = [Problem(path, name, f, "missing") for f in REQUIRED_HOST_VARS if hvars.get(f) in (None, "")]
-    vendor = hvars.get("bmc_vendor")
-    if vendor not in (None, "") and vendor not in BMC_VENDORS:
-        problems.append(
-            Problem(path, name, "bmc_vendor", f"must be one of {', '.join(BMC_VENDORS)}, got {vendor!r}")
+    """The typed host from its merged variables, or the problems with them (file, host, field)."""
+    # An empty value is as good as none: "missing".
+    given = {f: hvars[f] for f in HOST_VARS if hvars.get(f) not in (None, "")}
+    try:
+        host = InventoryHost.model_validate(
+            {**given, "name": name, "rack": rack, "vars": hvars}, context={"base_dir": base_dir}
         )
-    unit = hvars.get("rack_unit")
-    if unit is not None and (isinstance(unit, bool) or not isinstance(unit, int) or unit < 1):
-        problems.append(Problem(path, name, "rack_unit", f"must be a positive integer, got {unit!r}"))
-    address = hvars.get("bmc_address")
-    if address not in (None, "") and (
-        not isinstance(address, str)
-        or not urlsplit(address if "://" in address else f"https://{address}").hostname
-    ):
-        problems.append(
-            Problem(path, name, "bmc_address", f"is not a host name, IP address or URL: {address!r}")
-        )
-    ref = None
-    if hvars.get("bmc_password") not in (None, ""):
-        # A value that is not a reference is reported once, where it is written, by plaintext_secrets().
-        with contextlib.suppress(CredentialError):
-            ref = parse_ref(hvars["bmc_password"], base_dir)
-        if ref is not None and ref.kind == "file" and (why := file_problem(ref)):
-            problems.append(Problem(path, name, "bmc_password", why))
-    if any(not p.warning for p in problems) or ref is None:
-        return None, problems
-    host = InventoryHost(
-        name=name,
-        rack=rack,
-        bmc_address=address,
-        bmc_vendor=vendor,
-        profile=str(hvars["profile"]),
-        rack_unit=unit,
-        bmc_username=str(hvars["bmc_username"]),
-        bmc_password=ref,
-        vars=hvars,
-    )
-    return host, problems
+    except ValidationError as exc:
+        return None, [
+            Problem(path, name, str(e["loc"][0]), "missing" if e["type"] == "missing" else e["msg"])
+            for e in exc.errors(include_url=False)
+            if e["type"] != _REPORTED_ELSEWHERE
+        ]
+    return host, []
 
 
 def duplicates(hosts: list[InventoryHost], path: str) -> list[Problem]:

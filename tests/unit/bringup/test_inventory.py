@@ -63,6 +63,17 @@ def test_good_inventory_merges_group_vars(invdir, monkeypatch):
     assert rack.profiles["h100-sxm-8x400g"].gpu.count == 8
 
 
+def test_hosts_are_typed_and_every_variable_travels_in_vars(invdir, monkeypatch):
+    monkeypatch.setenv("TEST_BMC_PASSWORD", "x")
+    write(invdir, "r09", GOOD)
+    rack, _ = load_rack("r09", invdir)
+    h1 = rack.hosts[0]
+    assert (h1.rack, h1.bmc_address, h1.bmc_username) == ("r09", "10.1.0.1", "root")
+    assert h1.vars["rack_unit"] == 1 and h1.vars["bmc_password"] == "env:TEST_BMC_PASSWORD"
+    with pytest.raises(ValueError):
+        h1.rack_unit = 2  # hosts are immutable
+
+
 def test_shipped_inventories_are_valid(monkeypatch):
     monkeypatch.setenv("R01_BMC_PASSWORD", "x")
     rack, problems = load_rack("r01", REPO / "inventories")
@@ -135,6 +146,18 @@ BROKEN = {
         [
             "host gpu001: field bmc_vendor: must be one of dell, hpe, supermicro, generic, got 'lenovo'",
             "host gpu001: field rack_unit: must be a positive integer, got 0",
+        ],
+    ),
+    "rack unit as a bool, address as a list": (
+        """
+        all:
+          vars: {bmc_vendor: dell, bmc_username: root, profile: h100-sxm-8x400g, bmc_password: env:X}
+          hosts:
+            gpu001: {bmc_address: [10.0.0.1], rack_unit: true}
+        """,
+        [
+            "host gpu001: field bmc_address: is not a host name, IP address or URL: ['10.0.0.1']",
+            "host gpu001: field rack_unit: must be a positive integer, got True",
         ],
     ),
     "group password and ansible_password": (
