@@ -6,6 +6,6 @@
 - ``runner``: one run of the playbook through ansible-runner's Python API;
 - ``record``: which nodes may be configured, and the outcomes written onto their records.
 
-The command line is ``bringup configure`` (bringup/configure_cli.py); docs/configure.md tells
+The command line is ``bringup configure`` (bringup/cli/configure.py); docs/configure.md tells
 the whole story.
 """

@@ -1,4 +1,4 @@
-"""Which nodes a configure run may touch, and its outcomes written onto their records.
+"""A configure run's outcomes written onto the node records.
 
 - ``provisioned`` -> ``configured`` when every role applied (a run limited by --tags leaves
   the state alone: not everything was configured); so does ``repair``, the way back for a node
@@ -24,22 +24,9 @@ from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore
 
-CONFIGURABLE = (State.PROVISIONED.value, State.CONFIGURED.value, State.REPAIR.value)
-# States a full, successful run moves to ``configured``.
+# States a full, successful run moves to ``configured``. Which states a run may start from at
+# all is the lifecycle's gate (``Step.CONFIGURE``), applied by ``bringup.select``.
 _TO_CONFIGURED = (State.PROVISIONED.value, State.REPAIR.value)
-
-
-def refusal(state: str, force: bool) -> str | None:
-    """Why a node in ``state`` may not be configured (None = it may)."""
-    if state in CONFIGURABLE or (force and state == State.GOLDEN.value):
-        return None
-    if state == State.GOLDEN.value:
-        return "golden (in service): use --force to re-configure it"
-    if state in (State.ENROLLED.value, State.DISCOVERED.value, State.PROVISIONING.value):
-        return f"{state}: provision it first"
-    if state == State.FAILED.value:
-        return "failed: mark it repaired first (bringup nodes mark-repaired)"
-    return f"{state}: only provisioned, configured or repair nodes are configured"
 
 
 @dataclass

@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from bringup.configure.outcome import EventFolder, HostOutcome
+from bringup.errors import BadInput, UserError
 
 PLAYBOOK = "site.yml"
 DEFAULT_BATCH = 32
+
+
+class AnsibleMissing(UserError, FileNotFoundError):
+    """ansible-playbook is not installed where this Python or PATH can find it."""
 
 
 def default_playbook_dir() -> Path:
@@ -35,7 +40,7 @@ def ansible_path() -> str:
     ``ansible-playbook`` by name, and a virtualenv need not be activated."""
     here = Path(sys.executable).parent
     if not (here / "ansible-playbook").is_file() and shutil.which("ansible-playbook") is None:
-        raise FileNotFoundError("ansible-playbook not found (pip install ansible-core)")
+        raise AnsibleMissing("ansible-playbook not found (pip install ansible-core)")
     return os.pathsep.join([str(here), os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")])
 
 
@@ -66,7 +71,7 @@ def run_playbook(
     if not (playbook_dir / PLAYBOOK).is_file():
         raise FileNotFoundError(f"no {PLAYBOOK} in {playbook_dir} (set BRINGUP_PLAYBOOKS_DIR)")
     if batch < 1:
-        raise ValueError("--batch must be at least 1")
+        raise BadInput("--batch must be at least 1")
     folder = EventFolder(hosts)
 
     def handle(event: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from bringup.errors import UserError
+from bringup.errors import BadInput, UserError
 
 
 class State(str, Enum):
@@ -71,7 +71,7 @@ def parse_state(value: str | State) -> State:
         return State(value)
     except ValueError:
         names = ", ".join(s.value for s in State)
-        raise ValueError(f"unknown node state {value!r} (states: {names})") from None
+        raise BadInput(f"unknown node state {value!r} (states: {names})") from None
 
 
 def allowed_targets(current: State) -> frozenset[State]:

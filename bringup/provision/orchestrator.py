@@ -6,6 +6,8 @@
   are provisioned; nodes left in ``provisioning`` by an interrupted run are resumed; nodes
   already ``provisioned`` or beyond are skipped (re-imaged with ``--force``); ``golden`` nodes
   are never touched without ``--force``; ``failed`` ones wait for ``nodes mark-repaired``.
+  Which states may start is the lifecycle's gate (``Step.PROVISION``); this module adds what
+  the gate does not know: resume versus provision, skip versus refuse, the messages.
 - Pre-flight, before any power action: an undiscovered node, a node without a provisioning
   MAC, a serial flagged by discovery, or any backend problem stops the run with one line each.
 - Batches of ``--batch`` nodes (the mirror and the boot server are not flooded); each batch
@@ -27,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bringup.fleet.lifecycle import State
+from bringup.errors import BadInput
+from bringup.fleet.lifecycle import State, Step, may_start
 from bringup.fleet.models import Node, utcnow
 from bringup.fleet.store import FleetStore
 from bringup.inventory import InventoryHost, Rack
@@ -154,12 +157,16 @@ def plan_node(
     problems = []
     if target is not None and target.problem:
         problems.append(f"{name}: {target.problem}")
-    if state in (State.DISCOVERED, State.REPAIR):
-        plan = NodePlan(
-            name, state.value, PROVISION, "discovered" if state is State.DISCOVERED else "repaired", t
-        )
-    elif state is State.PROVISIONING:
-        plan = NodePlan(name, state.value, RESUME, "left in provisioning by an earlier run: resumed", t)
+    if may_start(Step.PROVISION, state, force):  # the gate: lifecycle.STARTS_FROM / FORCE_ALSO
+        if state is State.PROVISIONING:
+            plan = NodePlan(name, state.value, RESUME, "left in provisioning by an earlier run: resumed", t)
+        elif state in (State.DISCOVERED, State.REPAIR):
+            why = "discovered" if state is State.DISCOVERED else "repaired"
+            plan = NodePlan(name, state.value, PROVISION, why, t)
+        else:
+            plan = NodePlan(name, state.value, PROVISION, f"{state.value}: re-imaged (--force)", t)
+    # Refused by the gate. A named node that cannot be provisioned is refused (it keeps the
+    # run from being done); one the rack-wide run comes across is skipped.
     elif state is State.FAILED:
         plan = NodePlan(
             name,
@@ -169,7 +176,7 @@ def plan_node(
             counts_as_failed=True,
         )
         return plan, []
-    elif state is State.GOLDEN and not force:
+    elif state is State.GOLDEN:
         plan = NodePlan(
             name, state.value, REFUSE if named else SKIP, "golden (in service): not re-imaged without --force"
         )
@@ -177,8 +184,6 @@ def plan_node(
         return plan, []
     elif state is State.BURNIN:
         return NodePlan(name, state.value, SKIP, "in burn-in: let it finish (or fail) first"), []
-    elif force:
-        plan = NodePlan(name, state.value, PROVISION, f"{state.value}: re-imaged (--force)", t)
     else:
         return NodePlan(name, state.value, SKIP, f"already provisioned ({state.value})"), []
     if not t.provisioning_mac:
@@ -214,7 +219,7 @@ def select(
 
 def batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     if size < 1:
-        raise ValueError("the batch size must be 1 or more")
+        raise BadInput("the batch size must be 1 or more")
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
@@ -225,7 +230,7 @@ def batches(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 def backend_name(vars_: Mapping[str, Any]) -> str:
     name = str(vars_.get("provisioner") or "pxe").lower()
     if name not in BACKENDS:
-        raise ValueError(f"provisioner must be one of {', '.join(BACKENDS)}, got {name!r}")
+        raise BadInput(f"provisioner must be one of {', '.join(BACKENDS)}, got {name!r}")
     return name
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bringup.errors import BadInput
 from bringup.redfish.context import BmcContext
 from bringup.redfish.errors import ActionFailed, NotSupported
 from bringup.redfish.messages import link
@@ -85,7 +86,7 @@ def _patch(ctx: BmcContext, path: str, body: dict[str, Any]) -> None:
 def set_boot_once(ctx: BmcContext, target: str = "Pxe", mode: str = "uefi") -> BootResult:
     mode_value = MODES.get(mode.lower())
     if mode_value is None:
-        raise ValueError(f"boot mode must be uefi or legacy, got {mode!r}")
+        raise BadInput(f"boot mode must be uefi or legacy, got {mode!r}")
     ctx.vendor.before_change(ctx, config=True)
     system = ctx.refresh_system()
     current = system.get("Boot")

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from bringup.errors import BadInput
 from bringup.redfish.errors import redact
 
 VENDORS = ("dell", "hpe", "supermicro", "generic")
@@ -17,11 +18,11 @@ def normalise_url(address: str) -> str:
     url = address if "://" in address else f"https://{address}"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
-        raise ValueError(f"BMC address {address!r}: scheme must be http or https")
+        raise BadInput(f"BMC address {address!r}: scheme must be http or https")
     if parts.username or parts.password:
-        raise ValueError("BMC address must not carry credentials; use bmc_username and bmc_password")
+        raise BadInput("BMC address must not carry credentials; use bmc_username and bmc_password")
     if not parts.hostname:
-        raise ValueError(f"BMC address {address!r} has no host")
+        raise BadInput(f"BMC address {address!r} has no host")
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -43,11 +44,11 @@ class TransportOptions:
 
     def __post_init__(self) -> None:
         if self.insecure and self.ca_bundle:
-            raise ValueError("--insecure and --ca-bundle contradict each other; pick one")
+            raise BadInput("--insecure and --ca-bundle contradict each other; pick one")
         if self.connect_timeout <= 0 or self.read_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+            raise BadInput("timeouts must be positive")
         if self.retries < 0:
-            raise ValueError("retries must be 0 or more")
+            raise BadInput("retries must be 0 or more")
 
     @property
     def timeout(self) -> tuple[float, float]:
@@ -81,7 +82,7 @@ class BmcEndpoint:
 
     def __post_init__(self) -> None:
         if self.vendor is not None and self.vendor not in VENDORS:
-            raise ValueError(f"unknown BMC vendor {self.vendor!r} (one of {', '.join(VENDORS)})")
+            raise BadInput(f"unknown BMC vendor {self.vendor!r} (one of {', '.join(VENDORS)})")
 
     def redact(self, text: str) -> str:
         return redact(text, [self.password])

@@ -14,6 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bringup.errors import BadInput
+
 # Where a port sits, best first for the "onboard" rule.
 LOCATION_RANK = {"embedded": 0, "integrated": 1, "slot": 2, "mezzanine": 3}
 
@@ -240,13 +242,13 @@ def parse_rule(text: str | None) -> NicRule:
     if kind == "slot":
         num, _, port = rest.partition(":")
         if not num.isdigit() or (port and not port.isdigit()):
-            raise ValueError(f"provisioning NIC rule {text!r}: expected slot:N or slot:N:PORT")
+            raise BadInput(f"provisioning NIC rule {text!r}: expected slot:N or slot:N:PORT")
         return NicRule("slot", int(num), int(port) if port else 1)
     if kind in ("fqdd", "id") and rest:
         return NicRule("id", rest)
     if kind == "mac" and normalise_mac(rest):
         return NicRule("mac", normalise_mac(rest))
-    raise ValueError(
+    raise BadInput(
         f"provisioning NIC rule {text!r}: use onboard, slot:N[:PORT], fqdd:NIC.Slot.3-1-1 or mac:AA:BB:..."
     )
 

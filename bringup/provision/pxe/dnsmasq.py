@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bringup.errors import UserError
+from bringup.errors import BadInput, UserError
 from bringup.procs import stop_child
 
 # Debian's `ipxe` package.
@@ -47,7 +47,7 @@ def normalise_mac(mac: str) -> str:
     """``AA-BB-CC-DD-EE-FF`` / ``aabb.ccdd.eeff`` / ``AA:BB:...`` -> ``aa:bb:cc:dd:ee:ff``."""
     digits = re.sub(r"[^0-9a-fA-F]", "", mac or "").lower()
     if len(digits) != 12:
-        raise ValueError(f"not a MAC address: {mac!r}")
+        raise BadInput(f"not a MAC address: {mac!r}")
     return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from bringup.errors import BadInput
+
 MODES = ("agent", "install", "local")
 
 # iPXE expands these on the node: firmware-level inventory before any OS runs.
@@ -99,7 +101,7 @@ def parse_disk_rule(value: Any) -> dict[str, str]:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("/dev/") or text.startswith("path:"):
-            raise ValueError(
+            raise BadInput(
                 f"install_disk {value!r} names a device path: drives enumerate in a different order on "
                 "every boot; choose the disk by serial:, model: or size (largest/smallest)"
             )
@@ -108,24 +110,22 @@ def parse_disk_rule(value: Any) -> dict[str, str]:
         key, sep, rest = text.partition(":")
         if sep and key.strip() in ("serial", "model", "size"):
             return parse_disk_rule({key.strip(): rest.strip()})
-        raise ValueError(f"install_disk {value!r}: expected serial:X, model:X, largest or smallest")
+        raise BadInput(f"install_disk {value!r}: expected serial:X, model:X, largest or smallest")
     if isinstance(value, Mapping):
         unknown = sorted(set(value) - set(DISK_KEYS))
         if "path" in unknown:
-            raise ValueError("install_disk must not use path: choose the disk by serial, model or size")
+            raise BadInput("install_disk must not use path: choose the disk by serial, model or size")
         if unknown:
-            raise ValueError(
-                f"install_disk has unknown key(s) {', '.join(unknown)} (use serial, model, size)"
-            )
+            raise BadInput(f"install_disk has unknown key(s) {', '.join(unknown)} (use serial, model, size)")
         if not value:
-            raise ValueError("install_disk is empty (use serial, model or size)")
+            raise BadInput("install_disk is empty (use serial, model or size)")
         rule = {k: str(v).strip() for k, v in value.items()}
         if "size" in rule and rule["size"] not in ("largest", "smallest"):
-            raise ValueError(f"install_disk size must be largest or smallest, got {rule['size']!r}")
+            raise BadInput(f"install_disk size must be largest or smallest, got {rule['size']!r}")
         if any(v == "" for v in rule.values()):
-            raise ValueError("install_disk has an empty value")
+            raise BadInput("install_disk has an empty value")
         return rule
-    raise ValueError(f"install_disk must be a mapping or a string, got {type(value).__name__}")
+    raise BadInput(f"install_disk must be a mapping or a string, got {type(value).__name__}")
 
 
 def pick_disk(rule: Mapping[str, str], disks: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

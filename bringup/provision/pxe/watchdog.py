@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from bringup.errors import BadInput
+
 
 class Step(str, Enum):
     WAIT = "wait"  # keep waiting for the first DHCP request
@@ -26,9 +28,9 @@ class WatchdogPolicy:
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
-            raise ValueError(f"the DHCP timeout must be positive, got {self.timeout_s!r}")
+            raise BadInput(f"the DHCP timeout must be positive, got {self.timeout_s!r}")
         if self.retries < 0:
-            raise ValueError(f"the retry count must be 0 or more, got {self.retries!r}")
+            raise BadInput(f"the retry count must be 0 or more, got {self.retries!r}")
 
 
 class Watchdog:

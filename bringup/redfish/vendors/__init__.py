@@ -3,6 +3,7 @@ and generic DMTF Redfish."""
 
 from __future__ import annotations
 
+from bringup.errors import BadInput
 from bringup.redfish.vendors.base import Vendor
 from bringup.redfish.vendors.dell import Dell
 from bringup.redfish.vendors.generic import Generic
@@ -16,7 +17,7 @@ def vendor_for(name: str) -> Vendor:
     try:
         return _VENDORS[name]
     except KeyError:
-        raise ValueError(f"unknown BMC vendor {name!r} (one of {', '.join(_VENDORS)})") from None
+        raise BadInput(f"unknown BMC vendor {name!r} (one of {', '.join(_VENDORS)})") from None
 
 
 __all__ = ["Vendor", "vendor_for"]

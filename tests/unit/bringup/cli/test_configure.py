@@ -58,7 +58,7 @@ def test_refuses_when_no_node_may_be_configured(tmp_path):
     assert result.exit_code == 2, result.output
     summary = json.loads(result.output[: result.output.rindex("}") + 1])
     by_node = {n["node"]: n for n in summary["nodes"]}
-    assert by_node["gpu1"]["message"] == "enrolled: provision it first"
+    assert by_node["gpu1"]["message"] == "enrolled: not discovered yet: run `bringup discover` first"
     assert "--force" in by_node["gpu2"]["message"] and by_node["gpu2"]["state"] == "golden"
     assert "enroll it" in by_node["gpu3"]["message"]
     assert "no node of rack r09 can be configured" in result.output

@@ -7,12 +7,17 @@ import json
 import pytest
 
 from bringup.configure.outcome import EventFolder
-from bringup.configure.record import record_outcome, refusal
-from bringup.fleet.lifecycle import State
+from bringup.configure.record import record_outcome
+from bringup.fleet.lifecycle import State, Step, gate_refusal
 from bringup.fleet.store import FleetStore
 from tests.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "configure"
+
+
+def refusal(state: str, force: bool) -> str | None:
+    """Configure's gate (was ``bringup.configure.record.refusal``, now the lifecycle's data)."""
+    return gate_refusal(Step.CONFIGURE, State(state), force)
 
 
 def outcomes(name: str, hosts: list[str]) -> dict:
@@ -144,6 +149,6 @@ def test_refusal_by_state():
     assert refusal("repair", False) is None
     assert "--force" in refusal("golden", False)
     assert refusal("golden", True) is None
-    assert "provision it first" in refusal("discovered", True)
+    assert "run `bringup provision` first" in refusal("discovered", True)
     assert refusal("burnin", True) is not None
     assert refusal("failed", True) is not None

@@ -16,7 +16,7 @@ from bringup.credentials import write_secret_file
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore
 from bringup.inventory import load_rack
-from bringup.provision import cli as provision_cli
+from bringup.provision import rack as provision_library
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.orchestrator import Orchestrator, rack_vars
 from bringup.provision.orchestrator import select as select_nodes
@@ -332,7 +332,7 @@ def test_cli_undiscovered_node_is_one_line_and_nothing_is_touched(env, monkeypat
     tmp_path, inv, store = env
     discover(store, names=("gpu001", "gpu002", "gpu003"))
     backend = FakeBackend()
-    monkeypatch.setattr(provision_cli, "make_backend", lambda *a, **k: backend)
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: backend)
     result = bringup(tmp_path, inv)
     assert result.exit_code == 1
     assert error_lines(result.output) == [
@@ -346,7 +346,7 @@ def test_cli_undiscovered_node_is_one_line_and_nothing_is_touched(env, monkeypat
 def test_cli_missing_mac_is_one_line(env, monkeypatch):
     tmp_path, inv, store = env
     discover(store, macs=False)
-    monkeypatch.setattr(provision_cli, "make_backend", lambda *a, **k: FakeBackend())
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: FakeBackend())
     result = bringup(tmp_path, inv, "--nodes", "gpu003")
     assert result.exit_code == 1
     assert error_lines(result.output) == [
@@ -361,7 +361,7 @@ def test_cli_backend_preflight_problem_touches_nothing(env, monkeypatch):
     backend = FakeBackend(
         problems=["the boot server cannot listen on 10.20.0.1:8080: Address already in use"]
     )
-    monkeypatch.setattr(provision_cli, "make_backend", lambda *a, **k: backend)
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: backend)
     result = bringup(tmp_path, inv)
     assert result.exit_code == 1
     assert error_lines(result.output) == [
@@ -397,7 +397,7 @@ def test_cli_run_then_rerun_changes_nothing(env, monkeypatch):
     tmp_path, inv, store = env
     discover(store)
     backend = FakeBackend()
-    monkeypatch.setattr(provision_cli, "make_backend", lambda *a, **k: backend)
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: backend)
     result = bringup(tmp_path, inv, "--batch", "2", "--json")
     assert result.exit_code == 0, result.output
     assert backend.batches == [["gpu001", "gpu002"], ["gpu003", "gpu004"]] and backend.closed
@@ -405,7 +405,7 @@ def test_cli_run_then_rerun_changes_nothing(env, monkeypatch):
     assert [r["state"] for r in doc["nodes"]] == ["provisioned"] * 4 and doc["run"] == 1
     before = [(n.name, n.state, n.updated_at) for n in store.list_nodes()]
     again = FakeBackend()
-    monkeypatch.setattr(provision_cli, "make_backend", lambda *a, **k: again)
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: again)
     result = bringup(tmp_path, inv)
     assert result.exit_code == 0 and "nothing to do" in result.output
     assert again.preflighted == [] and again.batches == [] and runs(store) == 1

@@ -11,7 +11,6 @@ exit status is 1 when any selected node is not provisioned at the end.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -19,53 +18,11 @@ from typing import Any
 
 import click
 
-from bringup.clikit import inventory_dir_from, store_from
-from bringup.provision.orchestrator import (
-    DEFAULT_BATCH,
-    PROVISION,
-    RESUME,
-    NodePlan,
-    NodeResult,
-    Orchestrator,
-    backend_name,
-    make_backend,
-    rack_vars,
-    select,
-)
+from bringup.cli.common import inventory_dir_from, store_from
+from bringup.provision.orchestrator import DEFAULT_BATCH, NodeResult
+from bringup.provision.rack import ProvisionReport, ProvisionRequest, provision_rack
 from bringup.redfish.endpoint import TransportOptions
-from bringup.redfish.targets import load_targets, split_nodes
 from bringup.ui import console, err_console, table
-
-
-def _override(plan: NodePlan, overrides: dict[str, Any]) -> NodePlan:
-    if plan.target is None or not overrides:
-        return plan
-    target = dataclasses.replace(plan.target, hostvars={**plan.target.hostvars, **overrides})
-    return dataclasses.replace(plan, target=target)
-
-
-def _row(plan: NodePlan, result: NodeResult | None, would: str | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "name": plan.name,
-        "key": plan.target.key if plan.target else None,
-        "state_before": plan.state,
-        "action": plan.action,
-    }
-    if result is not None:
-        row.update(
-            state=result.after,
-            ok=result.ok,
-            reason=result.reason,
-            ip=result.ip,
-            seconds=result.seconds,
-            findings=result.findings,
-            notes=result.notes,
-        )
-    else:
-        row.update(state=plan.state, ok=not plan.counts_as_failed, reason=plan.reason, ip=plan.ip)
-        if would is not None:
-            row["would"] = would
-    return row
 
 
 @click.command("provision")
@@ -111,44 +68,15 @@ def provision_cmd(
 ) -> None:
     """Take the rack's discovered nodes to provisioned: OS on the right disk (or, in agent mode,
     the node's own inventory reported), IP and hostname recorded."""
-    inventory_dir = inventory_dir_from(ctx)
-    only = split_nodes(nodes)
-    loaded, targets = load_targets(rack, inventory_dir, only or None)
-    store = store_from(ctx)
-    records = {n.name: n for n in store.list_nodes(rack=loaded.name)}
-    selection = select(loaded, records, {t.name: t for t in targets}, only, force)
     overrides: dict[str, Any] = {}
     if dhcp_timeout is not None:
         overrides["pxe_dhcp_timeout"] = dhcp_timeout
     if dhcp_retries is not None:
         overrides["pxe_dhcp_retries"] = dhcp_retries
-    plans = [_override(p, overrides) for p in selection.plans]
-    vars_, var_problems = rack_vars(loaded.hosts)
-    problems = selection.problems + var_problems
-    name = backend_name(vars_)
     transport = TransportOptions(
         connect_timeout=connect_timeout, read_timeout=read_timeout, ca_bundle=ca_bundle, insecure=insecure
     )
-    work = [p.target for p in plans if p.action in (PROVISION, RESUME) and p.target is not None]
-
-    if dry_run:
-        backend = make_backend(name, loaded.name, vars_, inventory_dir, transport)
-        try:
-            lines = dict(zip([t.name for t in work], backend.plan(work), strict=False))
-        finally:
-            backend.close()
-        rows = [_row(p, None, lines.get(p.name, p.reason)) for p in plans]
-        _emit_plan(loaded.name, name, rows, problems, as_json)
-        sys.exit(1 if problems else 0)
-
-    if problems:
-        _stop(problems, "nothing was touched")
-    if not work:
-        rows = [_row(p, None) for p in plans]
-        _emit(loaded.name, None, rows, as_json, "nothing to do")
-        sys.exit(1 if any(not r["ok"] for r in rows) else 0)
-
-    backend = make_backend(name, loaded.name, vars_, inventory_dir, transport)
+    req = ProvisionRequest(rack, inventory_dir_from(ctx), nodes, batch, dry_run, force, overrides, transport)
     t0 = time.monotonic()
 
     def progress(node: str, line: str) -> None:
@@ -159,30 +87,20 @@ def provision_cmd(
         err_console.print(f"{time.monotonic() - t0:7.1f}s {r.name}: {verdict}", highlight=False, markup=False)
 
     try:
-        found = backend.preflight(work)
-        if found:
-            _stop(found, "no node was touched")
-        for line in getattr(backend, "checked", []):
-            progress("preflight", line)
-        orch = Orchestrator(
-            store, backend, rack=loaded.name, batch_size=batch, on_progress=progress, on_result=on_result
+        report = provision_rack(store_from(ctx), req, on_progress=progress, on_result=on_result)
+    except KeyboardInterrupt:
+        err_console.print(
+            "interrupted: nodes of the current batch stay in provisioning; run the same command to resume"
         )
-        try:
-            results = orch.run(
-                work,
-                {"nodes": [t.name for t in work], "batch": batch, "force": force, "overrides": overrides},
-            )
-        except KeyboardInterrupt:
-            err_console.print(
-                "interrupted: nodes of the current batch stay in provisioning; run the same command to resume"
-            )
-            sys.exit(130)
-    finally:
-        backend.close()
-    by_name = {r.name: r for r in results}
-    rows = [_row(p, by_name.get(p.name)) for p in plans]
-    _emit(loaded.name, orch.run_id, rows, as_json, f"{time.monotonic() - t0:.0f} s")
-    sys.exit(1 if any(not r["ok"] for r in rows) else 0)
+        sys.exit(130)
+    if report.dry_run:
+        _emit_plan(report, as_json)
+    elif report.stopped:
+        _stop(report.problems, report.stopped)
+    else:
+        took = "nothing to do" if report.seconds is None else f"{report.seconds:.0f} s"
+        _emit(report, as_json, took)
+    sys.exit(0 if report.ok else 1)
 
 
 def _stop(problems: list[str], what: str) -> None:
@@ -192,9 +110,8 @@ def _stop(problems: list[str], what: str) -> None:
     sys.exit(1)
 
 
-def _emit_plan(
-    rack: str, backend: str, rows: list[dict[str, Any]], problems: list[str], as_json: bool
-) -> None:
+def _emit_plan(report: ProvisionReport, as_json: bool) -> None:
+    rack, backend, rows, problems = report.rack, report.backend, report.rows, report.problems
     if as_json:
         click.echo(
             json.dumps(
@@ -211,7 +128,8 @@ def _emit_plan(
         err_console.print(f"[red]would stop:[/red] {p}", highlight=False, soft_wrap=True)
 
 
-def _emit(rack: str, run_id: int | None, rows: list[dict[str, Any]], as_json: bool, took: str) -> None:
+def _emit(report: ProvisionReport, as_json: bool, took: str) -> None:
+    rack, run_id, rows = report.rack, report.run_id, report.rows
     if as_json:
         click.echo(json.dumps({"rack": rack, "run": run_id, "nodes": rows}, indent=2, default=str))
         return

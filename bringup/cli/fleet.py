@@ -1,35 +1,24 @@
-"""The `bringup` command line: inventories, the fleet store, and the virtual rack."""
+"""`bringup inventory` and `bringup nodes`: validate and enroll racks; list, show, repair and
+retire the fleet store's nodes."""
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from bringup import __version__
-from bringup.clikit import FriendlyGroup, global_options, inventory_dir_from, set_global_options, store_from
+from bringup.cli.common import FriendlyGroup, inventory_dir_from, store_from
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.inventory import load_rack
 from bringup.ui import console, table
 
-
-@click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@global_options
-@click.version_option(__version__, prog_name="bringup")
-@click.pass_context
-def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None:
-    """Take a rack of GPU servers from bare metal to configured, trustworthy nodes."""
-    set_global_options(ctx, db, inventory_dir)
-
-
 # -- inventory ----------------------------------------------------------------------------
 
 
-@main.group(cls=FriendlyGroup)
+@click.group(cls=FriendlyGroup)
 def inventory() -> None:
     """Validate rack inventories and enroll their nodes."""
 
@@ -129,7 +118,7 @@ def node_record(node: Node) -> dict[str, Any]:
     }
 
 
-@main.group(cls=FriendlyGroup)
+@click.group(cls=FriendlyGroup)
 def nodes() -> None:
     """List and inspect nodes; mark them repaired or retire them."""
 
@@ -234,40 +223,3 @@ def nodes_retire(ctx: click.Context, node: str, reason: str) -> None:
     """Retire NODE from any state; a retired node is never golden again."""
     ev = store_from(ctx).transition(node, State.RETIRED, reason)
     click.echo(f"{node}: {ev.from_state} -> retired ({reason})")
-
-
-def _register_lab() -> None:
-    from bringup.lab.cli import lab
-
-    main.add_command(lab)
-
-
-_register_lab()
-
-
-def _register_redfish() -> None:
-    from bringup.redfish.cli import COMMANDS
-
-    for command in COMMANDS:
-        main.add_command(command)
-
-
-_register_redfish()
-
-
-def _register_configure() -> None:
-    from bringup.configure_cli import configure
-
-    main.add_command(configure)
-
-
-_register_configure()
-
-
-def _register_provision() -> None:
-    from bringup.provision.cli import provision_cmd
-
-    main.add_command(provision_cmd)
-
-
-_register_provision()

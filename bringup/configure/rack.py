@@ -1,0 +1,103 @@
+"""`bringup configure` as one library call: pick the rack's nodes, run the playbook, record it.
+
+``configure_rack`` loads the rack and ``--nodes`` and applies the lifecycle gate
+(``bringup.select``, ``Step.CONFIGURE``); refused nodes become ``skipped`` rows. When some node
+may be configured it opens a ``configure`` run, runs playbooks/site.yml on those nodes
+(``runner.run_playbook``), writes each outcome onto its node record (``record.record_outcome``)
+and finishes the run. It returns a :class:`ConfigureReport`; nothing here prints. A command that
+wants progress passes ``watch(hosts)``: a context manager yielding the callback for each host
+event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bringup.configure.inventory import build_inventory, host_vars
+from bringup.configure.outcome import HostOutcome
+from bringup.configure.record import NodeResult, record_outcome
+from bringup.configure.runner import DEFAULT_BATCH, run_playbook
+from bringup.fleet.lifecycle import Step
+from bringup.fleet.store import FleetStore
+from bringup.select import select
+
+BAD = ("failed", "unreachable", "not-run")
+Watch = Callable[[list[str]], AbstractContextManager[Callable[[HostOutcome], None]]]
+
+
+@dataclass
+class ConfigureRequest:
+    rack: str
+    inventory_dir: Path | None
+    nodes: str | Sequence[str] | None = None
+    tags: list[str] = field(default_factory=list)
+    check: bool = False
+    batch: int = DEFAULT_BATCH
+    force: bool = False
+
+
+@dataclass
+class ConfigureReport:
+    rack: str
+    results: list[NodeResult]
+    run_id: int | None = None  # None: no node could be configured, nothing was run
+    playbook_failure: str | None = None  # ansible-playbook failed and no host says why
+
+    @property
+    def bad(self) -> list[NodeResult]:
+        return [r for r in self.results if r.result in BAD]
+
+
+@contextlib.contextmanager
+def _no_watch(_hosts: list[str]) -> Iterator[Callable[[HostOutcome], None]]:
+    yield lambda _outcome: None
+
+
+def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None = None) -> ConfigureReport:
+    """Configure the rack's nodes that the gate admits (see the module docstring)."""
+    sel = select(store, req.rack, req.inventory_dir, req.nodes, Step.CONFIGURE, req.force)
+    rack = sel.rack
+    report = ConfigureReport(
+        rack.name, [NodeResult(r.name, "skipped", r.state, message=r.reason) for r in sel.gate.refused]
+    )
+    targets = sel.gate.admitted
+    if not targets:
+        return report
+
+    names = [a.name for a in targets]
+    inventory = build_inventory(
+        rack.name,
+        {
+            a.name: host_vars(a.name, a.host.vars, rack.path.parent, rack.profiles[a.host.profile], a.node.ip)
+            for a in targets
+        },
+    )
+    params = {"nodes": names, "tags": req.tags, "check": req.check, "batch": req.batch}
+    run = store.start_run("configure", rack.name, params)
+    report.run_id = run.id
+    try:
+        with (watch or _no_watch)(names) as on_event:
+            result = run_playbook(
+                inventory, names, tags=req.tags, check=req.check, batch=req.batch, on_event=on_event
+            )
+    except BaseException:
+        store.finish_run(run.id, "error")
+        raise
+    if result.rc != 0 and not any(o.status in ("failed", "unreachable") for o in result.outcomes.values()):
+        # ansible-playbook failed and no host says why (a syntax error, a missing role...).
+        store.finish_run(run.id, "error", evidence=result.stdout)
+        tail = "\n".join(result.stdout.splitlines()[-15:])
+        report.playbook_failure = f"ansible-playbook failed (rc={result.rc}, {result.status}):\n{tail}"
+        return report
+    for a in targets:
+        node = store.get_node(a.name)  # fresh: the run took a while
+        outcome = result.outcomes[a.name]
+        report.results.append(
+            record_outcome(store, node, outcome, run.id, check=req.check, full=not req.tags)
+        )
+    store.finish_run(run.id, "failed" if report.bad else "done", evidence=result.stdout)
+    return report

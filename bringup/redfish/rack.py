@@ -1,0 +1,412 @@
+"""Rack-wide BMC operations as library functions: discover, power, boot and the BMC job queue.
+
+Each function loads the rack (``bringup.select``), enrolls hosts the fleet store does not know
+yet, applies the state gate where the operation changes a node (power and boot; discovery skips
+retired nodes), walks the BMCs concurrently (``fanout``), records every node's outcome in the
+store as it arrives, and returns a :class:`RackResult` whose ``rows`` the command renders (a
+table, or ``--json``). One failing BMC is one failed row, never a failed call. Nothing here
+prints: a command that wants a progress bar passes ``watch``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bringup.fleet.lifecycle import Step
+from bringup.fleet.store import FleetStore
+from bringup.redfish import vmedia
+from bringup.redfish.boot import set_boot_once
+from bringup.redfish.client import RedfishClient
+from bringup.redfish.context import locate
+from bringup.redfish.discovery import HARDWARE_KEYS, Discovery, discover
+from bringup.redfish.endpoint import TransportOptions
+from bringup.redfish.errors import InventoryProblem, Refused
+from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome, Task, fan_out
+from bringup.redfish.power import PowerControl, PowerOptions
+from bringup.redfish.targets import Target, targets_for
+from bringup.select import gate_hosts, load_valid_rack, pick_hosts, split_nodes
+
+# watch(label, total) -> a context manager yielding a callback called once per finished node.
+Watch = Callable[[str, int], AbstractContextManager[Callable[[Outcome[Any]], None]]]
+FLAGGED = ("serial-changed", "serial-conflict")
+
+
+@dataclass
+class RackResult:
+    """What a rack-wide operation did: one row per node (``ok``, ``error``, the details)."""
+
+    rack: str
+    rows: list[dict[str, Any]]
+    enrolled: list[str] = field(default_factory=list)  # hosts enrolled on the way
+    skipped: dict[str, str] = field(default_factory=dict)  # node -> why the gate left it out
+    run_id: int | None = None
+    dry_run: bool = False
+
+    @property
+    def failed(self) -> int:
+        return sum(not r.get("ok", True) for r in self.rows)
+
+
+@dataclass
+class RackJob:
+    """Where and how: the store, the rack and its --nodes, BMC transport and concurrency."""
+
+    store: FleetStore
+    rack: str
+    inventory_dir: Path | None
+    nodes: tuple[str, ...] | list[str] | None = None
+    transport: TransportOptions = field(default_factory=TransportOptions)
+    concurrency: int = DEFAULT_CONCURRENCY
+    watch: Watch | None = None
+
+
+# -- shared plumbing ----------------------------------------------------------------------------
+
+
+def tls_details(options: TransportOptions) -> dict[str, Any]:
+    return {"tls": options.tls_note, "insecure": options.insecure}
+
+
+def _targets(job: RackJob) -> tuple[str, list[Target], list[str]]:
+    """The rack's (or --nodes') targets, each made sure to be in the fleet store."""
+    rack, _ = load_valid_rack(job.rack, job.inventory_dir)
+    targets = targets_for(rack, pick_hosts(rack, split_nodes(job.nodes)))
+    known = {n.name for n in job.store.list_nodes(rack=rack.name)}
+    enrolled = []
+    for t in targets:
+        if t.name not in known:
+            job.store.enroll(
+                t.name,
+                rack.name,
+                t.host.profile,
+                bmc_address=t.host.bmc_address,
+                bmc_vendor=t.host.bmc_vendor,
+                rack_unit=t.host.rack_unit,
+            )
+            enrolled.append(t.name)
+    return rack.name, targets, enrolled
+
+
+def _refusals(job: RackJob, step: Step, targets: list[Target], force: bool) -> dict[str, str]:
+    """Node -> why the gate refuses it (DESIGN idea 8: golden nodes need --force)."""
+    gate = gate_hosts(job.store, step, [t.host for t in targets], force)
+    return {r.name: f"{r.name} is {r.reason}" for r in gate.refused}
+
+
+def _task(target: Target, work: Callable[[RedfishClient], Any], options: TransportOptions) -> Task[Any]:
+    if target.endpoint is None:
+
+        def fail() -> Any:
+            raise InventoryProblem(target.problem or "no BMC endpoint")
+
+        return Task(target.name, fail)
+    endpoint = target.endpoint
+
+    def run() -> Any:
+        with RedfishClient(endpoint, options) as client:
+            return work(client)
+
+    return Task(target.name, run, endpoint.redact)
+
+
+def _refused_task(target: Target, why: str) -> Task[Any]:
+    def refuse() -> Any:
+        raise Refused(why)
+
+    return Task(target.name, refuse)
+
+
+@contextlib.contextmanager
+def _no_watch(_label: str, _total: int) -> Iterator[Callable[[Outcome[Any]], None]]:
+    yield lambda _outcome: None
+
+
+def _run(
+    job: RackJob, label: str, tasks: list[Task[Any]], save: Callable[[Outcome[Any]], None]
+) -> list[Outcome[Any]]:
+    with (job.watch or _no_watch)(label, len(tasks)) as seen:
+
+        def done(outcome: Outcome[Any]) -> None:
+            save(outcome)
+            seen(outcome)
+
+        return fan_out(tasks, job.concurrency, done)
+
+
+def error_of(outcome: Outcome[Any]) -> dict[str, str] | None:
+    if outcome.error is None:
+        return None
+    return {"kind": outcome.error.kind, "message": outcome.error.message}
+
+
+def _plan(what: str, targets: list[Target], refused: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "bmc": t.endpoint.url if t.endpoint else t.host.bmc_address,
+            "would": "refuse: " + refused[t.name]
+            if t.name in refused
+            else (t.problem and f"fail: {t.problem}") or what,
+        }
+        for t in targets
+    ]
+
+
+# -- discover -----------------------------------------------------------------------------------
+
+
+def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResult:
+    """Walk every BMC: serial, model, firmware, MACs, event log; enrolled -> discovered. Opens a
+    ``discover`` run, records each node's discovery (or its failure) and finishes the run."""
+    store, options = job.store, job.transport
+    rack_name, targets, enrolled = _targets(job)
+    gate = gate_hosts(store, Step.DISCOVER, [t.host for t in targets])
+    skipped = gate.reasons()
+    targets = [t for t in targets if t.name not in skipped]
+    run = store.start_run(
+        "discover",
+        rack_name,
+        params={"nodes": [t.name for t in targets], "concurrency": job.concurrency, **tls_details(options)},
+    )
+    results: dict[str, str] = {}
+    by_name = {t.name: t for t in targets}
+
+    def save(outcome: Outcome[Discovery]) -> None:
+        details = {**tls_details(options), "bmc": by_name[outcome.name].host.bmc_address}
+        if outcome.ok and outcome.value is not None:
+            d = outcome.value
+            results[outcome.name] = store.record_discovery(
+                outcome.name,
+                d.serial,
+                macs=d.macs,
+                hardware=d.hardware,
+                owned_keys=HARDWARE_KEYS,
+                accept_new_serial=accept_new_serial,
+                run_id=run.id,
+                details={**details, "vendor": d.vendor, "macs": d.macs},
+            )
+        else:
+            assert outcome.error is not None
+            store.record_event(
+                outcome.name,
+                "discovery-failed",
+                str(outcome.error),
+                run_id=run.id,
+                details={**details, "error": outcome.error.kind},
+            )
+
+    tasks = [_task(t, lambda c, t=t: discover(c, t.rule), options) for t in targets]
+    try:
+        outcomes = _run(job, "discover", tasks, save)
+    except BaseException:
+        store.finish_run(run.id, "error")
+        raise
+    flagged = [n for n, r in results.items() if r in FLAGGED]
+    failed = sum(not o.ok for o in outcomes) + len(flagged)
+    store.finish_run(run.id, "ok" if not failed else ("failed" if failed == len(outcomes) else "partial"))
+    rows = [_discovery_row(o, results, flagged, by_name[o.name]) for o in outcomes]
+    return RackResult(rack_name, rows, enrolled, skipped, run.id)
+
+
+def _discovery_row(
+    o: Outcome[Discovery], results: dict[str, str], flagged: list[str], target: Target
+) -> dict[str, Any]:
+    d = o.value
+    hw = d.hardware if d else {}
+    return {
+        "name": o.name,
+        "ok": o.ok and o.name not in flagged,
+        "result": results.get(o.name) if o.ok else "failed",
+        "error": error_of(o),
+        "serial": d.serial if d else None,
+        "vendor": d.vendor if d else None,
+        "bmc": target.endpoint.url if target.endpoint else target.host.bmc_address,
+        "model": (hw.get("system") or {}).get("model"),
+        "power_state": hw.get("power_state"),
+        "health_rollup": hw.get("health_rollup"),
+        "macs": d.macs if d else [],
+        "provisioning_nic": hw.get("provisioning_nic"),
+        "event_log": hw.get("event_log"),
+        "warnings": d.warnings if d else [],
+        "seconds": round(o.seconds, 2),
+        "hardware": hw or None,
+    }
+
+
+# -- power --------------------------------------------------------------------------------------
+
+
+def power_rack(
+    job: RackJob, action: str, options: PowerOptions, *, force: bool = False, dry_run: bool = False
+) -> RackResult:
+    """Power nodes on, off (graceful, then forced) or cycle them, or read their power state
+    (``status``: no gate, nothing recorded). Golden nodes are refused without ``force``."""
+    store, transport = job.store, job.transport
+    rack_name, targets, enrolled = _targets(job)
+    refused = _refusals(job, Step.POWER, targets, force) if action != "status" else {}
+    if dry_run:
+        return RackResult(rack_name, _plan(f"power {action}", targets, refused), enrolled, dry_run=True)
+
+    def work(client: RedfishClient) -> Any:
+        return PowerControl(locate(client), options).run(action)
+
+    tasks = [
+        _refused_task(t, refused[t.name]) if t.name in refused else _task(t, work, transport) for t in targets
+    ]
+
+    def save(outcome: Outcome[Any]) -> None:
+        if action == "status" or outcome.name in refused:
+            return
+        details = {**tls_details(transport), "forced": force}
+        if outcome.ok:
+            r = outcome.value
+            store.record_event(
+                outcome.name,
+                "power",
+                f"power {action}: {r.before} -> {r.after}",
+                details={**details, **r.record()},
+            )
+        else:
+            store.record_event(
+                outcome.name,
+                "power-failed",
+                f"power {action}: {outcome.error}",
+                details={**details, "error": outcome.error.kind},
+            )
+
+    outcomes = _run(job, f"power {action}", tasks, save)
+    rows = [
+        {
+            "name": o.name,
+            "ok": o.ok,
+            "error": error_of(o),
+            **(
+                o.value.record()
+                if o.value
+                else {"action": action, "before": None, "after": None, "steps": []}
+            ),
+        }
+        for o in outcomes
+    ]
+    return RackResult(rack_name, rows, enrolled)
+
+
+# -- boot ---------------------------------------------------------------------------------------
+
+
+def boot_rack(
+    job: RackJob,
+    what: str,
+    options: PowerOptions,
+    *,
+    iso: str | None = None,
+    reset: bool = False,
+    mode: str | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+) -> RackResult:
+    """One-time boot from PXE (``pxe``) or from ``iso`` in the virtual CD (``cd``), restarting
+    the node when ``reset``; ``eject`` removes the virtual media (no gate)."""
+    store, transport = job.store, job.transport
+    rack_name, targets, enrolled = _targets(job)
+    refused = _refusals(job, Step.BOOT, targets, force) if what != "eject" else {}
+    if dry_run:
+        label = f"boot {what}" + (" and restart" if reset and what != "eject" else "")
+        return RackResult(rack_name, _plan(label, targets, refused), enrolled, dry_run=True)
+    modes = {t.name: mode or t.boot_mode for t in targets}
+
+    def work_for(target: Target) -> Callable[[RedfishClient], Any]:
+        def work(client: RedfishClient) -> dict[str, Any]:
+            bctx = locate(client)
+            if what == "eject":
+                return {"media": vmedia.eject(bctx).record()}
+            out: dict[str, Any] = {}
+            if what == "cd":
+                out["media"] = vmedia.insert(bctx, iso or "").record()
+            out["boot"] = set_boot_once(bctx, "Pxe" if what == "pxe" else "Cd", modes[target.name]).record()
+            if reset:
+                out["power"] = PowerControl(bctx, options).restart().record()
+            return out
+
+        return work
+
+    tasks = [
+        _refused_task(t, refused[t.name]) if t.name in refused else _task(t, work_for(t), transport)
+        for t in targets
+    ]
+
+    def save(outcome: Outcome[Any]) -> None:
+        if outcome.name in refused:
+            return
+        details = {**tls_details(transport), "forced": force, "iso": iso}
+        if outcome.ok:
+            store.record_event(
+                outcome.name,
+                "boot",
+                f"boot {what}: {boot_summary(outcome.value)}",
+                details={**details, **outcome.value},
+            )
+        else:
+            store.record_event(
+                outcome.name,
+                "boot-failed",
+                f"boot {what}: {outcome.error}",
+                details={**details, "error": outcome.error.kind},
+            )
+
+    outcomes = _run(job, f"boot {what}", tasks, save)
+    rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]
+    return RackResult(rack_name, rows, enrolled)
+
+
+def boot_summary(r: dict[str, Any]) -> str:
+    """One line for a node's boot row: media, boot override, power."""
+    parts = []
+    if "media" in r:
+        m = r["media"]
+        parts.append(f"media inserted: {m['image']}" if m["inserted"] else "media ejected")
+    if "boot" in r:
+        b = r["boot"]
+        parts.append(
+            f"{b['target']} {b['enabled']} ({b['mode']}) verified" + (", pending" if b["pending"] else "")
+        )
+    if "power" in r:
+        parts.append(f"power {r['power']['before']} -> {r['power']['after']}")
+    return "; ".join(parts)
+
+
+# -- bmc jobs -----------------------------------------------------------------------------------
+
+
+def bmc_jobs(job: RackJob, *, clear: bool = False) -> RackResult:
+    """Each BMC's job queue and readiness; the queue is cleared (an event per node) only when
+    ``clear``."""
+    store, transport = job.store, job.transport
+    rack_name, targets, enrolled = _targets(job)
+
+    def work(client: RedfishClient) -> dict[str, Any]:
+        bctx = locate(client)
+        out: dict[str, Any] = {"vendor": bctx.vendor.name}
+        if clear:
+            out["cleared"] = bctx.vendor.clear_jobs(bctx)
+        out["jobs"] = bctx.vendor.jobs(bctx)
+        out["readiness"] = bctx.vendor.readiness(bctx)
+        return out
+
+    def save(outcome: Outcome[Any]) -> None:
+        if clear and outcome.ok:
+            store.record_event(
+                outcome.name,
+                "jobs-cleared",
+                f"job queue cleared: {outcome.value['cleared']}",
+                details=tls_details(transport),
+            )
+
+    outcomes = _run(job, "bmc jobs", [_task(t, work, transport) for t in targets], save)
+    rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]
+    return RackResult(rack_name, rows, enrolled)
