@@ -18,7 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bringup.lab.network import LabError, flocked, mounts, run_cmd, unmount
+from bringup.files import flocked
+from bringup.lab.network import LabError, mounts, run_cmd, unmount
 
 SUITE = "bookworm"
 BASE_PACKAGES: tuple[str, ...] = (

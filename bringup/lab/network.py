@@ -8,18 +8,18 @@ ever leaves the machine: there is no NAT and no uplink.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import os
 import random
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.errors import UserError
+from bringup.files import flocked
 from bringup.lab.naming import LabNames
 
 RUN_DIR = Path("/run/bringup-lab")
@@ -47,18 +47,6 @@ def run_cmd(
     except subprocess.TimeoutExpired as exc:
         raise LabError(f"{' '.join(args)} timed out after {timeout}s") from exc
     return proc.stdout
-
-
-@contextlib.contextmanager
-def flocked(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (created if needed); released on exit or crash."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.errors import UserError
-from bringup.lab.network import flocked
+from bringup.files import flocked
 
 KERNEL_FLAVOUR = "cloud-amd64"
 # What the agent needs: the NIC (virtio in the lab; real NIC drivers would be added here) and

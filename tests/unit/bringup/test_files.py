@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 
 import pytest
 
 from bringup import files
+from bringup.errors import UserError
 from bringup.files import atomic_write
 
 
@@ -33,3 +35,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
         atomic_write(path, "new slots=8\n")
     assert path.read_text() == "old slots=8\n"
     assert [p.name for p in tmp_path.iterdir()] == ["golden.hosts"]
+
+
+def test_an_unwritable_path_is_a_user_error_naming_the_file(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be\n")
+    with pytest.raises(files.WriteError) as err:
+        atomic_write(blocker / "golden.hosts", "x\n")
+    assert isinstance(err.value, UserError) and isinstance(err.value, OSError)
+    assert str(err.value).startswith(f"cannot write {blocker / 'golden.hosts'}: ")
+    assert isinstance(err.value.__cause__, OSError)
+
+
+def test_flocked_excludes_a_second_holder_until_released(tmp_path):
+    lock = tmp_path / "sub" / "x.lock"
+    with files.flocked(lock):
+        assert lock.exists()
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again
+    finally:
+        os.close(fd)
