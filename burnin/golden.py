@@ -20,15 +20,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from bringup.errors import BadInput
 from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.store import StoreError
 from bringup.profiles import Profile
+from burnin.result import PASSING, Verdict, verdict_of, worst
 from burnin.stages import STAGE_ORDER, parse_stages
 
 DEFAULT_MAX_AGE = timedelta(days=7)
-PASSING = ("PASS", "WARN")
-# Worse is higher (as burnin.result.Verdict.rank).
-_RANK = {"PASS": 0, "WARN": 1, "UNKNOWN": 2, "FAIL": 3}
 # Only these states may be (or become) golden; every other one is a reason on its own.
 ELIGIBLE_STATES = (State.BURNIN.value, State.GOLDEN.value)
 
@@ -83,7 +82,7 @@ def required_stages(profile: Profile | None, override: Sequence[str] | None = No
         return tuple(s for s in STAGE_ORDER if s in override) + tuple(
             s for s in override if s not in STAGE_ORDER
         )
-    if profile is not None and int(profile.get("ib.hca_count", 0) or 0) == 0:
+    if profile is not None and profile.ib.hca_count == 0:
         return tuple(s for s in STAGE_ORDER if s != "ib")
     return STAGE_ORDER
 
@@ -103,7 +102,7 @@ def rules_from_vars(
             raw = host_vars["golden_stages"]
             stages = parse_stages(raw if isinstance(raw, str) else [str(s) for s in raw])
     except ValueError as exc:
-        raise ValueError(f"inventory variable golden_max_age_days or golden_stages: {exc}") from None
+        raise BadInput(f"inventory variable golden_max_age_days or golden_stages: {exc}") from None
     return GoldenRules(required_stages(profile, stages), max_age or DEFAULT_MAX_AGE)
 
 
@@ -148,7 +147,8 @@ class Decision:
 
 
 def worst_verdict(verdicts: Iterable[str]) -> str:
-    return max(verdicts, key=lambda v: _RANK.get(v, 2), default="UNKNOWN")
+    """The worst of some stored verdicts, as its string (none at all: UNKNOWN)."""
+    return worst(verdict_of(v) for v in verdicts).value
 
 
 def stage_status(stage: str, rows: Iterable[ResultRow]) -> StageStatus:
@@ -173,11 +173,11 @@ def stage_status(stage: str, rows: Iterable[ResultRow]) -> StageStatus:
 
 def first_problem(results: Iterable[ResultRow]) -> str:
     """'gpu_stress: GPU 3 HW slowdown under load -> RESEAT' for the worst result of a stage."""
-    bad = sorted((r for r in results if r.verdict not in PASSING), key=lambda r: -_RANK.get(r.verdict, 2))
+    bad = sorted((r for r in results if r.verdict not in PASSING), key=lambda r: -verdict_of(r.verdict).rank)
     if not bad:
         return ""
     r = bad[0]
-    severity = "critical" if r.verdict == "FAIL" else "warning"
+    severity = "critical" if r.verdict == Verdict.FAIL else "warning"
     finding = next((f for f in r.findings or [] if f.get("severity") == severity), None)
     finding = finding or next((f for f in r.findings or [] if f.get("severity") != "info"), None)
     if finding:
@@ -215,7 +215,7 @@ def judge(
         if st.verdict is None:
             reasons.append(f"stage {st.stage} never ran")
         elif st.verdict not in PASSING:
-            failed = failed or st.verdict == "FAIL"
+            failed = failed or st.verdict == Verdict.FAIL
             reasons.append(f"stage {st.stage} {st.verdict} (run {st.run_id}): {first_problem(st.results)}")
     ran = [st for st in stages.values() if st.time is not None]
     if ran:

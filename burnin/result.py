@@ -30,6 +30,15 @@ class Verdict(str, Enum):
 
 _RANK = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.UNKNOWN: 2, Verdict.FAIL: 3}
 
+
+def verdict_of(text: str) -> Verdict:
+    """A stored verdict string as a Verdict; anything unexpected is UNKNOWN (never a pass)."""
+    try:
+        return Verdict(text)
+    except ValueError:
+        return Verdict.UNKNOWN
+
+
 # The verdicts a node may pass with: a warning is usable (watch it); UNKNOWN never passes.
 PASSING: frozenset[Verdict] = frozenset({Verdict.PASS, Verdict.WARN})
 

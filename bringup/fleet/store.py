@@ -25,8 +25,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from bringup.errors import UserError
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import SCHEMA_VERSION, Base, CheckResult, Event, Meta, Node, Run, utcnow
+from burnin.result import Verdict
 
-VERDICTS = ("PASS", "WARN", "FAIL", "UNKNOWN")
+# The verdict vocabulary is burn-in's (a leaf module bringup may import for this alone).
+VERDICTS = tuple(v.value for v in Verdict)
 
 
 class StoreError(UserError, RuntimeError):

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather
+from burnin.result import PASSING, Verdict
 from burnin.stages import STAGE_ORDER
 
 IB_STAGE, IB_CHECK = "ib", "ib_bandwidth"
@@ -32,7 +33,7 @@ class IbPortBar:
     @property
     def below_floor(self) -> bool:
         if self.verdict:
-            return self.verdict not in ("PASS", "WARN")
+            return self.verdict not in PASSING
         return self.floor_gbps is not None and self.gbps < self.floor_gbps
 
     @property
@@ -52,7 +53,7 @@ class NcclPoint:
 
     @property
     def bad(self) -> bool:
-        return self.wrong > 0 or self.verdict in ("FAIL", "UNKNOWN") or self.busbw_gbps is None
+        return self.wrong > 0 or self.verdict in (Verdict.FAIL, Verdict.UNKNOWN) or self.busbw_gbps is None
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,11 @@ class RackReport:
     @property
     def problems(self) -> list[tuple[NodeReport, Any]]:
         """(node, result) for every latest result that is not a clean PASS, worst first."""
-        rank = {"FAIL": 0, "UNKNOWN": 1, "WARN": 2}
-        out = [(n, r) for n in self.nodes for r in n.rows if r.verdict in rank]
-        return sorted(out, key=lambda nr: (rank[nr[1].verdict], nr[0].name, nr[1].stage, nr[1].check))
+        not_clean = frozenset(Verdict) - {Verdict.PASS}
+        out = [(n, r) for n in self.nodes for r in n.rows if r.verdict in not_clean]
+        return sorted(
+            out, key=lambda nr: (-Verdict(nr[1].verdict).rank, nr[0].name, nr[1].stage, nr[1].check)
+        )
 
 
 def _number(value: Any) -> float | None:

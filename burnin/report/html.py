@@ -15,8 +15,9 @@ from html import escape
 
 from burnin.golden import first_problem
 from burnin.report import IbPortBar, NcclSeries, RackReport, clip_evidence
+from burnin.result import Verdict
 
-VERDICT_CLASS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "UNKNOWN": "unknown"}
+VERDICT_CLASS = {Verdict.PASS: "pass", Verdict.WARN: "warn", Verdict.FAIL: "fail", Verdict.UNKNOWN: "unknown"}
 IB_OK, IB_LOW, IB_FAIL = "#2e7d32", "#b26a00", "#c62828"  # IB bars: passed, low but cleared, failed
 # Line colours for the NCCL chart (distinguishable, and none of them the failure red).
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")

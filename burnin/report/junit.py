@@ -18,6 +18,7 @@ from typing import Any
 
 from burnin.golden import first_problem
 from burnin.report import NodeReport, RackReport, clip_evidence
+from burnin.result import Verdict
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
@@ -55,13 +56,13 @@ def _testcase(parent: ET.Element, rack: str, node: NodeReport, stage: str) -> st
         ET.SubElement(case, "skipped", message=_x(f"stage {stage} never ran ({need})"))
         return "skipped"
     results = list(st.results)
-    bad = [r for r in results if r.verdict in ("FAIL", "UNKNOWN")]
+    bad = [r for r in results if r.verdict in (Verdict.FAIL, Verdict.UNKNOWN)]
     outcome = "pass"
-    if st.verdict == "FAIL":
+    if st.verdict == Verdict.FAIL:
         el = ET.SubElement(case, "failure", message=_x(first_problem(results)), type="FAIL")
         el.text = _x(_details(bad, True))
         outcome = "failure"
-    elif st.verdict == "UNKNOWN":
+    elif st.verdict == Verdict.UNKNOWN:
         el = ET.SubElement(case, "error", message=_x(first_problem(results)), type="UNKNOWN")
         el.text = _x(_details(bad, True))
         outcome = "error"
