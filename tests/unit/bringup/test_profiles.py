@@ -199,3 +199,11 @@ def test_every_field_says_what_it_is():
                 walk(value)
 
     walk(Profile.model_json_schema())
+
+
+def test_the_lab_demo_settings_are_valid_overrides():
+    """Unknown keys are refused: the durations the lab demo sets must all exist."""
+    from bringup.lab.demo import LAB_SETTINGS
+
+    profile = apply_overrides(shipped(), LAB_SETTINGS)
+    assert profile.diag.ib_load_seconds == 3 and profile.floors.nccl_busbw_multi_node_gbps == 0.04
