@@ -25,8 +25,8 @@ PLAYBOOK = "site.yml"
 DEFAULT_BATCH = 32
 
 
-class AnsibleMissing(UserError, FileNotFoundError):
-    """ansible-playbook is not installed where this Python or PATH can find it."""
+class NotInstalled(UserError, FileNotFoundError):
+    """ansible-playbook or the playbooks are not where this run looks for them."""
 
 
 def default_playbook_dir() -> Path:
@@ -40,7 +40,7 @@ def ansible_path() -> str:
     ``ansible-playbook`` by name, and a virtualenv need not be activated."""
     here = Path(sys.executable).parent
     if not (here / "ansible-playbook").is_file() and shutil.which("ansible-playbook") is None:
-        raise AnsibleMissing("ansible-playbook not found (pip install ansible-core)")
+        raise NotInstalled("ansible-playbook not found (pip install ansible-core)")
     return os.pathsep.join([str(here), os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")])
 
 
@@ -69,7 +69,7 @@ def run_playbook(
 
     playbook_dir = (playbook_dir or default_playbook_dir()).resolve()
     if not (playbook_dir / PLAYBOOK).is_file():
-        raise FileNotFoundError(f"no {PLAYBOOK} in {playbook_dir} (set BRINGUP_PLAYBOOKS_DIR)")
+        raise NotInstalled(f"no {PLAYBOOK} in {playbook_dir} (set BRINGUP_PLAYBOOKS_DIR)")
     if batch < 1:
         raise BadInput("--batch must be at least 1")
     folder = EventFolder(hosts)

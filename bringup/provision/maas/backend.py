@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.credentials import CredentialError, CredentialRef, parse_ref, resolve
+from bringup.errors import BadInput
 from bringup.provision.backend import Progress, ProvisionOutcome, ProvisionTarget
 from bringup.provision.maas.client import ApiKey, MaasClient, MaasError
 from bringup.provision.maas.node import MachineRun, NodeFailed, target_macs
@@ -61,9 +62,9 @@ class MaasBackend:
     # -- setup ------------------------------------------------------------------------------
 
     def valid_settings(self) -> MaasSettings:
-        """The settings; ValueError with every problem when the rack vars are invalid."""
+        """The settings; BadInput (a ValueError) with every problem when the rack vars are invalid."""
         if self.settings is None:
-            raise ValueError("MAAS settings are invalid: " + "; ".join(self._problems))
+            raise BadInput("MAAS settings are invalid: " + "; ".join(self._problems))
         return self.settings
 
     def client(self) -> MaasClient:
