@@ -20,7 +20,7 @@ from bringup.remote import DEFAULT_CONCURRENCY, target_from_vars
 from bringup.select import select
 from burnin.launch import group_settings
 from burnin.result import Verdict
-from burnin.stages.jobs import NodeJob, NodeOutcome, StageOutcome
+from burnin.stages.jobs import BurninOutcome, NodeJob, StageOutcome
 from burnin.stages.runner import BurninRun, record_for
 
 
@@ -73,7 +73,7 @@ def previous_check_time(store: FleetStore, node: str, check: str) -> str | None:
 
 def run_rack(
     store: FleetStore, inventory_dir: Path | None, request: RackRunRequest, progress: Progress | None = None
-) -> list[NodeOutcome]:
+) -> list[BurninOutcome]:
     """Burn in the rack's nodes the gate admits; the refused ones come back skipped, first."""
     selection = select(store, request.rack, inventory_dir, list(request.nodes), Step.BURNIN, request.force)
     stages = list(request.stages)
@@ -82,7 +82,7 @@ def run_rack(
         request.rack,
         {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)},
     )
-    skipped = [NodeOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
+    skipped = [BurninOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
     jobs = []
     for admitted in selection.gate.admitted:
         host, node = admitted.host, admitted.node
@@ -112,7 +112,7 @@ def run_rack(
 
 def run_local(
     store: FleetStore | None, profiles_dir: Path, request: LocalRunRequest, progress: Progress | None = None
-) -> list[NodeOutcome]:
+) -> list[BurninOutcome]:
     """Burn in this machine. With ``request.node`` (and its ``store``) the results are recorded
     under that fleet node, which must pass the gate; without, they are only returned."""
     if request.node is not None and store is None:
@@ -143,7 +143,7 @@ def run_local(
     return outcomes
 
 
-def _execute(runner: BurninRun, jobs: list[NodeJob], progress: Progress | None) -> list[NodeOutcome]:
+def _execute(runner: BurninRun, jobs: list[NodeJob], progress: Progress | None) -> list[BurninOutcome]:
     if not jobs:
         return []
     if progress is not None:

@@ -16,7 +16,7 @@ from burnin.cli.render import styled, usage_error
 from burnin.result import PASSING, Verdict
 from burnin.session import LaunchOptions, LocalRunRequest, Progress, RackRunRequest, run_local, run_rack
 from burnin.stages import STAGE_ORDER, parse_stages
-from burnin.stages.jobs import NodeOutcome, StageOutcome
+from burnin.stages.jobs import BurninOutcome, StageOutcome
 
 
 @click.command("run")
@@ -112,7 +112,7 @@ def _progress(bar: Any, as_json: bool) -> Progress:
     return Progress(started, done, None if as_json else group_line)
 
 
-def _print_summary(outcomes: list[NodeOutcome], stage_list: list[str], as_json: bool) -> None:
+def _print_summary(outcomes: list[BurninOutcome], stage_list: list[str], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([_outcome_dict(o) for o in outcomes], indent=2))
         return
@@ -124,7 +124,7 @@ def _print_summary(outcomes: list[NodeOutcome], stage_list: list[str], as_json: 
     console.print(out)
 
 
-def _first_finding(o: NodeOutcome) -> str:
+def _first_finding(o: BurninOutcome) -> str:
     if o.skipped:
         return o.skipped
     for s in o.stages:
@@ -136,7 +136,7 @@ def _first_finding(o: NodeOutcome) -> str:
     return ""
 
 
-def _outcome_dict(o: NodeOutcome) -> dict[str, Any]:
+def _outcome_dict(o: BurninOutcome) -> dict[str, Any]:
     return {
         "node": o.node,
         "verdict": o.verdict.value,

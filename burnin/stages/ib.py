@@ -228,7 +228,7 @@ def round_script(
         "export LC_ALL=C",
         "d=$(mktemp -d /tmp/burnin-ib.XXXXXX) || exit 97",
         "trap 'kill $(jobs -p) 2>/dev/null; rm -rf \"$d\"' EXIT",
-        "frame() {  # key rc: the burnin.batch frame (parsed by batch.parse_output)",
+        "frame() {  # key rc: the burnin.stages.batch frame (parsed by batch.parse_output)",
         '  touch "$d/$1.out" "$d/$1.err"',
         '  sizes=$(stat -c %s "$d/$1.out" "$d/$1.err")',
         f'  printf "@@burnin-frame {token} %s rc=%s out=%s err=%s\\n" "$1" "$2" $sizes',
@@ -412,7 +412,7 @@ def _judge_round(
 
 
 def run_ib_stage(ctx: GroupContext) -> GroupResults:
-    """The GroupStage for ``ib`` (burnin/group.py)."""
+    """The GroupStage for ``ib`` (burnin/stages/jobs.py)."""
     results: GroupResults = {}
     jobs = {}
     for job in ctx.jobs:

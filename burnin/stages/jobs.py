@@ -39,8 +39,9 @@ class StageOutcome:
 
 
 @dataclass
-class NodeOutcome:
-    """What burn-in did to one node: each stage it ran, or why it was skipped."""
+class BurninOutcome:
+    """What burn-in did to one node: each stage it ran, or why it was skipped (the burn-in
+    counterpart of provisioning's NodeResult and configure's HostOutcome)."""
 
     node: str
     stages: list[StageOutcome] = field(default_factory=list)

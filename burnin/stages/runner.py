@@ -24,7 +24,7 @@ from burnin.checks.base import Check, CommandOutput, judge
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import group_stages, is_group_stage, stage_checks
 from burnin.stages.batch import Job, build_script, job_keys, parse_output
-from burnin.stages.jobs import GroupContext, NodeJob, NodeOutcome, StageOutcome
+from burnin.stages.jobs import BurninOutcome, GroupContext, NodeJob, StageOutcome
 
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).
 _OVERHEAD_S = 30
@@ -121,8 +121,8 @@ class BurninRun:
     group_settings: dict[str, Any] = field(default_factory=dict)  # launcher options for ib/nccl
     on_group_progress: Callable[[str], None] | None = None
 
-    def run(self, jobs: list[NodeJob]) -> list[NodeOutcome]:
-        outcomes = {j.name: NodeOutcome(j.name) for j in jobs}
+    def run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
+        outcomes = {j.name: BurninOutcome(j.name) for j in jobs}
         active = {j.name: j for j in jobs}
         for stage in self.stages:
             if not active:
@@ -160,7 +160,7 @@ class BurninRun:
             outcome.final_state = self._conclude(name, outcome)
         return list(outcomes.values())
 
-    def _drop_finished(self, active: dict[str, NodeJob], outcomes: dict[str, NodeOutcome]) -> None:
+    def _drop_finished(self, active: dict[str, NodeJob], outcomes: dict[str, BurninOutcome]) -> None:
         for name in list(active):
             last = outcomes[name].stages[-1]
             if last.verdict is Verdict.FAIL and self.stop_on_fail:
@@ -169,7 +169,7 @@ class BurninRun:
                 del active[name]  # unreachable: nothing later can run either
 
     def _run_group_stage(
-        self, stage: str, active: dict[str, NodeJob], outcomes: dict[str, NodeOutcome]
+        self, stage: str, active: dict[str, NodeJob], outcomes: dict[str, BurninOutcome]
     ) -> None:
         """A multi-node stage: one call for all active nodes; a node it says nothing of is UNKNOWN."""
         if self.on_stage_start:
@@ -215,7 +215,7 @@ class BurninRun:
             )
         self.store.add_results(node, rows, run_id=self.run_id)
 
-    def _conclude(self, node: str, outcome: NodeOutcome) -> str:
+    def _conclude(self, node: str, outcome: BurninOutcome) -> str:
         """Move a failed node to ``failed`` with the findings that failed it."""
         if self.store is None:
             return ""
