@@ -397,12 +397,3 @@ class Profile(_Section):
         copy = self.model_copy()
         copy._path = path
         return copy
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        """Transitional, for the last dotted reader (bringup/redfish/targets.py); use typed access."""
-        value: Any = self
-        for part in dotted.split("."):
-            value = getattr(value, part, None)
-            if value is None:
-                return default
-        return value

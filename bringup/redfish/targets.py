@@ -29,12 +29,11 @@ class Target:
         return self.host.name
 
 
-def _setting(host: InventoryHost, rack: Rack, host_key: str, profile_key: str, default: Any) -> Any:
+def _setting(host: InventoryHost, host_key: str, from_profile: Any, default: Any) -> Any:
+    """A host (or group) variable wins over the profile's value, which wins over the default."""
     if host.vars.get(host_key) not in (None, ""):
         return host.vars[host_key]
-    profile = rack.profiles.get(host.profile)
-    value = profile.get(profile_key) if profile else None
-    return default if value in (None, "") else value
+    return default if from_profile in (None, "") else from_profile
 
 
 def load_targets(
@@ -52,12 +51,13 @@ def targets_for(rack: Rack, hosts: list[InventoryHost]) -> list[Target]:
     gets a ``problem`` (it fails alone); a malformed NIC rule is a ``BadInput``."""
     targets = []
     for host in hosts:
-        rule_text = _setting(host, rack, "provisioning_nic", "provisioning.nic", None)
+        profile = rack.profiles.get(host.profile)
+        rule_text = _setting(host, "provisioning_nic", profile.provisioning.nic if profile else None, None)
         try:
             rule = parse_rule(rule_text)
         except ValueError as exc:
             raise BadInput(f"host {host.name}: {exc}") from None
-        mode = str(_setting(host, rack, "boot_mode", "boot_mode", "uefi")).lower()
+        mode = str(_setting(host, "boot_mode", profile.boot_mode if profile else None, "uefi")).lower()
         endpoint, problem = None, None
         try:
             endpoint = BmcEndpoint(
