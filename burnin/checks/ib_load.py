@@ -488,26 +488,15 @@ def judge_node(
             )
             evidence = "\n".join(_session_line(r, key) for r in mine)
             if st.status == "flaky":
-                port_findings.append(
-                    warning(
-                        f"{port.describe()} failed once with {partners}; both ends passed a re-test: "
-                        f"intermittent link or a one-off, watch it",
-                        Action.MONITOR,
-                        evidence,
-                        subject,
-                    )
+                what = (
+                    f"{port.describe()} failed once with {partners}; both ends passed a re-test: "
+                    f"intermittent link or a one-off, watch it"
                 )
             else:
-                port_findings.append(
-                    warning(
-                        f"{port.describe()} failed with {partners}, and neither end could be blamed"
-                        + (" even after a re-test" if retested else ""),
-                        Action.MONITOR,
-                        evidence,
-                        subject,
-                    )
-                )
+                again = " even after a re-test" if retested else ""
+                what = f"{port.describe()} failed with {partners}, and neither end could be blamed{again}"
                 incomplete.append(f"{subject}: inconclusive")
+            port_findings.append(warning(what, Action.MONITOR, evidence, subject))
         port_findings += _counter_findings(port, ev.counters.get(key, []), infos, mine)
         for problem in ev.counter_problems.get(key, []):
             incomplete.append(f"{subject}: counters not read ({problem})")

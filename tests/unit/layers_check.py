@@ -56,10 +56,6 @@ SIZE_ALLOWLIST: dict[str, str] = {
         "the GPU domain's checks, one module per domain (DESIGN.md); if it grows, the stress-load "
         "judging (_sdc/_tflops/_throttle findings) is the part to move out"
     ),
-    "burnin.checks.ib_load": (
-        "one judgement of the all-port IB load: sessions, counters and blame by agreement share "
-        "the port keys and standings; mostly docstring stating the rules"
-    ),
 }
 
 
