@@ -116,7 +116,7 @@ PositiveNumber = Annotated[float, Field(gt=0), _strict(int, float, gt=0)]
 NonNegativeNumber = Annotated[float, Field(ge=0), _strict(int, float, ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1), _strict(int, float, gt=0, le=1)]
 Percent = Annotated[float, Field(gt=0, le=100), _strict(int, float, gt=0, le=100)]
-Names = Annotated[tuple[Str, ...], BeforeValidator(_strict_list)]
+StrList = Annotated[tuple[Str, ...], BeforeValidator(_strict_list)]
 
 
 class _Section(BaseModel):
@@ -315,7 +315,7 @@ class Diag(_Section):
         description="An NCCL iteration with no progress for this many seconds (after its first result "
         "row) is a hang: the watchdog stops it. Default 600.",
     )
-    nccl_tests: Annotated[Names, Field(min_length=1)] = Field(
+    nccl_tests: Annotated[StrList, Field(min_length=1)] = Field(
         default=["all_reduce_perf"],
         description="nccl-tests programs the nccl stage runs (also all_gather_perf, alltoall_perf). "
         "Default [all_reduce_perf].",
@@ -350,7 +350,7 @@ class Host(_Section):
         description="Image the container runtime check starts with every GPU (`docker run --gpus all`); "
         "its CUDA must suit the driver (12.2 = driver 535's CUDA). Default the CUDA 12.2.2 base image.",
     )
-    kernel_log_allowlist: Annotated[Names, AfterValidator(_regexes)] = Field(
+    kernel_log_allowlist: Annotated[StrList, AfterValidator(_regexes)] = Field(
         default=[],
         description="Extra regular expressions of kernel log lines known to be harmless at this site.",
     )
