@@ -1,3 +1,3 @@
-from bringup.cli import main
+from bringup.cli.main import main
 
 main()

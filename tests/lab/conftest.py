@@ -88,7 +88,7 @@ def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes) -> tuple[l
     """
     from click.testing import CliRunner
 
-    from bringup.cli import main as bringup_main
+    from bringup.cli.main import main as bringup_main
     from bringup.fleet.lifecycle import State
     from bringup.fleet.store import FleetStore
 

@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore

@@ -12,7 +12,7 @@ import pytest
 import redfish
 from click.testing import CliRunner
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.credentials import resolve
 from bringup.inventory import load_rack
 from bringup.lab import network

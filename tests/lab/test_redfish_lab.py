@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.inventory import load_rack, merged_host_vars, plaintext_secrets
 from tests.paths import REPO
 

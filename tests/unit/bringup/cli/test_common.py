@@ -11,8 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bringup.cli import main
 from bringup.cli.common import EXIT_INTERNAL_ERROR, FriendlyGroup, global_options, set_global_options
+from bringup.cli.main import main
 from bringup.errors import BadInput, UserError
 from tests.paths import REPO
 
@@ -148,7 +148,7 @@ def test_bringup_help_imports_neither_the_lab_nor_bcrypt():
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from bringup.cli import main\n"
+        "from bringup.cli.main import main\n"
         "r = CliRunner().invoke(main, ['--help'])\n"
         "assert r.exit_code == 0 and 'lab ' in r.output, r.output\n"
         "print(sorted(m for m in sys.modules if m.startswith('bringup.lab') or m.startswith('bcrypt')))\n"

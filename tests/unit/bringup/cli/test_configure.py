@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
-from bringup.cli import main
+from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore
