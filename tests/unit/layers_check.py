@@ -33,6 +33,7 @@ from pathlib import Path
 
 PACKAGES = ("bringup", "burnin")
 LAB = "bringup.lab"
+ONNODE = "burnin.onnode"  # programs sent to nodes as one file each: the standard library only
 MAX_LINES = 600
 
 # (importer prefix, imported module): product -> lab imports that are allowed. The importer
@@ -43,6 +44,15 @@ LAB_IMPORT_ALLOWLIST: tuple[tuple[str, str], ...] = (
     # The `bringup` CLI registers the `bringup lab` command group; the lab's commands live in
     # the lab and the product CLI is the only place they can be attached to.
     ("bringup.cli", "bringup.lab.cli"),
+)
+
+# (importer prefix, imported module): bringup -> burnin imports that are allowed. burnin builds
+# on bringup (store, profiles, SSH), never the other way round; the lab, beside both, may import
+# either. Matching as for LAB_IMPORT_ALLOWLIST.
+UPWARD_IMPORT_ALLOWLIST: tuple[tuple[str, str], ...] = (
+    # The store keeps check results and refuses a verdict outside the one vocabulary, which
+    # burnin.result defines; it is a leaf module (it imports nothing of either package).
+    ("bringup.fleet.store", "burnin.result"),
 )
 
 # Modules allowed over MAX_LINES, with the reason. Not for code that has two jobs (split it);
@@ -103,13 +113,22 @@ class Oversized:
 class LayerReport:
     cycles: list[Cycle] = field(default_factory=list)
     lab_imports: list[Import] = field(default_factory=list)
+    upward_imports: list[Import] = field(default_factory=list)  # bringup (not the lab) -> burnin
+    onnode_imports: list[Import] = field(default_factory=list)  # burnin.onnode -> the project
     oversized: list[Oversized] = field(default_factory=list)
     # allowlist entries that matched nothing (stale: remove them so they cannot hide a new case)
     unused_allowances: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.cycles or self.lab_imports or self.oversized or self.unused_allowances)
+        return not (
+            self.cycles
+            or self.lab_imports
+            or self.upward_imports
+            or self.onnode_imports
+            or self.oversized
+            or self.unused_allowances
+        )
 
 
 @dataclass(frozen=True)
@@ -348,16 +367,18 @@ def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
-def find_lab_imports(
-    imports: Iterable[Import], allowlist: Iterable[tuple[str, str]] = LAB_IMPORT_ALLOWLIST
+def _forbidden(
+    imports: Iterable[Import], importers: str, imported: str, allowlist: Iterable[tuple[str, str]]
 ) -> tuple[list[Import], list[tuple[str, str]]]:
-    """Product modules (everything outside bringup.lab) importing bringup.lab or below it.
-    Returns (violations, allowlist entries that matched nothing)."""
+    """Imports from modules under `importers` (outside the lab) of modules under `imported`,
+    less the allowlist. Returns (violations, allowlist entries that matched nothing)."""
     allowlist = list(allowlist)
     used: set[tuple[str, str]] = set()
     violations: list[Import] = []
     for imp in imports:
-        if _under(imp.importer, LAB) or not _under(imp.imported, LAB):
+        if _under(imp.importer, LAB) or not _under(imp.importer, importers):
+            continue
+        if not _under(imp.imported, imported):
             continue
         entry = next((e for e in allowlist if _under(imp.importer, e[0]) and imp.imported == e[1]), None)
         if entry is None:
@@ -365,6 +386,30 @@ def find_lab_imports(
         else:
             used.add(entry)
     return violations, [e for e in allowlist if e not in used]
+
+
+def find_lab_imports(
+    imports: Iterable[Import], allowlist: Iterable[tuple[str, str]] = LAB_IMPORT_ALLOWLIST
+) -> tuple[list[Import], list[tuple[str, str]]]:
+    """Product modules (everything outside bringup.lab) importing bringup.lab or below it."""
+    imports = list(imports)
+    found = [_forbidden(imports, package, LAB, allowlist) for package in PACKAGES]
+    violations = [imp for v, _ in found for imp in v]
+    unused = [e for e in allowlist if all(e in u for _, u in found)]
+    return violations, unused
+
+
+def find_upward_imports(
+    imports: Iterable[Import], allowlist: Iterable[tuple[str, str]] = UPWARD_IMPORT_ALLOWLIST
+) -> tuple[list[Import], list[tuple[str, str]]]:
+    """bringup modules (the lab aside) importing burnin, which builds on bringup."""
+    return _forbidden(imports, "bringup", "burnin", allowlist)
+
+
+def find_onnode_imports(imports: Iterable[Import]) -> list[Import]:
+    """On-node programs importing anything of the project: the node runs the file alone."""
+    imports = list(imports)
+    return [imp for package in PACKAGES for imp in _forbidden(imports, ONNODE, package, ())[0]]
 
 
 def find_oversized(
@@ -393,6 +438,7 @@ def check_layers(
     *,
     packages: Iterable[str] = PACKAGES,
     lab_allowlist: Iterable[tuple[str, str]] = LAB_IMPORT_ALLOWLIST,
+    upward_allowlist: Iterable[tuple[str, str]] = UPWARD_IMPORT_ALLOWLIST,
     size_allowlist: Mapping[str, str] = SIZE_ALLOWLIST,
     max_lines: int = MAX_LINES,
 ) -> LayerReport:
@@ -400,7 +446,10 @@ def check_layers(
     modules = find_modules(root, packages)
     imports = find_imports(root, modules)
     lab_imports, unused_lab = find_lab_imports(imports, lab_allowlist)
+    upward, unused_upward = find_upward_imports(imports, upward_allowlist)
     oversized, unused_size = find_oversized(root, modules, size_allowlist, max_lines)
     unused = [f"LAB_IMPORT_ALLOWLIST {importer} -> {imported}" for importer, imported in unused_lab]
+    unused += [f"UPWARD_IMPORT_ALLOWLIST {importer} -> {imported}" for importer, imported in unused_upward]
     unused += [f"SIZE_ALLOWLIST {name} (missing or not over {max_lines} lines)" for name in unused_size]
-    return LayerReport(find_cycles(imports), lab_imports, oversized, unused)
+    onnode = find_onnode_imports(imports)
+    return LayerReport(find_cycles(imports), lab_imports, upward, onnode, oversized, unused)

@@ -28,6 +28,18 @@ def describe(report: LayerReport) -> str:
             " only the CLI's registration of `bringup lab` is allowed):"
         )
         parts += [f"  {imp}" for imp in report.lab_imports]
+    if report.upward_imports:
+        parts.append(
+            f"{len(report.upward_imports)} bringup import(s) of burnin (burnin builds on bringup, not the"
+            " other way round; move the shared piece down into bringup):"
+        )
+        parts += [f"  {imp}" for imp in report.upward_imports]
+    if report.onnode_imports:
+        parts.append(
+            f"{len(report.onnode_imports)} import(s) of the project by an on-node program (burnin/onnode/"
+            " files run alone on the node, with the standard library only):"
+        )
+        parts += [f"  {imp}" for imp in report.onnode_imports]
     if report.oversized:
         parts.append(f"{len(report.oversized)} module(s) over {MAX_LINES} lines (split them by job):")
         parts += [f"  {item}" for item in report.oversized]
@@ -63,6 +75,7 @@ def make_tree(root: Path, files: dict[str, str]) -> Path:
 def check_fake(root: Path, **kwargs) -> LayerReport:
     """The checker on a fake tree, without the real tree's size allowlist (it would be stale)."""
     kwargs.setdefault("size_allowlist", {})
+    kwargs.setdefault("upward_allowlist", ())
     return check_layers(root, **kwargs)
 
 
@@ -257,3 +270,34 @@ def test_stale_allowlist_entries_are_reported(tmp_path: Path) -> None:
         f"SIZE_ALLOWLIST bringup.small (missing or not over {MAX_LINES} lines)",
     ]
     assert not report.ok
+
+
+def test_bringup_importing_burnin_is_found_and_the_lab_may(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "burnin/result.py": "VERDICTS = ()\n",
+            "burnin/golden.py": "def pick():\n    from bringup.fleet import store\n",
+            "bringup/fleet/store.py": "from burnin.result import VERDICTS\n",
+            "bringup/select.py": "def f():\n    import burnin.golden\n",
+            "bringup/lab/demo.py": "import burnin.golden\n",
+        },
+    )
+    found = sorted((i.importer, i.imported) for i in check_fake(tmp_path).upward_imports)
+    assert found == [("bringup.fleet.store", "burnin.result"), ("bringup.select", "burnin.golden")]
+    allowed = check_fake(tmp_path, upward_allowlist=(("bringup.fleet.store", "burnin.result"),))
+    assert [(i.importer, i.imported) for i in allowed.upward_imports] == [("bringup.select", "burnin.golden")]
+
+
+def test_an_on_node_program_importing_the_project_is_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "burnin/result.py": "X = 1\n",
+            "burnin/onnode/__init__.py": "from pathlib import Path\n",
+            "burnin/onnode/stress.py": "import json\nfrom burnin.result import X\n",
+            "burnin/onnode/collect.py": "import os\n",
+        },
+    )
+    found = [(i.importer, i.imported) for i in check_fake(tmp_path).onnode_imports]
+    assert found == [("burnin.onnode.stress", "burnin.result")]
