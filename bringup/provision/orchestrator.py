@@ -2,7 +2,7 @@
 
     discovered | repair  ->  provisioning  ->  provisioned | failed
 
-- Selection: every node of the rack (or the named ones). ``discovered`` (and ``repair``) nodes
+- The plan: every node of the rack (or the named ones). ``discovered`` (and ``repair``) nodes
   are provisioned; nodes left in ``provisioning`` by an interrupted run are resumed; nodes
   already ``provisioned`` or beyond are skipped (re-imaged with ``--force``); ``golden`` nodes
   are never touched without ``--force``; ``failed`` ones wait for ``nodes mark-repaired``.
@@ -63,7 +63,9 @@ class NodePlan:
 
 
 @dataclass
-class Selection:
+class RackPlan:
+    """What provisioning would do with each node, and what stops the whole run."""
+
     plans: list[NodePlan] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -191,15 +193,15 @@ def plan_node(
     return plan, problems
 
 
-def select(
+def plan_rack(
     rack: Rack,
     nodes: Mapping[str, Node],
     targets: Mapping[str, Target],
     only: Sequence[str] | None,
     force: bool,
-) -> Selection:
+) -> RackPlan:
     """Plan every host of the rack (or ``only`` those), in rack order (pure)."""
-    sel = Selection()
+    sel = RackPlan()
     hosts = rack.hosts
     if only:
         unknown = [n for n in only if n not in {h.name for h in hosts}]

@@ -1,7 +1,7 @@
 """`bringup provision` as one library call: plan a rack, check it, provision it, report it.
 
 ``provision_rack`` loads the rack and its ``--nodes`` (``bringup.select``), plans every node
-(``orchestrator.select``: provision, resume, skip or refuse, by the lifecycle gate), and then:
+(``orchestrator.plan_rack``: provision, resume, skip or refuse, by the lifecycle gate), and then:
 
 - ``dry_run``: asks the backend what it would do per node and returns the plan;
 - a problem in the plan (an undiscovered node, a missing MAC) or in the backend's preflight
@@ -32,8 +32,8 @@ from bringup.provision.orchestrator import (
     Orchestrator,
     backend_name,
     make_backend,
+    plan_rack,
     rack_vars,
-    select,
 )
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.targets import targets_for
@@ -115,10 +115,10 @@ def provision_rack(
     only = split_nodes(req.nodes)
     targets = targets_for(rack, pick_hosts(rack, only))
     records = {n.name: n for n in store.list_nodes(rack=rack.name)}
-    selection = select(rack, records, {t.name: t for t in targets}, only, req.force)
-    plans = [_override(p, req.overrides) for p in selection.plans]
+    planned = plan_rack(rack, records, {t.name: t for t in targets}, only, req.force)
+    plans = [_override(p, req.overrides) for p in planned.plans]
     vars_, var_problems = rack_vars(rack.hosts)
-    problems = selection.problems + var_problems
+    problems = planned.problems + var_problems
     name = backend_name(vars_)
     work = [p.target for p in plans if p.action in (PROVISION, RESUME) and p.target is not None]
     report = ProvisionReport(rack.name, name, [], problems, dry_run=req.dry_run)

@@ -18,8 +18,7 @@ from bringup.fleet.store import FleetStore
 from bringup.inventory import load_rack
 from bringup.provision import rack as provision_library
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
-from bringup.provision.orchestrator import Orchestrator, rack_vars
-from bringup.provision.orchestrator import select as select_nodes
+from bringup.provision.orchestrator import Orchestrator, plan_rack, rack_vars
 from bringup.redfish.targets import load_targets
 from tests.paths import REPO
 
@@ -117,7 +116,7 @@ def env(tmp_path):
 def selection(inv: Path, store: FleetStore, only=None, force=False):
     rack, targets = load_targets("r01", inv, only)
     nodes = {n.name: n for n in store.list_nodes(rack="r01")}
-    return select_nodes(rack, nodes, {t.name: t for t in targets}, only, force)
+    return plan_rack(rack, nodes, {t.name: t for t in targets}, only, force)
 
 
 def states(store: FleetStore) -> dict[str, str]:
