@@ -148,13 +148,7 @@ class BurninRun:
                         for k, o in outputs.items()
                     }
                 judged = judge_stage(plans[name], job.profile, outputs, keys[name], job.record)
-                outcome = StageOutcome(
-                    name, stage, worst(r.verdict for r, _ in judged), [r for r, _ in judged], error
-                )
-                self._save(name, stage, judged)
-                outcomes[name].stages.append(outcome)
-                if self.on_node_done:
-                    self.on_node_done(outcome)
+                self._record(outcomes[name], stage, judged, error)
             self._drop_finished(active, outcomes)
         for name, outcome in outcomes.items():
             outcome.final_state = self._conclude(name, outcome)
@@ -186,13 +180,18 @@ class BurninRun:
             judged = results.get(name) or [
                 (Result.unknown(stage, error or f"stage {stage} returned no result for this node"), "")
             ]
-            outcome = StageOutcome(
-                name, stage, worst(r.verdict for r, _ in judged), [r for r, _ in judged], error
-            )
-            self._save(name, stage, judged)
-            outcomes[name].stages.append(outcome)
-            if self.on_node_done:
-                self.on_node_done(outcome)
+            self._record(outcomes[name], stage, judged, error)
+
+    def _record(
+        self, outcome: BurninOutcome, stage: str, judged: list[tuple[Result, str]], error: str
+    ) -> None:
+        """A node's stage is judged: save it, add it to the node's outcome, tell the caller."""
+        results = [r for r, _ in judged]
+        done = StageOutcome(outcome.node, stage, worst(r.verdict for r in results), results, error)
+        self._save(outcome.node, stage, judged)
+        outcome.stages.append(done)
+        if self.on_node_done:
+            self.on_node_done(done)
 
     def _save(self, node: str, stage: str, judged: list[tuple[Result, str]]) -> None:
         """One transaction per node and stage, committed as soon as the node answered."""
