@@ -144,6 +144,31 @@ def error_of(outcome: Outcome[Any]) -> dict[str, str] | None:
     return {"kind": outcome.error.kind, "message": outcome.error.message}
 
 
+def _record_outcome(
+    store: FleetStore,
+    outcome: Outcome[Any],
+    kind: str,
+    label: str,
+    details: dict[str, Any],
+    summary: Callable[[Any], str],
+    record: Callable[[Any], dict[str, Any]],
+) -> None:
+    """One event per node: ``kind`` with what was done, or ``kind-failed`` with why not."""
+    if outcome.ok:
+        value = outcome.value
+        store.record_event(
+            outcome.name, kind, f"{label}: {summary(value)}", details={**details, **record(value)}
+        )
+    else:
+        assert outcome.error is not None
+        store.record_event(
+            outcome.name,
+            f"{kind}-failed",
+            f"{label}: {outcome.error}",
+            details={**details, "error": outcome.error.kind},
+        )
+
+
 def _plan(what: str, targets: list[Target], refused: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {
@@ -263,21 +288,15 @@ def power_rack(
         if action == "status" or outcome.name in refused:
             return
         details = {**tls_details(transport), "forced": force}
-        if outcome.ok:
-            r = outcome.value
-            store.record_event(
-                outcome.name,
-                "power",
-                f"power {action}: {r.before} -> {r.after}",
-                details={**details, **r.record()},
-            )
-        else:
-            store.record_event(
-                outcome.name,
-                "power-failed",
-                f"power {action}: {outcome.error}",
-                details={**details, "error": outcome.error.kind},
-            )
+        _record_outcome(
+            store,
+            outcome,
+            "power",
+            f"power {action}",
+            details,
+            lambda r: f"{r.before} -> {r.after}",
+            lambda r: r.record(),
+        )
 
     outcomes = _run(job, f"power {action}", tasks, save)
     rows = [
@@ -344,20 +363,7 @@ def boot_rack(
         if outcome.name in refused:
             return
         details = {**tls_details(transport), "forced": force, "iso": iso}
-        if outcome.ok:
-            store.record_event(
-                outcome.name,
-                "boot",
-                f"boot {what}: {boot_summary(outcome.value)}",
-                details={**details, **outcome.value},
-            )
-        else:
-            store.record_event(
-                outcome.name,
-                "boot-failed",
-                f"boot {what}: {outcome.error}",
-                details={**details, "error": outcome.error.kind},
-            )
+        _record_outcome(store, outcome, "boot", f"boot {what}", details, boot_summary, dict)
 
     outcomes = _run(job, f"boot {what}", tasks, save)
     rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]

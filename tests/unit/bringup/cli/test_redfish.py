@@ -281,3 +281,16 @@ def test_unknown_nodes_and_missing_credentials(tmp_path, bmcs, monkeypatch):
         "kind": "inventory problem",
         "message": "environment variable R07_PW is not set",
     }
+
+
+def test_a_failed_power_or_boot_is_an_event_on_the_node(tmp_path, bmcs):
+    rack = Rack(tmp_path, {"gpu01": bmcs["gpu01"], "gpu05": f"http://127.0.0.1:{closed_port()}"})
+    fast = ("--retries", "0", "--connect-timeout", "1", "--json")
+    power = rack.run("power", "on", "--rack", "r07", "--poll", "0.05", *fast)
+    boot = rack.run("boot", "pxe", "--rack", "r07", *fast)
+    assert power.exit_code == 1 and boot.exit_code == 1
+    store = rack.store()
+    failed = [(e.kind, e.reason.split(":")[0], e.details["error"]) for e in store.history("gpu05")[-2:]]
+    assert failed == [("power-failed", "power on", "unreachable"), ("boot-failed", "boot pxe", "unreachable")]
+    assert [e.kind for e in store.history("gpu01")[-2:]] == ["power", "boot"]
+    store.close()
