@@ -174,18 +174,7 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
             }
             for e in history
         ]
-        record["results"] = [
-            {
-                "stage": r.stage,
-                "check": r.check,
-                "verdict": r.verdict,
-                "time": r.time.isoformat(),
-                "metrics": r.metrics,
-                "findings": r.findings,
-                "run": r.run_id,
-            }
-            for r in results
-        ]
+        record["results"] = [r.as_dict() for r in results]
         click.echo(json.dumps(record, indent=2))
         return
     for key, value in record.items():

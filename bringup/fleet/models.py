@@ -127,3 +127,15 @@ class CheckResult(Base):
     findings: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     evidence: Mapped[str | None] = mapped_column(Text, doc="raw tool output, kept to judge again")
     time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as the commands' --json shows it (without the raw evidence)."""
+        return {
+            "stage": self.stage,
+            "check": self.check,
+            "verdict": self.verdict,
+            "time": self.time.isoformat(),
+            "run": self.run_id,
+            "metrics": self.metrics,
+            "findings": self.findings,
+        }

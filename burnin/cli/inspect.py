@@ -80,18 +80,7 @@ def results_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
                 {
                     "node": record.name,
                     "state": record.state,
-                    "results": [
-                        {
-                            "stage": r.stage,
-                            "check": r.check,
-                            "verdict": r.verdict,
-                            "time": r.time.isoformat(),
-                            "run": r.run_id,
-                            "metrics": r.metrics,
-                            "findings": r.findings,
-                        }
-                        for r in rows
-                    ],
+                    "results": [r.as_dict() for r in rows],
                 },
                 indent=2,
             )
