@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from bringup.cli.common import FriendlyGroup, inventory_dir_from, store_from
+from bringup.fleet.enroll import enroll_hosts
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.inventory import load_rack
@@ -76,24 +77,11 @@ def inventory_enroll(ctx: click.Context, rack: str) -> None:
     if loaded is None:
         click.echo(f"rack {rack} is not valid; nothing enrolled", err=True)
         sys.exit(1)
-    store = store_from(ctx)
-    new = 0
-    for h in loaded.hosts:
-        _, created = store.enroll(
-            h.name,
-            loaded.name,
-            h.profile,
-            bmc_address=h.bmc_address,
-            bmc_vendor=h.bmc_vendor,
-            rack_unit=h.rack_unit,
-        )
-        new += created
-    known = {h.name for h in loaded.hosts}
-    gone = [n.name for n in store.list_nodes(rack=loaded.name) if n.name not in known]
-    click.echo(f"rack {loaded.name}: {new} node(s) enrolled, {len(loaded.hosts) - new} already known")
-    if gone:
+    done = enroll_hosts(store_from(ctx), loaded.name, loaded.hosts)
+    click.echo(f"rack {done.rack}: {len(done.new)} node(s) enrolled, {len(done.known)} already known")
+    if done.gone:
         click.echo(
-            f"in the store but no longer in the inventory: {', '.join(gone)} (retire them if they left)"
+            f"in the store but no longer in the inventory: {', '.join(done.gone)} (retire them if they left)"
         )
 
 

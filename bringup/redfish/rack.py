@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bringup.fleet.enroll import enroll_host
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
@@ -80,14 +81,7 @@ def _targets(job: RackJob) -> tuple[str, list[Target], list[str]]:
     enrolled = []
     for t in targets:
         if t.name not in known:
-            job.store.enroll(
-                t.name,
-                rack.name,
-                t.host.profile,
-                bmc_address=t.host.bmc_address,
-                bmc_vendor=t.host.bmc_vendor,
-                rack_unit=t.host.rack_unit,
-            )
+            enroll_host(job.store, rack.name, t.host)
             enrolled.append(t.name)
     return rack.name, targets, enrolled
 
