@@ -12,7 +12,7 @@ import click
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.rack import ConfigureRequest, configure_rack
-from bringup.configure.record import NodeResult
+from bringup.configure.record import ConfigureResult
 from bringup.configure.runner import DEFAULT_BATCH
 from bringup.select import InvalidRack, UnknownNodes
 from bringup.ui import console, err_console, node_progress, table
@@ -122,7 +122,7 @@ def _line(o: HostOutcome) -> str:
     return f"{o.status.upper()} in {o.role}/{o.task}: {o.message}"
 
 
-def _print_summary(results: list[NodeResult], as_json: bool, run_id: int | None = None) -> None:
+def _print_summary(results: list[ConfigureResult], as_json: bool, run_id: int | None = None) -> None:
     if as_json:
         click.echo(json.dumps({"run": run_id, "nodes": [r.as_dict() for r in results]}, indent=2))
         return

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.provision.orchestrator import DEFAULT_BATCH, NodeResult
+from bringup.provision.orchestrator import DEFAULT_BATCH, ProvisionResult
 from bringup.provision.rack import ProvisionReport, ProvisionRequest, provision_rack
 from bringup.redfish.endpoint import TransportOptions
 from bringup.ui import console, err_console, table
@@ -82,7 +82,7 @@ def provision_cmd(
     def progress(node: str, line: str) -> None:
         err_console.print(f"{time.monotonic() - t0:7.1f}s {node}: {line}", highlight=False, markup=False)
 
-    def on_result(r: NodeResult) -> None:
+    def on_result(r: ProvisionResult) -> None:
         verdict = "provisioned" if r.ok else f"FAILED: {r.reason}"
         err_console.print(f"{time.monotonic() - t0:7.1f}s {r.name}: {verdict}", highlight=False, markup=False)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bringup.configure.inventory import build_inventory, host_vars
 from bringup.configure.outcome import HostOutcome
-from bringup.configure.record import NodeResult, record_outcome
+from bringup.configure.record import ConfigureResult, record_outcome
 from bringup.configure.runner import DEFAULT_BATCH, run_playbook
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.store import FleetStore
@@ -43,12 +43,12 @@ class ConfigureRequest:
 @dataclass
 class ConfigureReport:
     rack: str
-    results: list[NodeResult]
+    results: list[ConfigureResult]
     run_id: int | None = None  # None: no node could be configured, nothing was run
     playbook_failure: str | None = None  # ansible-playbook failed and no host says why
 
     @property
-    def bad(self) -> list[NodeResult]:
+    def bad(self) -> list[ConfigureResult]:
         return [r for r in self.results if r.result in BAD]
 
 
@@ -62,7 +62,7 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
     sel = select(store, req.rack, req.inventory_dir, req.nodes, Step.CONFIGURE, req.force)
     rack = sel.rack
     report = ConfigureReport(
-        rack.name, [NodeResult(r.name, "skipped", r.state, message=r.reason) for r in sel.gate.refused]
+        rack.name, [ConfigureResult(r.name, "skipped", r.state, message=r.reason) for r in sel.gate.refused]
     )
     targets = sel.gate.admitted
     if not targets:

@@ -30,7 +30,7 @@ _TO_CONFIGURED = (State.PROVISIONED.value, State.REPAIR.value)
 
 
 @dataclass
-class NodeResult:
+class ConfigureResult:
     """What happened to one node, for the summary table and --json."""
 
     node: str
@@ -66,11 +66,11 @@ def record_outcome(
     *,
     check: bool,
     full: bool,
-) -> NodeResult:
+) -> ConfigureResult:
     """Write one host's outcome onto its node record; returns what happened."""
     name = node.name
     where = f"configure run {run_id}"
-    base = NodeResult(
+    base = ConfigureResult(
         name,
         "",
         node.state,

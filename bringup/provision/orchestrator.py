@@ -253,7 +253,7 @@ def make_backend(
 
 
 @dataclass
-class NodeResult:
+class ProvisionResult:
     name: str
     key: str
     ok: bool
@@ -275,7 +275,7 @@ class Orchestrator:
         rack: str,
         batch_size: int = DEFAULT_BATCH,
         on_progress: Callable[[str, str], None] | None = None,
-        on_result: Callable[[NodeResult], None] | None = None,
+        on_result: Callable[[ProvisionResult], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.store = store
@@ -287,13 +287,13 @@ class Orchestrator:
         self._clock = clock
         self.run_id: int | None = None
 
-    def run(self, targets: Sequence[ProvisionTarget], params: dict[str, Any]) -> list[NodeResult]:
+    def run(self, targets: Sequence[ProvisionTarget], params: dict[str, Any]) -> list[ProvisionResult]:
         """Provision ``targets`` batch by batch (preflight already passed). An interrupt leaves the
         current batch in ``provisioning``: the next run resumes it."""
         run = self.store.start_run(PROVISION, self.rack, params={**params, "backend": self.backend.name})
         self.run_id = run.id
         names = {t.key: t.name for t in targets}
-        results: list[NodeResult] = []
+        results: list[ProvisionResult] = []
         status = "interrupted"
         try:
             for batch in batches(list(targets), self.batch_size):
@@ -337,7 +337,7 @@ class Orchestrator:
 
     def _record(
         self, t: ProvisionTarget, outcome: ProvisionOutcome, started: tuple[str, float]
-    ) -> NodeResult:
+    ) -> ProvisionResult:
         before, t0 = started
         node = self.store.get_node(t.key)
         hw = dict(node.hardware or {})
@@ -353,7 +353,7 @@ class Orchestrator:
         if outcome.report:
             hw["provision_report"] = {**outcome.report, "received_at": at}
         seconds = round(self._clock() - t0, 1)
-        result = NodeResult(
+        result = ProvisionResult(
             t.name, t.key, outcome.ok, outcome.reason, before, State.FAILED.value, seconds=seconds
         )
         details = {"backend": self.backend.name, **{k: v for k, v in outcome.details.items() if k != "ipxe"}}

@@ -8,7 +8,7 @@
   (a port in use, another DHCP server): returns them with ``stopped`` set, nothing touched;
 - otherwise runs the orchestrator batch by batch and returns a row per node.
 
-Nothing here prints; ``on_progress(node, line)`` and ``on_result(NodeResult)`` let the command
+Nothing here prints; ``on_progress(node, line)`` and ``on_result(ProvisionResult)`` let the command
 show progress. An interrupt (KeyboardInterrupt) propagates after the backend is closed: the
 nodes of the current batch stay in ``provisioning`` for the next run to resume.
 """
@@ -28,8 +28,8 @@ from bringup.provision.orchestrator import (
     PROVISION,
     RESUME,
     NodePlan,
-    NodeResult,
     Orchestrator,
+    ProvisionResult,
     backend_name,
     make_backend,
     plan_rack,
@@ -77,7 +77,7 @@ def _override(plan: NodePlan, overrides: dict[str, Any]) -> NodePlan:
     return dataclasses.replace(plan, target=target)
 
 
-def row(plan: NodePlan, result: NodeResult | None, would: str | None = None) -> dict[str, Any]:
+def row(plan: NodePlan, result: ProvisionResult | None, would: str | None = None) -> dict[str, Any]:
     """One node's row: the plan, and what happened (or would happen) to it."""
     out: dict[str, Any] = {
         "name": plan.name,
@@ -107,7 +107,7 @@ def provision_rack(
     req: ProvisionRequest,
     *,
     on_progress: Callable[[str, str], None] | None = None,
-    on_result: Callable[[NodeResult], None] | None = None,
+    on_result: Callable[[ProvisionResult], None] | None = None,
 ) -> ProvisionReport:
     """Take the rack's discovered nodes to provisioned (see the module docstring)."""
     progress = on_progress or (lambda node, line: None)

@@ -41,7 +41,7 @@ class StageOutcome:
 @dataclass
 class BurninOutcome:
     """What burn-in did to one node: each stage it ran, or why it was skipped (the burn-in
-    counterpart of provisioning's NodeResult and configure's HostOutcome)."""
+    counterpart of provisioning's ProvisionResult and configure's ConfigureResult)."""
 
     node: str
     stages: list[StageOutcome] = field(default_factory=list)

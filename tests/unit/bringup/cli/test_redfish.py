@@ -78,14 +78,6 @@ def all_text(rack: Rack, *outputs: str) -> str:
     return "\n".join([*outputs, *events])
 
 
-@pytest.fixture(autouse=True)
-def wide_tables(monkeypatch):
-    """Tables wide enough not to fold the cells the tests look for (COLUMNS is not always read)."""
-    from bringup.ui import console
-
-    monkeypatch.setattr(console, "_width", 250)
-
-
 @pytest.fixture
 def bmcs():
     fakes = {
