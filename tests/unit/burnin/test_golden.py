@@ -19,6 +19,7 @@ from burnin import golden
 from burnin.cli import main
 from burnin.golden import GoldenRules, judge, parse_age, plan_move
 from burnin.stages import STAGE_ORDER
+from tests.fleet import walk_to
 from tests.profiles import minimal
 
 REPO = Path(__file__).resolve().parents[3]
@@ -216,14 +217,7 @@ class FleetRack:
         self.store = FleetStore(f"sqlite:///{self.db}")
         for i, name in enumerate(NODES, start=1):
             self.store.enroll(name, RACK, "h100-sxm-8x400g", rack_unit=i)
-            for state in (
-                State.DISCOVERED,
-                State.PROVISIONING,
-                State.PROVISIONED,
-                State.CONFIGURED,
-                State.BURNIN,
-            ):
-                self.store.transition(name, state, "test setup")
+            walk_to(self.store, name, State.BURNIN)
         self.store.update_node(
             "gpu001",
             serial="SN-001",

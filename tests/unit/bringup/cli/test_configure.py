@@ -13,6 +13,7 @@ from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from tests.fleet import walk_to
 from tests.paths import REPO
 
 
@@ -45,15 +46,7 @@ def test_refuses_when_no_node_may_be_configured(tmp_path):
     store = FleetStore.open(str(db))
     store.enroll("gpu1", "r09", "h100-sxm-8x400g", rack_unit=1)
     store.enroll("gpu2", "r09", "h100-sxm-8x400g", rack_unit=2)
-    for state in (
-        State.DISCOVERED,
-        State.PROVISIONING,
-        State.PROVISIONED,
-        State.CONFIGURED,
-        State.BURNIN,
-        State.GOLDEN,
-    ):
-        store.transition("gpu2", state, "test")
+    walk_to(store, "gpu2", State.GOLDEN, "test")
     result = run(inv, db, "--rack", "r09", "--json")
     assert result.exit_code == 2, result.output
     summary = json.loads(result.output[: result.output.rindex("}") + 1])

@@ -17,6 +17,7 @@ from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from tests.doubles.redfish_server import FakeBmc, FakeBmcServer
+from tests.fleet import walk_to
 from tests.paths import REPO
 
 PASSWORD = "Zq-rack-r07-pw"
@@ -188,8 +189,7 @@ def test_golden_nodes_need_force(tmp_path, bmcs):
     rack = Rack(tmp_path, {"gpu01": bmcs["gpu01"], "gpu03": bmcs["gpu03"]})
     assert rack.run("discover", "--rack", "r07").exit_code == 0
     store = rack.store()
-    for state in ("provisioning", "provisioned", "configured", "burnin", "golden"):
-        store.transition("gpu01", state, "test")
+    walk_to(store, "gpu01", "golden", "test")
     store.close()
     dry = rack.run("power", "off", "--rack", "r07", "--dry-run", "--json")
     assert dry.exit_code == 0

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from bringup.fleet import store as store_mod
 from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.store import FleetStore, NodeNotFound, StoreError, redact_url, resolve_db_url
+from tests.fleet import walk_to
 
 
 def _enroll(store: FleetStore, n: int = 3, rack: str = "r01") -> list[str]:
@@ -18,12 +19,6 @@ def _enroll(store: FleetStore, n: int = 3, rack: str = "r01") -> list[str]:
     for i, name in enumerate(names, 1):
         store.enroll(name, rack, "h100-sxm-8x400g", bmc_address=f"10.0.0.{i}", bmc_vendor="dell", rack_unit=i)
     return names
-
-
-def _walk_to(store: FleetStore, name: str, target: str) -> None:
-    path = ["discovered", "provisioning", "provisioned", "configured", "burnin", "golden"]
-    for state in path[: path.index(target) + 1]:
-        store.transition(name, state, f"test to {state}", actor="test")
 
 
 def test_enroll_is_idempotent_and_records_one_event(store_url):
@@ -39,7 +34,7 @@ def test_enroll_is_idempotent_and_records_one_event(store_url):
 def test_transitions_are_events_and_illegal_ones_raise(store_url):
     store = FleetStore(store_url)
     _enroll(store, 1)
-    _walk_to(store, "gpu001", "configured")
+    walk_to(store, "gpu001", "configured", actor="test")
     with pytest.raises(IllegalTransition, match=r"gpu001: illegal transition configured -> golden"):
         store.transition("gpu001", "golden", "skip burn-in")
     assert store.get_node("gpu001").state == "configured"
@@ -189,7 +184,7 @@ def test_two_writers_lose_nothing(store_url):
     store = FleetStore(store_url)
     names = _enroll(store, NODES)
     for name in names:
-        _walk_to(store, name, "configured")
+        walk_to(store, name, "configured", actor="test")
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(store_url, tag, barrier, out)) for tag in ("a", "b")]

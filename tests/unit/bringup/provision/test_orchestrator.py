@@ -20,6 +20,7 @@ from bringup.provision import rack as provision_library
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.orchestrator import Orchestrator, plan_rack, rack_vars
 from bringup.redfish.targets import load_targets
+from tests.fleet import walk_to
 from tests.paths import REPO
 
 NODES = ("gpu001", "gpu002", "gpu003", "gpu004")
@@ -162,8 +163,7 @@ def test_selection_by_state(env):
 def test_golden_needs_force(env):
     _, inv, store = env
     discover(store)
-    for s in ("provisioning", "provisioned", "configured", "burnin", "golden"):
-        store.transition("gpu001", s, "x")
+    walk_to(store, "gpu001", "golden", "x")
     assert selection(inv, store).plans[0].action == "skip"
     named = selection(inv, store, only=["gpu001"]).plans[0]
     assert named.action == "refuse" and named.counts_as_failed and "--force" in named.reason

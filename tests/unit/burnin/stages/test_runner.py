@@ -15,6 +15,7 @@ from burnin.result import Action, Result, Verdict, critical
 from burnin.stages import runner as runner_mod
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun
+from tests.fleet import walk_to
 from tests.profiles import minimal
 
 
@@ -47,14 +48,7 @@ def store(tmp_path) -> FleetStore:
     s = FleetStore(f"sqlite:///{tmp_path / 'fleet.db'}")
     for name in ("n1", "n2"):
         s.enroll(name, rack="r", profile="p")
-        for state in (
-            State.DISCOVERED,
-            State.PROVISIONING,
-            State.PROVISIONED,
-            State.CONFIGURED,
-            State.BURNIN,
-        ):
-            s.transition(name, state, "test setup")
+        walk_to(s, name, State.BURNIN)
     return s
 
 
