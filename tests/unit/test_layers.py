@@ -22,30 +22,32 @@ def describe(report: LayerReport) -> str:
                 f"  [{number}] " + line if i == 0 else "      " + line
                 for i, line in enumerate(str(cycle).splitlines())
             ]
-    if report.lab_imports:
-        parts.append(
-            f"{len(report.lab_imports)} product import(s) of bringup.lab (product code must not know the lab;"
-            " only the CLI's registration of `bringup lab` is allowed):"
-        )
-        parts += [f"  {imp}" for imp in report.lab_imports]
-    if report.upward_imports:
-        parts.append(
-            f"{len(report.upward_imports)} bringup import(s) of burnin (burnin builds on bringup, not the"
-            " other way round; move the shared piece down into bringup):"
-        )
-        parts += [f"  {imp}" for imp in report.upward_imports]
-    if report.onnode_imports:
-        parts.append(
-            f"{len(report.onnode_imports)} import(s) of the project by an on-node program (burnin/onnode/"
-            " files run alone on the node, with the standard library only):"
-        )
-        parts += [f"  {imp}" for imp in report.onnode_imports]
-    if report.oversized:
-        parts.append(f"{len(report.oversized)} module(s) over {MAX_LINES} lines (split them by job):")
-        parts += [f"  {item}" for item in report.oversized]
-    if report.unused_allowances:
-        parts.append("allowlist entries that match nothing (remove them from tests/unit/layers_check.py):")
-        parts += [f"  {entry}" for entry in report.unused_allowances]
+    listed = [
+        (
+            report.lab_imports,
+            "product import(s) of bringup.lab (product code must not know the lab; only the CLI's "
+            "registration of `bringup lab` is allowed)",
+        ),
+        (
+            report.upward_imports,
+            "bringup import(s) of burnin (burnin builds on bringup, not the other way round; move the "
+            "shared piece down into bringup)",
+        ),
+        (
+            report.onnode_imports,
+            "import(s) of the project by an on-node program (burnin/onnode/ files run alone on the node, "
+            "with the standard library only)",
+        ),
+        (report.oversized, f"module(s) over {MAX_LINES} lines (split them by job)"),
+        (
+            report.unused_allowances,
+            "allowlist entries that match nothing (remove them from tests/unit/layers_check.py)",
+        ),
+    ]
+    for items, what in listed:
+        if items:
+            parts.append(f"{len(items)} {what}:")
+            parts += [f"  {item}" for item in items]
     return "\n".join(parts)
 
 
