@@ -46,15 +46,17 @@ class LazyGroup(FriendlyGroup):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)  # as click's own
         rows = []
-        for name in self.list_commands(ctx):
+        for name in names:
             if name in self.lazy and name not in self.commands:
                 stub = click.Command(name, help=self.lazy[name][1])  # its help, without the import
-                rows.append((name, stub.get_short_help_str(formatter.width - 6 - len(name))))
+                rows.append((name, stub.get_short_help_str(limit)))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+                rows.append((name, command.get_short_help_str(limit)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
