@@ -93,6 +93,12 @@ class InventoryHost(BaseModel):
     bmc_password: CredentialRef = Field(
         description="A reference to the BMC password (env:VAR, file:PATH or an Ansible Vault value), never the password."
     )
+    bmc_allow_http: bool = Field(
+        False, description="Allow a plain-HTTP (http://) BMC address: the password crosses in cleartext."
+    )
+    bmc_require_prechecks: bool = Field(
+        False, description="Refuse a BMC change when the vendor's pre-change checks cannot run."
+    )
     vars: dict[str, Any] = Field(default_factory=dict, repr=False)
 
     @field_validator("bmc_password", mode="before")
@@ -316,6 +322,22 @@ def duplicates(hosts: list[InventoryHost], path: str) -> list[Problem]:
     return problems
 
 
+def plain_http_bmcs(hosts: list[InventoryHost], path: str) -> list[Problem]:
+    """A warning per host whose BMC is reached over plain HTTP: basic auth in cleartext."""
+    return [
+        Problem(
+            path,
+            h.name,
+            "bmc_address",
+            f"{h.bmc_address} is plain HTTP: the BMC password crosses the network in cleartext"
+            + ("" if h.bmc_allow_http else " (refused unless bmc_allow_http: true or --allow-http)"),
+            warning=True,
+        )
+        for h in hosts
+        if h.bmc_address.strip().lower().startswith("http://")
+    ]
+
+
 def unset_env_refs(hosts: list[InventoryHost], path: str) -> list[Problem]:
     """One warning per environment variable that is referenced but not set in this shell."""
     users: dict[str, list[str]] = {}
@@ -365,6 +387,7 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
             hosts.append(host)
     problems += duplicates(hosts, spath)
     problems += unset_env_refs(hosts, spath)
+    problems += plain_http_bmcs(hosts, spath)
     profiles_dir = path.parent / "profiles"
     profiles: dict[str, Profile] = {}
     for profile_name in sorted({h.profile for h in hosts}):

@@ -48,6 +48,9 @@ from bringup.ui import console, err_console, table
 )
 @click.option("--insecure", is_flag=True, help="Do not verify BMC TLS certificates.")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False), default=None, help="CA for BMCs.")
+@click.option(
+    "--allow-http", is_flag=True, help="Allow plain-HTTP BMC addresses (the password crosses in cleartext)."
+)
 @click.option("--connect-timeout", type=float, default=5.0, show_default=True, help="BMC seconds.")
 @click.option("--read-timeout", type=float, default=30.0, show_default=True, help="BMC seconds.")
 @click.pass_context
@@ -63,6 +66,7 @@ def provision_cmd(
     dhcp_retries: int | None,
     insecure: bool,
     ca_bundle: str | None,
+    allow_http: bool,
     connect_timeout: float,
     read_timeout: float,
 ) -> None:
@@ -74,7 +78,11 @@ def provision_cmd(
     if dhcp_retries is not None:
         overrides["pxe_dhcp_retries"] = dhcp_retries
     transport = TransportOptions(
-        connect_timeout=connect_timeout, read_timeout=read_timeout, ca_bundle=ca_bundle, insecure=insecure
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        ca_bundle=ca_bundle,
+        insecure=insecure,
+        allow_http=allow_http,
     )
     req = ProvisionRequest(rack, inventory_dir_from(ctx), nodes, batch, dry_run, force, overrides, transport)
     t0 = time.monotonic()

@@ -63,6 +63,12 @@ def bmc_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 default=None,
                 help="CA certificates (PEM) to verify BMC certificates with.",
             ),
+            click.option(
+                "--allow-http",
+                is_flag=True,
+                help="Allow plain-HTTP BMC addresses for every host (the password crosses in cleartext; "
+                "per host: bmc_allow_http: true in the inventory).",
+            ),
             click.option("--connect-timeout", type=float, default=5.0, show_default=True, help="Seconds."),
             click.option("--read-timeout", type=float, default=30.0, show_default=True, help="Seconds."),
             click.option(
@@ -85,6 +91,7 @@ def _transport(kw: dict[str, Any]) -> TransportOptions:
         retries=kw.pop("retries"),
         ca_bundle=kw.pop("ca_bundle"),
         insecure=kw.pop("insecure"),
+        allow_http=kw.pop("allow_http"),
     )
 
 
@@ -124,6 +131,8 @@ def _job(
 
 
 def _emit(as_json: bool, result: RackResult, render: Callable[[], None]) -> None:
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     for name in result.enrolled:
         err_console.print(f"{name}: enrolled (it was not in the fleet store yet)", highlight=False)
     if as_json:

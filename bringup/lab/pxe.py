@@ -136,6 +136,7 @@ def render_inventory(state: PxeLabState, inventory: Path, password_file: Path, p
             "vars": {
                 "profile": profile,
                 "bmc_vendor": "generic",
+                "bmc_allow_http": True,  # sushy-tools serves plain HTTP on the lab's own bridge
                 "bmc_username": BMC_USER,
                 "bmc_password": f"file:{rel}",
                 "provisioner": "pxe",

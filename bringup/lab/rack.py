@@ -74,6 +74,7 @@ def render_inventory(state: LabState, inventory_path: Path, password_file: Path,
             "vars": {
                 "profile": profile,
                 "bmc_vendor": "generic",
+                "bmc_allow_http": True,  # sushy-tools serves plain HTTP on the lab's own bridge
                 "bmc_username": BMC_USER,
                 "bmc_password": f"file:{rel}",
                 "ansible_user": "root",

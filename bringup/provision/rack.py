@@ -113,7 +113,7 @@ def provision_rack(
     progress = on_progress or (lambda node, line: None)
     rack, _ = load_valid_rack(req.rack, req.inventory_dir)
     only = split_nodes(req.nodes)
-    targets = targets_for(rack, pick_hosts(rack, only))
+    targets = targets_for(rack, pick_hosts(rack, only), allow_http=req.transport.allow_http)
     records = {n.name: n for n in store.list_nodes(rack=rack.name)}
     planned = plan_rack(rack, records, {t.name: t for t in targets}, only, req.force)
     plans = [_override(p, req.overrides) for p in planned.plans]

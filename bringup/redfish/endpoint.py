@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -11,6 +12,7 @@ from bringup.errors import BadInput
 from bringup.redfish.errors import redact
 
 VENDORS = ("dell", "hpe", "supermicro", "generic")
+PLAIN_HTTP_NOTE = "none (plain HTTP)"
 
 
 def normalise_url(address: str) -> str:
@@ -41,6 +43,7 @@ class TransportOptions:
     backoff_max: float = 8.0
     ca_bundle: str | None = None
     insecure: bool = False
+    allow_http: bool = False  # --allow-http: plain-HTTP BMC addresses allowed for every host
 
     def __post_init__(self) -> None:
         if self.insecure and self.ca_bundle:
@@ -79,6 +82,7 @@ class BmcEndpoint:
     password: str = field(repr=False)
     vendor: str | None = None
     vendor_forced: bool = False
+    require_prechecks: bool = False  # a vendor pre-change check that cannot run refuses the change
 
     def __post_init__(self) -> None:
         if self.vendor is not None and self.vendor not in VENDORS:
@@ -86,3 +90,25 @@ class BmcEndpoint:
 
     def redact(self, text: str) -> str:
         return redact(text, [self.password])
+
+    @property
+    def plain_http(self) -> bool:
+        """No TLS at all: the basic-auth password crosses the network in cleartext."""
+        return self.url.startswith("http://")
+
+
+def transport_details(options: TransportOptions, endpoint: BmcEndpoint | None) -> dict[str, Any]:
+    """What protected the connection to this BMC, for run and event details: a plain-HTTP
+    address is never recorded as TLS, whatever the run's TLS options."""
+    if endpoint is not None and endpoint.plain_http:
+        return {"tls": PLAIN_HTTP_NOTE, "insecure": True}
+    return {"tls": options.tls_note, "insecure": options.insecure}
+
+
+def plain_http_problem(host: str, url: str) -> str:
+    """Why a plain-HTTP BMC address is refused, and how to allow it knowingly."""
+    return (
+        f"host {host}: BMC address {url} is plain HTTP (no TLS): the BMC password would cross the "
+        "network in cleartext; use https://, or allow it knowingly with `bmc_allow_http: true` for "
+        "this host in the inventory (or --allow-http)"
+    )

@@ -25,7 +25,7 @@ from bringup.redfish.boot import set_boot_once
 from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import locate
 from bringup.redfish.discovery import HARDWARE_KEYS, Discovery, discover
-from bringup.redfish.endpoint import TransportOptions
+from bringup.redfish.endpoint import PLAIN_HTTP_NOTE, TransportOptions, transport_details
 from bringup.redfish.errors import InventoryProblem, Refused
 from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome, Task, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
@@ -47,6 +47,7 @@ class RackResult:
     skipped: dict[str, str] = field(default_factory=dict)  # node -> why the gate left it out
     run_id: int | None = None
     dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)  # for the whole run (plain-HTTP BMCs)
 
     @property
     def failed(self) -> int:
@@ -69,14 +70,35 @@ class RackJob:
 # -- shared plumbing ----------------------------------------------------------------------------
 
 
-def tls_details(options: TransportOptions) -> dict[str, Any]:
-    return {"tls": options.tls_note, "insecure": options.insecure}
+def tls_details(options: TransportOptions, target: Target | None = None) -> dict[str, Any]:
+    """The TLS note of one node's events: its own endpoint's, never the run's for plain HTTP."""
+    return transport_details(options, target.endpoint if target else None)
+
+
+def run_tls_details(options: TransportOptions, targets: list[Target]) -> dict[str, Any]:
+    """The TLS note of a run: plain HTTP when every BMC is, else the TLS options and the
+    nodes reached over plain HTTP."""
+    plain = [t.name for t in targets if t.endpoint is not None and t.endpoint.plain_http]
+    if plain and len(plain) == len(targets):
+        return {"tls": PLAIN_HTTP_NOTE, "insecure": True, "plain_http": plain}
+    return {**tls_details(options), **({"plain_http": plain} if plain else {})}
+
+
+def plain_http_warnings(targets: list[Target]) -> list[str]:
+    """The warning every run over plain-HTTP BMCs prints (those were allowed, else refused)."""
+    plain = [t.name for t in targets if t.endpoint is not None and t.endpoint.plain_http]
+    if not plain:
+        return []
+    return [
+        f"plain HTTP (no TLS) to the BMC of {', '.join(plain)}: the BMC password crosses the network in "
+        "cleartext (allowed by bmc_allow_http or --allow-http)"
+    ]
 
 
 def _targets(job: RackJob) -> tuple[str, list[Target], list[str]]:
     """The rack's (or --nodes') targets, each made sure to be in the fleet store."""
     rack, _ = load_valid_rack(job.rack, job.inventory_dir)
-    targets = targets_for(rack, pick_hosts(rack, split_nodes(job.nodes)))
+    targets = targets_for(rack, pick_hosts(rack, split_nodes(job.nodes)), allow_http=job.transport.allow_http)
     known = {n.name for n in job.store.list_nodes(rack=rack.name)}
     enrolled = []
     for t in targets:
@@ -190,13 +212,18 @@ def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResul
     run = store.start_run(
         "discover",
         rack_name,
-        params={"nodes": [t.name for t in targets], "concurrency": job.concurrency, **tls_details(options)},
+        params={
+            "nodes": [t.name for t in targets],
+            "concurrency": job.concurrency,
+            **run_tls_details(options, targets),
+        },
     )
     results: dict[str, str] = {}
     by_name = {t.name: t for t in targets}
 
     def save(outcome: Outcome[Discovery]) -> None:
-        details = {**tls_details(options), "bmc": by_name[outcome.name].host.bmc_address}
+        target = by_name[outcome.name]
+        details = {**tls_details(options, target), "bmc": target.host.bmc_address}
         if outcome.ok and outcome.value is not None:
             d = outcome.value
             results[outcome.name] = store.record_discovery(
@@ -229,7 +256,7 @@ def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResul
     failed = sum(not o.ok for o in outcomes) + len(flagged)
     store.finish_run(run.id, "ok" if not failed else ("failed" if failed == len(outcomes) else "partial"))
     rows = [_discovery_row(o, results, flagged, by_name[o.name]) for o in outcomes]
-    return RackResult(rack_name, rows, enrolled, skipped, run.id)
+    return RackResult(rack_name, rows, enrolled, skipped, run.id, warnings=plain_http_warnings(targets))
 
 
 def _discovery_row(
@@ -267,6 +294,7 @@ def power_rack(
     (``status``: no gate, nothing recorded). Golden nodes are refused without ``force``."""
     store, transport = job.store, job.transport
     rack_name, targets, enrolled = _targets(job)
+    by_name = {t.name: t for t in targets}
     refused = _refusals(job, Step.POWER, targets, force) if action != "status" else {}
     if dry_run:
         return RackResult(rack_name, _plan(f"power {action}", targets, refused), enrolled, dry_run=True)
@@ -281,7 +309,7 @@ def power_rack(
     def save(outcome: Outcome[Any]) -> None:
         if action == "status" or outcome.name in refused:
             return
-        details = {**tls_details(transport), "forced": force}
+        details = {**tls_details(transport, by_name[outcome.name]), "forced": force}
         _record_outcome(
             store,
             outcome,
@@ -306,7 +334,7 @@ def power_rack(
         }
         for o in outcomes
     ]
-    return RackResult(rack_name, rows, enrolled)
+    return RackResult(rack_name, rows, enrolled, warnings=plain_http_warnings(targets))
 
 
 # -- boot ---------------------------------------------------------------------------------------
@@ -327,6 +355,7 @@ def boot_rack(
     the node when ``reset``; ``eject`` removes the virtual media (no gate)."""
     store, transport = job.store, job.transport
     rack_name, targets, enrolled = _targets(job)
+    by_name = {t.name: t for t in targets}
     refused = _refusals(job, Step.BOOT, targets, force) if what != "eject" else {}
     if dry_run:
         label = f"boot {what}" + (" and restart" if reset and what != "eject" else "")
@@ -356,12 +385,12 @@ def boot_rack(
     def save(outcome: Outcome[Any]) -> None:
         if outcome.name in refused:
             return
-        details = {**tls_details(transport), "forced": force, "iso": iso}
+        details = {**tls_details(transport, by_name[outcome.name]), "forced": force, "iso": iso}
         _record_outcome(store, outcome, "boot", f"boot {what}", details, boot_summary, dict)
 
     outcomes = _run(job, f"boot {what}", tasks, save)
     rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]
-    return RackResult(rack_name, rows, enrolled)
+    return RackResult(rack_name, rows, enrolled, warnings=plain_http_warnings(targets))
 
 
 def boot_summary(r: dict[str, Any]) -> str:
@@ -388,6 +417,7 @@ def bmc_jobs(job: RackJob, *, clear: bool = False) -> RackResult:
     ``clear``."""
     store, transport = job.store, job.transport
     rack_name, targets, enrolled = _targets(job)
+    by_name = {t.name: t for t in targets}
 
     def work(client: RedfishClient) -> dict[str, Any]:
         bctx = locate(client)
@@ -404,9 +434,9 @@ def bmc_jobs(job: RackJob, *, clear: bool = False) -> RackResult:
                 outcome.name,
                 "jobs-cleared",
                 f"job queue cleared: {outcome.value['cleared']}",
-                details=tls_details(transport),
+                details=tls_details(transport, by_name[outcome.name]),
             )
 
     outcomes = _run(job, "bmc jobs", [_task(t, work, transport) for t in targets], save)
     rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]
-    return RackResult(rack_name, rows, enrolled)
+    return RackResult(rack_name, rows, enrolled, warnings=plain_http_warnings(targets))

@@ -9,7 +9,7 @@ from typing import Any
 from bringup.credentials import CredentialError, resolve
 from bringup.errors import BadInput
 from bringup.inventory import InventoryHost, Rack
-from bringup.redfish.endpoint import BmcEndpoint, normalise_url
+from bringup.redfish.endpoint import BmcEndpoint, normalise_url, plain_http_problem
 from bringup.redfish.nics import NicRule, parse_rule
 from bringup.select import load_valid_rack, pick_hosts
 
@@ -37,17 +37,18 @@ def _setting(host: InventoryHost, host_key: str, from_profile: Any, default: Any
 
 
 def load_targets(
-    rack_name: str, inventory_dir: Path, nodes: list[str] | None = None
+    rack_name: str, inventory_dir: Path, nodes: list[str] | None = None, *, allow_http: bool = False
 ) -> tuple[Rack, list[Target]]:
     """Targets for the rack's hosts (or the named ones). A host whose password cannot be read
     or whose address is malformed gets a ``problem`` and fails alone; a bad inventory fails
     the command."""
     rack, _ = load_valid_rack(rack_name, inventory_dir)
-    return rack, targets_for(rack, pick_hosts(rack, nodes))
+    return rack, targets_for(rack, pick_hosts(rack, nodes), allow_http=allow_http)
 
 
-def targets_for(rack: Rack, hosts: list[InventoryHost]) -> list[Target]:
-    """A target per host: a host whose password cannot be read or whose address is malformed
+def targets_for(rack: Rack, hosts: list[InventoryHost], *, allow_http: bool = False) -> list[Target]:
+    """A target per host: a host whose password cannot be read, whose address is malformed, or
+    whose address is plain HTTP without ``bmc_allow_http`` (or ``allow_http``: --allow-http)
     gets a ``problem`` (it fails alone); a malformed NIC rule is a ``BadInput``."""
     targets = []
     for host in hosts:
@@ -67,8 +68,11 @@ def targets_for(rack: Rack, hosts: list[InventoryHost]) -> list[Target]:
                 password=resolve(host.bmc_password),
                 vendor=host.bmc_vendor,
                 vendor_forced=host.vars.get("bmc_vendor_force") in TRUE,
+                require_prechecks=host.bmc_require_prechecks,
             )
         except (CredentialError, ValueError) as exc:
             problem = str(exc)
+        if endpoint is not None and endpoint.plain_http and not (allow_http or host.bmc_allow_http):
+            endpoint, problem = None, plain_http_problem(host.name, endpoint.url)
         targets.append(Target(host, endpoint, problem, rule, mode))
     return targets

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from bringup.cli.main import main
 from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
-from tests.doubles.redfish_server import FakeBmc, FakeBmcServer
+from tests.doubles.redfish_server import FakeBmc, FakeBmcServer, self_signed_tls, serving
 from tests.fleet import walk_to
 from tests.paths import REPO
 
@@ -52,6 +52,7 @@ class Rack:
                     "bmc_vendor": "generic",
                     "bmc_username": "root",
                     "bmc_password": "file:r07.pass",
+                    "bmc_allow_http": True,  # the fake BMCs serve plain HTTP
                 },
                 "children": {"r07": {"hosts": entries}},
             }
@@ -165,23 +166,26 @@ def test_bad_rule_is_a_clear_error(tmp_path, bmcs):
     assert result.exit_code == 1 and "host gpu01: provisioning NIC rule 'pci:3'" in result.stderr
 
 
-def test_power_cycle_records_events_and_notes_insecure(tmp_path, bmcs):
-    bmcs["gpu01"].power_delay = 0.2
-    rack = Rack(tmp_path, {"gpu01": bmcs["gpu01"], "gpu02": bmcs["gpu02"]})
+def test_power_cycle_records_events_and_notes_insecure(tmp_path):
+    _, tls = self_signed_tls(tmp_path)  # --insecure means something only over TLS
+    dell, hpe = (FakeBmc.from_fixture(f, password=PASSWORD) for f in ("dell-idrac9", "hpe-ilo6"))
+    dell.power_delay = 0.2
     args = ("--rack", "r07", "--json", "--poll", "0.05", "--graceful-timeout", "5", "--timeout", "5")
-    result = rack.run("power", "cycle", *args, "--insecure")
+    with serving(dell, hpe, tls=tls):
+        rack = Rack(tmp_path, {"gpu01": dell, "gpu02": hpe})
+        result = rack.run("power", "cycle", *args, "--insecure")
+        status = rack.run("power", "status", "--rack", "r07", "--json", "--insecure")
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert (rows["gpu01"]["before"], rows["gpu01"]["after"]) == ("On", "On")
     assert (rows["gpu02"]["before"], rows["gpu02"]["after"]) == ("Off", "On")
-    assert "NOT verified" in result.stderr
+    assert "NOT verified" in result.stderr and "plain HTTP" not in result.stderr
     store = rack.store()
     event = store.history("gpu01")[-1]
     assert event.kind == "power" and event.reason == "power cycle: On -> On"
     assert event.details["insecure"] is True and "NOT verified" in event.details["tls"]
     assert event.details["steps"] == ["GracefulShutdown accepted", "On accepted"]
     store.close()
-    status = rack.run("power", "status", "--rack", "r07", "--json")
     assert [r["after"] for r in json.loads(status.stdout)] == ["On", "On"]
 
 

@@ -43,7 +43,7 @@ def write_inventory(base: Path, extra_vars: str = "", host_extra: dict[str, str]
     )
     (inv / "r01.yml").write_text(
         "all:\n  vars:\n    profile: h100-sxm-8x400g\n    bmc_vendor: generic\n    bmc_username: root\n"
-        "    bmc_password: file:bmc.pass\n    provisioner: pxe\n    pxe_interface: pxe0\n"
+        "    bmc_password: file:bmc.pass\n    bmc_allow_http: true\n    provisioner: pxe\n    pxe_interface: pxe0\n"
         "    pxe_server_ip: 10.20.0.1\n    pxe_subnet: 10.20.0.0/24\n    pxe_mode: agent\n"
         f"    pxe_agent_dir: {base / 'agent'}\n{extra_vars}  hosts:\n{hosts}\n"
     )
