@@ -7,8 +7,10 @@ retrying: GETs (idempotent) on connection errors, timeouts and 429/500/502/503/5
 exponential backoff (a BMC's 500 on a read is usually a passing internal error); anything
 else only when the connection was never established, so an action that may have reached the
 BMC is never repeated. Every failure becomes one of the classes in ``errors``. Basic auth on
-every request: no sessions to leak or to exhaust, which keeps hundreds of concurrent BMCs
-cheap.
+every request, the service root's included: no sessions to leak or to exhaust, which keeps
+hundreds of concurrent BMCs cheap. The library's own basic ``login()`` is not used: it GETs
+the sessions collection only to see a 401 (a 404 on BMCs without one), and the first
+protected request of every operation checks the credentials just as well.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import redfish
 import requests
-from redfish.rest.v1 import InvalidCredentialsError, RetriesExhaustedError, RisObject
+from redfish.rest.v1 import RetriesExhaustedError, RisObject
 
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import (
@@ -134,7 +136,8 @@ class RedfishClient:
         self.close()
 
     def connect(self) -> None:
-        """Read the service root (public) and check the credentials with one authenticated GET."""
+        """Read the service root, with credentials: one request. A wrong password shows as
+        ``AuthenticationFailed`` at the first protected resource (the root is public)."""
         ep = self.endpoint
         self._lib = redfish.redfish_client(
             base_url=ep.url,
@@ -149,11 +152,10 @@ class RedfishClient:
         # Verification and proxies are passed explicitly; reading them (and ~/.netrc) from the
         # environment on every request costs a quarter of the client's CPU at hundreds of BMCs.
         self._lib._session.trust_env = False
-        resp = self._request("GET", ROOT, auth_checked=False)
-        if resp.status == 401:
-            # Some BMCs wrongly protect the service root: ask again with credentials.
-            self._lib.set_authorization_key(_basic(ep.username, ep.password))
-            resp = self._request("GET", ROOT)
+        # Basic auth from the first request: some BMCs wrongly protect the service root, and
+        # asking once without credentials first costs every BMC a request.
+        self._lib.set_authorization_key(_basic(ep.username, ep.password))
+        resp = self._request("GET", ROOT)
         if not isinstance(resp.body, dict) or not resp.body:
             raise UnexpectedResponse(f"{ep.url}: the service root {ROOT} is empty or not a JSON object")
         self.root = resp.body
@@ -161,28 +163,6 @@ class RedfishClient:
         self._lib.root = RisObject.parse(self.root)
         self._lib.root_resp = True
         self._lib.login_url = link(self.root, "Links", "Sessions") or "/redfish/v1/SessionService/Sessions"
-        self._login()
-
-    def _login(self) -> None:
-        """Basic auth: the library GETs the sessions collection and raises on 401."""
-        attempts = 1 + self.options.retries
-        for attempt in range(1, attempts + 1):
-            try:
-                self.requests_made += 1
-                self._lib.login(auth="basic")
-                return
-            except InvalidCredentialsError:
-                raise AuthenticationFailed(
-                    f"{self.endpoint.url} rejected user {self.endpoint.username!r} (HTTP 401): check "
-                    "bmc_username and the password the inventory references",
-                    status=401,
-                ) from None
-            except RetriesExhaustedError as exc:
-                err = self._transport_error(exc, "GET", self._lib.login_url)
-                if attempt < attempts and not isinstance(err, TlsVerificationFailed):
-                    self._backoff(attempt, None)
-                    continue
-                raise err from None
 
     def close(self) -> None:
         if self._lib is not None:

@@ -24,6 +24,7 @@ from bringup.redfish.errors import (
 )
 from bringup.redfish.fanout import Task, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
+from tests.doubles import redfish_server
 from tests.doubles.redfish_server import FakeBmc, self_signed_tls, serving
 
 PASSWORD = "Q9-secret-bmc-pw"
@@ -58,11 +59,28 @@ def logs(caplog):
 def test_wrong_password_is_authentication_failed_without_the_password(logs):
     bmc = fake()
     with serving(bmc), pytest.raises(AuthenticationFailed) as info:
-        RedfishClient(ep(bmc.url, "wrong-Q9-password"), fast()).connect()
+        client = RedfishClient(ep(bmc.url, "wrong-Q9-password"), fast())
+        client.connect()
+        locate(client)  # the service root is public: the first protected GET checks the password
     text = str(info.value)
     assert text.startswith("authentication failed:") and "'root'" in text
     assert "wrong-Q9-password" not in text and "wrong-Q9-password" not in logs.text
-    assert len(bmc.calls("GET", "/redfish/v1/SessionService/Sessions")) == 1  # 401 is not retried
+    assert len(bmc.calls("GET", "/redfish/v1/Systems")) == 1  # 401 is not retried
+
+
+def test_connecting_is_one_authenticated_get_and_no_session_probe(monkeypatch):
+    # Issue 19: every BMC got a 404 on SessionService/Sessions and an unauthenticated GET of
+    # the service root. With the root protected here, an unauthenticated GET would show.
+    monkeypatch.setattr(redfish_server, "PUBLIC", frozenset())
+    bmc = fake()
+    with serving(bmc):
+        client = RedfishClient(ep(bmc.url), fast())
+        client.connect()
+        ctx = locate(client)
+    assert ctx.system_path == S
+    assert [r.path for r in bmc.requests][:1] == ["/redfish/v1"]
+    assert len(bmc.calls("GET", "/redfish/v1/SessionService")) == 0
+    assert len([r for r in bmc.requests if r.path == "/redfish/v1"]) == 1
 
 
 def test_connection_refused_is_unreachable_after_retries():
