@@ -105,11 +105,16 @@ def chassis_summary(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _stripped(value: Any) -> Any:
+    """Text without the surrounding whitespace some BMCs keep (a version ending in a newline)."""
+    return value.strip() if isinstance(value, str) else value
+
+
 def firmware_entry(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": doc.get("Id"),
-        "name": doc.get("Name"),
-        "version": doc.get("Version"),
+        "name": _stripped(doc.get("Name")),
+        "version": _stripped(doc.get("Version")),
         "updateable": doc.get("Updateable"),
     }
 
