@@ -326,6 +326,30 @@ class RedfishClient:
             return None
         return f"{value}($levels=1)" if expand.get("Levels") else value
 
+    @property
+    def select_query(self) -> bool:
+        """Whether this service advertises ``$select``."""
+        feats = self.root.get("ProtocolFeaturesSupported") or {}
+        return isinstance(feats, dict) and feats.get("SelectQuery") is True
+
+    def get_fields(self, path: str, fields: tuple[str, ...]) -> dict[str, Any]:
+        """A resource, cut to ``fields`` with ``$select`` where the service advertises it
+        (a service that refuses it anyway is asked again without)."""
+        if not self.select_query:
+            return self.get(path)
+        try:
+            return self.get(path, args={"$select": ",".join(fields)})
+        except (UnexpectedResponse, NotSupported) as exc:
+            if exc.status not in (400, 501):
+                raise
+            return self.get(path)
+
+    def listed_members(self, collection: str) -> list[dict[str, Any]]:
+        """A collection's members as the service lists them: expanded in the same request
+        where it advertises ``$expand``, else (or when it did not expand them) often only
+        ``@odata.id``. No per-member GETs: the caller decides which members it needs."""
+        return self._pages(collection, expand=True)
+
     def member_links(self, collection: str) -> list[str]:
         return [m["@odata.id"] for m in self._pages(collection, expand=False) if "@odata.id" in m]
 
@@ -344,8 +368,9 @@ class RedfishClient:
         args = {"$expand": self.expand_query} if expand and self.expand_query else None
         try:
             doc = self.get(collection, args=args)
-        except UnexpectedResponse as exc:
-            if not args or exc.status != 400:
+        except (UnexpectedResponse, NotSupported) as exc:
+            # DSP0266: 400 for a query it cannot parse, 501 for one it does not implement.
+            if not args or exc.status not in (400, 501):
                 raise
             doc = self.get(collection)  # advertised $expand but refused it: one GET per member
         found: list[dict[str, Any]] = []

@@ -20,7 +20,7 @@ from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import BmcContext, locate
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import NotSupported, UnexpectedResponse, Unreachable
-from bringup.redfish.messages import link
+from bringup.redfish.messages import link, links
 
 T = TypeVar("T")
 
@@ -30,6 +30,7 @@ HARDWARE_KEYS = (
     "serial_source",
     "system",
     "chassis",
+    "enclosure",
     "bmc",
     "power_state",
     "health_rollup",
@@ -41,10 +42,17 @@ HARDWARE_KEYS = (
     "firmware",
     "event_log",
     "event_log_read_at",
+    "event_log_unread",
     "unavailable",
     "warnings",
 )
 _LOG_IDS = ("sel", "iml", "log1", "eventlog")
+# Log entries whose severity only their own resource holds are fetched one by one, the newest
+# first, at most this many per discovery: 64 GETs cost a few seconds on a slow BMC (~50-200 ms
+# each) and cover a busy week of a SEL, while a full 3000-entry SEL would cost minutes per node.
+# What is left is recorded as unread (``event_log_unread``), never as clean.
+SEL_FETCH_MAX = 64
+_ENTRY_FIELDS = ("Id", "Created", "Severity", "Message", "MessageId", "Resolved", "Oem")
 
 
 @dataclass
@@ -90,13 +98,23 @@ class _Sections:
         return None
 
 
-def _chassis_path(ctx: BmcContext) -> str | None:
-    linked = link(ctx.system, "Links", "Chassis")
-    if linked:
-        return linked
-    chassis = link(ctx.client.root, "Chassis")
-    found = ctx.client.member_links(chassis) if chassis else []
-    return found[0] if found else None
+def read_chassis(ctx: BmcContext) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the server's own chassis, the enclosure that holds it) of the located system.
+
+    Every chassis the system links is read (a multi-node enclosure links the enclosure and the
+    node's own chassis, in either order); the root's first chassis when it links none. An
+    enclosure not linked from the system is found through the server chassis' ``ContainedBy``.
+    """
+    client = ctx.client
+    paths = links(ctx.system, "Links", "Chassis")
+    if not paths and (collection := link(client.root, "Chassis")):
+        paths = client.member_links(collection)[:1]
+    docs = [d for d in map(client.get_optional, paths) if d is not None]
+    server, enclosure = readers.server_chassis(docs)
+    if server is not None and enclosure is None and (up := link(server, "Links", "ContainedBy")):
+        parent = client.get_optional(up)
+        enclosure = parent if readers.is_enclosure(parent) else None
+    return server, enclosure
 
 
 def read_nics(
@@ -143,36 +161,78 @@ def read_firmware(ctx: BmcContext) -> list[dict[str, Any]]:
     return [readers.firmware_entry(d) for d in docs if ctx.vendor.keep_firmware(d)]
 
 
-def _log_services(ctx: BmcContext) -> list[str]:
-    """Entries collections of the hardware event log, found by searching LogServices."""
-    out = []
+def _log_services(ctx: BmcContext) -> tuple[list[str], list[str]]:
+    """(Entries collections of the hardware event log, found by searching LogServices; what
+    was missing on the way, for the error when none is found)."""
+    out, missing = [], []
     for doc in (ctx.manager, ctx.system):
         services = link(doc, "LogServices")
         if not services:
             continue
         try:
             members = ctx.client.members(services)
-        except NotSupported:
+        except NotSupported as exc:
+            missing.append(f"no LogServices resource at {services} (HTTP {exc.status})")
             continue
         for svc in members:
             ident = str(svc.get("Id") or "").lower()
             entries = link(svc, "Entries")
             if entries and (svc.get("LogEntryType") == "SEL" or ident in _LOG_IDS):
                 out.append(entries)
-    return out
+    return out, missing
 
 
-def read_event_log(ctx: BmcContext) -> list[dict[str, Any]]:
+@dataclass
+class EventLog:
+    entries: list[dict[str, Any]]
+    unread: dict[str, Any] | None  # {"count", "why"} when some entries' severity was not read
+
+
+def _read_entries(ctx: BmcContext, path: str) -> EventLog:
+    """One log's Critical/Warning entries. The collection is trusted only for members that
+    carry their severity; the others are fetched (newest first, at most SEL_FETCH_MAX)."""
+    listed = ctx.client.listed_members(path)
+    known = [d for d in listed if readers.severity_read(d)]
+    missing = readers.newest_first([d for d in listed if not readers.severity_read(d)])
+    fetched, still = [], 0
+    for doc in missing[:SEL_FETCH_MAX]:
+        own = doc.get("@odata.id")
+        full = ctx.client.get_fields(own, _ENTRY_FIELDS) if isinstance(own, str) else {}
+        if readers.severity_read(full):
+            fetched.append(full)
+        else:
+            still += 1
+    unread = None
+    skipped = max(0, len(missing) - SEL_FETCH_MAX)
+    if skipped or still:
+        why = []
+        if skipped:
+            why.append(
+                f"{path} lists {len(missing)} entries without their severity; the newest "
+                f"{SEL_FETCH_MAX} were fetched one by one, {skipped} older ones were not"
+            )
+        if still:
+            why.append(f"{still} entries state no severity in their own resource either")
+        unread = {"count": skipped + still, "why": "; ".join(why)}
+    return EventLog(readers.event_entries(known + fetched), unread)
+
+
+def read_event_log(ctx: BmcContext) -> EventLog:
     tried = []
     for path in ctx.vendor.event_log_entries(ctx):
         tried.append(path)
         try:
-            return readers.event_entries(ctx.client.members(path))
+            return _read_entries(ctx, path)
         except NotSupported:
             continue
-    for path in _log_services(ctx):
+    found, missing = _log_services(ctx)
+    for path in found:
         if path not in tried:
-            return readers.event_entries(ctx.client.members(path))
+            return _read_entries(ctx, path)
+    if missing:
+        raise NotSupported("; ".join(missing))
+    if not link(ctx.manager, "LogServices") and not link(ctx.system, "LogServices"):
+        raise NotSupported("neither the Manager nor the System links LogServices")
     raise NotSupported("no system event log (SEL) found among the LogServices")
 
 
@@ -181,8 +241,7 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     rule = rule or nic_mod.NicRule("onboard")
     ctx = locate(client)
     ep, system, manager = client.endpoint, ctx.system, ctx.manager
-    chassis_path = _chassis_path(ctx)
-    chassis = client.get_optional(chassis_path)
+    chassis, enclosure = read_chassis(ctx)
     serial, serial_source = readers.node_serial(chassis, system)
     if serial is None:
         raise UnexpectedResponse(f"{ep.url}: neither the chassis nor the system reports a serial number")
@@ -194,7 +253,8 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
         )
 
     sections = _Sections()
-    nic_result = sections.read("nics", lambda: read_nics(ctx, chassis))
+    # A system that links only its enclosure: NetworkAdapters are looked for there, as before.
+    nic_result = sections.read("nics", lambda: read_nics(ctx, chassis or enclosure))
     nics, ib, notes = nic_result if nic_result else ([], [], [])
     warnings += notes
     firmware = sections.read("firmware", lambda: read_firmware(ctx))
@@ -213,6 +273,7 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
         "serial_source": serial_source,
         "system": readers.system_summary(system),
         "chassis": readers.chassis_summary(chassis),
+        "enclosure": readers.enclosure_summary(enclosure),
         "bmc": {
             "vendor": ctx.vendor.name,
             "vendor_detected": ctx.vendor_detected,
@@ -237,8 +298,11 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     if firmware is not None:
         hardware["firmware"] = firmware
     if event_log is not None:
-        hardware["event_log"] = event_log
+        hardware["event_log"] = event_log.entries
         hardware["event_log_read_at"] = read_at
+        if event_log.unread:
+            hardware["event_log_unread"] = event_log.unread
+            warnings.append(f"event log not fully read: {event_log.unread['why']}")
     return Discovery(
         name=ep.name,
         url=ep.url,

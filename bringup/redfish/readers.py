@@ -36,8 +36,10 @@ def real_serial(value: Any) -> str | None:
 
 
 def node_serial(chassis: dict[str, Any] | None, system: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(serial, where it came from): the chassis serial, else the system's, else its SKU
-    (Dell puts the service tag there). Placeholders such as ``0123456789`` do not count."""
+    """(serial, where it came from): the server's own chassis serial, else the system's, else
+    its SKU (Dell puts the service tag there). Placeholders such as ``0123456789`` do not
+    count. ``chassis`` is the server's chassis (``server_chassis``), never an enclosure: the
+    nodes of a multi-node enclosure share that serial."""
     for doc, key, where in (
         (chassis, "SerialNumber", "chassis"),
         (system, "SerialNumber", "system"),
@@ -46,6 +48,37 @@ def node_serial(chassis: dict[str, Any] | None, system: dict[str, Any]) -> tuple
         if isinstance(doc, dict) and (serial := real_serial(doc.get(key))):
             return serial, where
     return None, None
+
+
+# Chassis types that hold servers rather than being one (DMTF Chassis.ChassisType): an S3260
+# or any multi-node box links its system to both the enclosure and the node's own chassis.
+ENCLOSURE_TYPES = frozenset({"Enclosure", "StorageEnclosure", "Drawer"})
+
+
+def is_enclosure(doc: dict[str, Any] | None) -> bool:
+    return isinstance(doc, dict) and doc.get("ChassisType") in ENCLOSURE_TYPES
+
+
+def server_chassis(
+    linked: list[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the server's own chassis, the enclosure holding it) among the chassis a system links,
+    in the BMC's order; either may be None."""
+    server = next((d for d in linked if isinstance(d, dict) and not is_enclosure(d)), None)
+    enclosure = next((d for d in linked if is_enclosure(d)), None)
+    return server, enclosure
+
+
+def enclosure_summary(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not isinstance(doc, dict):
+        return None
+    return {
+        "id": doc.get("Id"),
+        "serial": real_serial(doc.get("SerialNumber")),
+        "manufacturer": doc.get("Manufacturer"),
+        "model": doc.get("Model"),
+        "chassis_type": doc.get("ChassisType"),
+    }
 
 
 def system_summary(doc: dict[str, Any]) -> dict[str, Any]:
@@ -119,14 +152,27 @@ def firmware_entry(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _iso(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
+# Timestamp forms seen in BMC logs that ``datetime.fromisoformat`` does not take: Cisco CIMC
+# writes ``2022-06-13 12:19:21 `` (trailing space, handled by strip), some IPMI-derived logs
+# use slashes or a month-first date.
+_TIME_FORMATS = ("%Y/%m/%d %H:%M:%S", "%m/%d/%Y %H:%M:%S", "%a %b %d %H:%M:%S %Y")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A log timestamp as a datetime (naive when the BMC gives no offset), or None."""
+    if not isinstance(value, str) or not value.strip():
         return None
+    text = value.strip()
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        return None
-    return value
+        pass
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
 
 
 def _severity(doc: dict[str, Any]) -> str | None:
@@ -139,9 +185,32 @@ def _severity(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def severity_read(doc: dict[str, Any]) -> bool:
+    """Whether this log entry states its severity (``OK`` counts): a collection that lists
+    its members without it says nothing about them."""
+    hpe = (doc.get("Oem") or {}).get("Hpe") if isinstance(doc.get("Oem"), dict) else None
+    return bool(doc.get("Severity")) or (isinstance(hpe, dict) and bool(hpe.get("Severity")))
+
+
 def _resolved(doc: dict[str, Any]) -> bool:
     hpe = (doc.get("Oem") or {}).get("Hpe") or {}
     return doc.get("Resolved") is True or (isinstance(hpe, dict) and hpe.get("Repaired") is True)
+
+
+def newest_first(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Log entries newest first: by ``Created`` when every entry has a readable one, else by
+    numeric ``Id`` (SEL record ids grow), else the collection's order reversed (logs list the
+    oldest first)."""
+    times = [parse_time(d.get("Created")) for d in docs]
+    ids = [str(d.get("Id") or "") for d in docs]
+    order = range(len(docs))
+    if docs and all(times):
+        order = sorted(order, key=lambda i: _aware(times[i]), reverse=True)  # type: ignore[arg-type]
+    elif docs and all(i.isdigit() for i in ids):
+        order = sorted(order, key=lambda i: int(ids[i]), reverse=True)
+    else:
+        order = reversed(order)
+    return [docs[i] for i in order]
 
 
 def event_entries(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,20 +221,20 @@ def event_entries(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
         severity = _severity(doc)
         if severity is None or _resolved(doc):
             continue
+        when = parse_time(doc.get("Created"))
         out.append(
             {
                 "id": str(doc.get("Id")) if doc.get("Id") is not None else None,
-                "created": _iso(doc.get("Created")),
+                "created": when.isoformat() if when else None,
                 "severity": severity,
                 "message": doc.get("Message"),
                 "message_id": doc.get("MessageId"),
             }
         )
     if out and all(e["created"] for e in out):
-        out.sort(key=lambda e: _when(e["created"]), reverse=True)
+        out.sort(key=lambda e: _aware(datetime.fromisoformat(e["created"])), reverse=True)
     return out[:MAX_EVENTS]
 
 
-def _when(value: str) -> datetime:
-    when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+def _aware(when: datetime) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)

@@ -5,8 +5,8 @@ fake BMCs, each on its own loopback port, each with its own resource tree loaded
 ``tests/fixtures/redfish/<name>.json``. The client under test speaks real HTTP/1.1 with basic
 auth to it; nothing in the client is mocked.
 
-What a fake BMC does: GET from its tree (``$expand`` of collection members when the fixture's
-service root advertises it), basic auth on everything but the service root, PATCH merged into
+What a fake BMC does: GET from its tree (``$expand`` as DSP0266 says, and ``$select``, when
+the fixture's service root advertises them; 501 when not), basic auth on everything but the service root, PATCH merged into
 the tree, the actions bringup uses (ComputerSystem.Reset with an optional delay before the
 new state shows, VirtualMedia Insert/Eject, Dell LC status and DeleteJobQueue), settings
 objects applied at the next reset, and hooks a test can set: queued error statuses, hanging
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from tests.paths import FIXTURES as TESTS_FIXTURES
 
@@ -99,6 +99,24 @@ def _merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
             dst[key] = value
 
 
+def _expand_refused(value: str, advertised: dict[str, Any]) -> tuple[int, str] | None:
+    """(status, why) when ``$expand=value`` is malformed (400) or not what the service root
+    advertises in ProtocolFeaturesSupported.ExpandQuery (501), as DSP0266 asks; else None."""
+    kind, paren, rest = value.partition("(")
+    if kind not in ("*", ".", "~") or (paren and not rest.startswith("$levels=")):
+        return 400, f"$expand={value} is malformed"
+    flag = {"*": "ExpandAll", ".": "NoLinks", "~": "Links"}[kind]
+    if not advertised.get(flag):
+        return 501, f"$expand={kind} is not supported"
+    if paren:
+        levels = rest.removeprefix("$levels=").rstrip(")")
+        if not levels.isdigit() or not rest.endswith(")") or int(levels) < 1:
+            return 400, f"$expand={value} is malformed"
+        if not advertised.get("Levels") or int(levels) > int(advertised.get("MaxLevels") or 1):
+            return 501, f"$levels={levels} is not supported"
+    return None
+
+
 class Request(NamedTuple):
     method: str
     path: str
@@ -149,7 +167,7 @@ class FakeBmc:
         # Serve GETs from a cache of serialized answers (benchmarks: hundreds of BMCs on one
         # thread). Any PATCH/POST clears it; a test that edits ``resources`` directly must not set it.
         self.cache_gets = False
-        self._cache: dict[tuple[str, bool], bytes] = {}
+        self._cache: dict[tuple[str, str], bytes] = {}
         self.port = 0
         self.scheme = "http"
         self.host = "127.0.0.1"
@@ -220,9 +238,9 @@ class FakeBmc:
         return 405, error_body(f"{method} not allowed"), {}
 
     def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
-        expand = "$expand" in query
-        if self.cache_gets and (path, expand) in self._cache:
-            payload = self._cache[(path, expand)]
+        key = (path, urlencode(sorted((k, v[0]) for k, v in query.items() if k.startswith("$"))))
+        if self.cache_gets and key in self._cache:
+            payload = self._cache[key]
             return 200, payload, {"ETag": f'W/"{zlib.crc32(payload)}"'}
         doc = self.resources.get(path)
         if doc is None:
@@ -230,13 +248,40 @@ class FakeBmc:
                 f"The resource at the URI {path} was not found.", "Base.1.12.ResourceMissingAtURI"
             )
             return 404, missing, {}
-        features = (self.resources.get("/redfish/v1") or {}).get("ProtocolFeaturesSupported", {})
-        if expand and features.get("ExpandQuery") and isinstance(doc.get("Members"), list):
-            doc = {**doc, "Members": [self.resources.get(_norm(m["@odata.id"]), m) for m in doc["Members"]]}
+        features = (self.resources.get("/redfish/v1") or {}).get("ProtocolFeaturesSupported") or {}
+        if "$expand" in query:
+            refused = _expand_refused(query["$expand"][0], features.get("ExpandQuery") or {})
+            if refused:
+                return refused[0], error_body(refused[1], "Base.1.12.QueryNotSupported"), {}
+            doc = self._expand(doc, query["$expand"][0])
+        if "$select" in query:
+            if not features.get("SelectQuery"):
+                return 501, error_body("$select is not supported", "Base.1.12.QueryNotSupported"), {}
+            keep = {f.strip() for f in query["$select"][0].split(",")}
+            doc = {k: v for k, v in doc.items() if k in keep or k.startswith("@odata.")}
         payload = json.dumps(doc).encode()
         if self.cache_gets:
-            self._cache[(path, expand)] = payload
+            self._cache[key] = payload
         return 200, payload, {"ETag": f'W/"{zlib.crc32(payload)}"'}
+
+    def _expand(self, doc: Any, value: str, in_links: bool = False, levels: int | None = None) -> Any:
+        """DSP0266 $expand: ``*`` every reference, ``.`` those not under ``Links``, ``~`` those
+        under ``Links``; ``($levels=n)`` cascades n levels (1 when absent). A reference is an
+        object holding only ``@odata.id``; the resource's own ``@odata.id`` is not one."""
+        kind, _, rest = value.partition("(")
+        if levels is None:
+            levels = int(rest.removeprefix("$levels=").rstrip(")")) if rest else 1
+        if isinstance(doc, list):
+            return [self._expand(d, value, in_links, levels) for d in doc]
+        if not isinstance(doc, dict):
+            return doc
+        if set(doc) == {"@odata.id"} and isinstance(doc["@odata.id"], str):
+            wanted = kind == "*" or (kind == "~") == in_links
+            target = self.resources.get(_norm(doc["@odata.id"]))
+            if not wanted or target is None:
+                return doc
+            return self._expand(target, value, False, levels - 1) if levels > 1 else copy.deepcopy(target)
+        return {k: self._expand(v, value, in_links or k == "Links", levels) for k, v in doc.items()}
 
     def _patch(
         self, path: str, body: dict[str, Any], headers: dict[str, str]
