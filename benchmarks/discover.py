@@ -11,6 +11,11 @@ manager, chassis, NICs, firmware inventory, event log) by the same code `bringup
 runs. Prints the wall time for each N, the ratio to one BMC's time, and the ratio to N x that
 time; the target is 256 BMCs in under 3x the time of one. ``--concurrency`` defaults to N
 (every BMC at once); the CLI's default bound of 64 is timed too, for comparison.
+
+First it prints the requests one discovery makes, counted by the fake BMC itself
+(``FakeBmc.calls``), on the fixture as it is and with ``ExpandQuery`` taken out of its
+service root: what ``$expand`` saves where a BMC advertises it. ``--requests-only`` stops
+there.
 """
 
 from __future__ import annotations
@@ -32,6 +37,38 @@ from bringup.redfish.endpoint import BmcEndpoint, TransportOptions  # noqa: E402
 from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Task, fan_out  # noqa: E402
 
 PASSWORD = "bench-pw"
+
+
+def request_counts(fixture: str) -> dict[str, dict[str, int]]:
+    """{"with $expand" | "without $expand": {GET path prefix: requests}} for one discovery of
+    ``fixture``, counted by the fake BMC (in this process, no latency)."""
+    from tests.doubles.redfish_server import FakeBmc, serving
+
+    with_expand = FakeBmc.from_fixture(fixture, password=PASSWORD)
+    without = FakeBmc.from_fixture(fixture, password=PASSWORD)
+    features = without.resources["/redfish/v1"].get("ProtocolFeaturesSupported") or {}
+    if not features.pop("ExpandQuery", None):
+        raise SystemExit(f"fixture {fixture} does not advertise $expand: nothing to compare")
+    out = {}
+    with serving(with_expand, without):
+        for label, bmc in (("with $expand", with_expand), ("without $expand", without)):
+            discover_endpoint(BmcEndpoint("node000", bmc.url, "root", PASSWORD), TransportOptions())
+            kinds: dict[str, int] = {}
+            for call in bmc.calls():
+                parts = call.path.split("/")
+                kind = "/".join(parts[3:5]) if len(parts) > 4 else "/".join(parts[3:]) or "(root)"
+                kinds[kind] = kinds.get(kind, 0) + 1
+            out[label] = {"total": len(bmc.calls()), **dict(sorted(kinds.items()))}
+    return out
+
+
+def print_request_counts(fixture: str) -> None:
+    counts = request_counts(fixture)
+    a, b = counts["with $expand"], counts["without $expand"]
+    print(f"requests per BMC, fixture {fixture}: {a['total']} with $expand, {b['total']} without")
+    for kind in sorted(set(a) | set(b) - {"total"}):
+        if kind != "total":
+            print(f"  {kind:<45} {a.get(kind, 0):>4} {b.get(kind, 0):>4}")
 
 
 def start_bmcs(fixture: str, count: int, latency: float) -> tuple[subprocess.Popen[str], list[str]]:
@@ -78,8 +115,12 @@ def main() -> None:
     parser.add_argument("--fixture", default="dell-idrac9")
     parser.add_argument("--concurrency", type=int, default=None, help="default: N (all at once)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per N; the median is reported")
+    parser.add_argument("--requests-only", action="store_true", help="print the request counts and stop")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
+    print_request_counts(args.fixture)
+    if args.requests_only:
+        return
 
     proc, urls = start_bmcs(args.fixture, max(counts), args.latency)
     try:
