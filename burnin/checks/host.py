@@ -210,6 +210,7 @@ class BmcEventLog(Check):
         data = {
             "event_log": hardware.get("event_log"),
             "read_at": hardware.get("event_log_read_at"),
+            "unread": hardware.get("event_log_unread"),
             "since": record.get("previous_check_at"),
         }
         return json.dumps(data, indent=1) + "\n"
@@ -242,7 +243,17 @@ class BmcEventLog(Check):
             else:
                 findings.append(warning(f"BMC logged: {e.get('message')}", Action.MONITOR, line, "BMC"))
         findings.append(info(f"event log read at {data.get('read_at')}"))
-        return Result.judged(self.name, findings, {"new_entries": new, "entries": len(entries)})
+        # Entries whose severity discovery could not read: the log is not known to be clean.
+        unread = data.get("unread") if isinstance(data.get("unread"), dict) else None
+        incomplete = (
+            f"the BMC event log was not fully read: {unread.get('count')} entries of unknown severity "
+            f"({unread.get('why')})"
+            if unread
+            else ""
+        )
+        return Result.judged(
+            self.name, findings, {"new_entries": new, "entries": len(entries)}, incomplete=incomplete
+        )
 
 
 def _parse_time(value: object) -> datetime | None:
