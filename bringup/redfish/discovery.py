@@ -38,7 +38,9 @@ HARDWARE_KEYS = (
     "cpu",
     "nics",
     "provisioning_nic",
+    "provisioning_nic_flag",
     "infiniband",
+    "fibre_channel",
     "firmware",
     "event_log",
     "event_log_read_at",
@@ -119,9 +121,9 @@ def read_chassis(ctx: BmcContext) -> tuple[dict[str, Any] | None, dict[str, Any]
 
 def read_nics(
     ctx: BmcContext, chassis: dict[str, Any] | None
-) -> tuple[list[nic_mod.Nic], list[dict], list[str]]:
-    """(NICs merged by MAC, InfiniBand functions, notes)."""
-    client, found, ib, notes = ctx.client, [], [], []
+) -> tuple[list[nic_mod.Nic], list[dict], list[dict], list[str]]:
+    """(Ethernet NICs merged by MAC, InfiniBand functions, Fibre Channel functions, notes)."""
+    client, found, ib, fc, notes = ctx.client, [], [], [], []
     eth = link(ctx.system, "EthernetInterfaces")
     if eth:
         members = client.members(eth)
@@ -140,14 +142,18 @@ def read_nics(
                     got.append(nic)
                 elif record := nic_mod.infiniband_function(adapter, fn):
                     ib.append(record)
+                elif record := nic_mod.fibre_channel_function(adapter, fn):
+                    fc.append(record)
             ports = link(adapter, "Ports") or link(adapter, "NetworkPorts")
-            if not got and ports and not any(r["adapter"] == adapter.get("Id") for r in ib):
+            if not got and ports and not any(r["adapter"] == adapter.get("Id") for r in ib + fc):
                 for port in client.members(ports):
                     got += nic_mod.from_port(adapter, port)
             found += got
-    if not found:
+    if all(n.location is None for n in found):
+        # No standard source says where a port sits (HPE's agent-filled EthernetInterfaces):
+        # the vendor's OEM view may (iLO's BaseNetworkAdapters: "OCP 3.0 Slot 10").
         found += ctx.vendor.oem_nics(ctx)
-    return nic_mod.merge(found), ib, notes
+    return nic_mod.merge(found), ib, fc, notes
 
 
 def read_firmware(ctx: BmcContext) -> list[dict[str, Any]]:
@@ -255,16 +261,16 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     sections = _Sections()
     # A system that links only its enclosure: NetworkAdapters are looked for there, as before.
     nic_result = sections.read("nics", lambda: read_nics(ctx, chassis or enclosure))
-    nics, ib, notes = nic_result if nic_result else ([], [], [])
+    nics, ib, fc, notes = nic_result if nic_result else ([], [], [], [])
     warnings += notes
     firmware = sections.read("firmware", lambda: read_firmware(ctx))
     event_log = sections.read("event_log", lambda: read_event_log(ctx))
     read_at = _now() if event_log is not None else None
 
     ordered = nic_mod.order(nics)
-    chosen = nic_mod.choose_provisioning(ordered, rule)
-    if ordered and chosen is None:
-        warnings.append(f"no NIC matches the provisioning rule {rule}")
+    choice = nic_mod.decide(ordered, rule)
+    if choice.flag_kind:
+        warnings.append(choice.message)
     if not ordered and "nics" not in sections.unavailable:
         warnings.append("the BMC reports no Ethernet port")
 
@@ -289,12 +295,16 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
         "memory": readers.memory_summary(system),
         "cpu": readers.cpu_summary(system),
         "nics": [n.record() for n in ordered],
-        "provisioning_nic": {"id": chosen.id, "mac": chosen.mac, "rule": str(rule)} if chosen else None,
+        "provisioning_nic": choice.record(),
         "unavailable": sections.unavailable,
         "warnings": warnings,
     }
+    if choice.flag_kind:
+        hardware["provisioning_nic_flag"] = choice.flag()
     if ib:
         hardware["infiniband"] = ib
+    if fc:
+        hardware["fibre_channel"] = fc
     if firmware is not None:
         hardware["firmware"] = firmware
     if event_log is not None:

@@ -157,6 +157,7 @@ def test_provisioning_nic_rule_from_the_inventory(tmp_path, bmcs):
         "id": "NIC.Slot.5-1-1",
         "mac": "94:6d:ae:8c:12:40",
         "rule": "slot:5",
+        "reason": "rule slot:5: slot 5 port 1",
     }
 
 

@@ -19,7 +19,10 @@ from bringup.inventory import load_rack
 from bringup.provision import rack as provision_library
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.orchestrator import Orchestrator, plan_rack, rack_vars
+from bringup.redfish.discovery import HARDWARE_KEYS, discover_endpoint
+from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.targets import load_targets
+from tests.doubles.redfish_server import FakeBmc, serving
 from tests.fleet import walk_to
 from tests.paths import REPO
 
@@ -409,3 +412,56 @@ def test_cli_run_then_rerun_changes_nothing(env, monkeypatch):
     assert result.exit_code == 0 and "nothing to do" in result.output
     assert again.preflighted == [] and again.batches == [] and runs(store) == 1
     assert [(n.name, n.state, n.updated_at) for n in store.list_nodes()] == before
+
+
+# -- a provisioning NIC discovery could not choose (issue 19) ----------------------------------
+
+
+def discover_from_fixture(store: FleetStore, name: str, fixture: str) -> dict:
+    """Record what discovery reads from a vendor-shaped fake BMC, as `bringup discover` does."""
+    fake = FakeBmc.from_fixture(fixture, password="s3cret-pass")
+    with serving(fake):
+        ep = BmcEndpoint(name, fake.url, "root", "s3cret-pass", None, False)
+        d = discover_endpoint(ep, TransportOptions(retries=0))
+    store.record_discovery(
+        name, d.serial, macs=d.macs, hardware=d.hardware, owned_keys=HARDWARE_KEYS, accept_new_serial=True
+    )
+    return d.hardware
+
+
+def test_an_ambiguous_provisioning_nic_refuses_the_node_until_provisioning_nic_names_one(env, monkeypatch):
+    tmp_path, inv, store = env
+    discover(store)
+    hw = discover_from_fixture(store, "gpu002", "hpe-dl360g10p-ocp-only")  # only an OCP 3.0 card
+    line = hw["provisioning_nic_flag"]["message"]
+    assert line.startswith("provisioning NIC ambiguous: candidates 1 (slot 10 port 1")
+    sel = selection(inv, store, only=["gpu002"])
+    plan = sel.plans[0]
+    assert (plan.action, plan.reason, plan.target) == ("refuse", "provisioning NIC ambiguous", None)
+    assert sel.problems == [f"gpu002: {line}"]
+    # Through the command: one line, nothing touched.
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: FakeBackend())
+    result = bringup(tmp_path, inv, "--nodes", "gpu002")
+    assert result.exit_code == 1 and error_lines(result.output) == [f"error: gpu002: {line}"]
+    dry = bringup(tmp_path, inv, "--nodes", "gpu002", "--dry-run")
+    assert f"would stop: gpu002: {line}" in dry.output
+    assert runs(store) == 0 and states(store)["gpu002"] == "discovered"
+    # The operator names the port: the recorded NICs settle it, no guess and no first MAC.
+    inv = write_inventory(tmp_path, host_extra={"gpu002": "provisioning_nic: 'slot:10:2'"})
+    sel = selection(inv, store, only=["gpu002"])
+    assert sel.problems == [] and sel.plans[0].action == "provision"
+    assert sel.plans[0].target.provisioning_mac == "88:e9:a4:5b:10:21"
+    # A rule that names no recorded port is refused with what was recorded.
+    inv = write_inventory(tmp_path, host_extra={"gpu002": "provisioning_nic: 'slot:3'"})
+    assert selection(inv, store, only=["gpu002"]).problems == [
+        "gpu002: provisioning_nic slot:3 matches none of the NICs discovery recorded (1, 2)"
+    ]
+
+
+def test_a_discovered_onboard_nic_is_provisioned_without_a_flag(env):
+    _, inv, store = env
+    discover(store)
+    hw = discover_from_fixture(store, "gpu001", "cisco-ucs-c240m5")
+    assert "provisioning_nic_flag" not in hw
+    sel = selection(inv, store, only=["gpu001"])
+    assert sel.problems == [] and sel.plans[0].target.provisioning_mac == "70:0f:6a:d2:3b:14"  # L.1

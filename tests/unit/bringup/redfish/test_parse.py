@@ -55,7 +55,7 @@ def test_normalise_mac(raw, want):
         (["NIC.Slot.14.2"], None, ("slot", 14, 2)),
         (["x"], {"PartLocation": {"LocationType": "Slot", "LocationOrdinalValue": 3}}, ("slot", 3, None)),
         (["x"], {"PartLocation": {"ServiceLabel": "PCIe Slot 7"}}, ("slot", 7, None)),
-        (["Onboard LAN1"], None, ("embedded", None, None)),
+        (["Onboard LAN1"], None, ("embedded", None, 1)),
         (["02:aa:bb:cc:00:01", "VNIC 02:aa:bb:cc:00:01"], None, (None, None, None)),
     ],
 )
@@ -151,11 +151,6 @@ def test_provisioning_rule(rule, want):
 def test_bad_provisioning_rules_say_how_to_write_one(bad):
     with pytest.raises(ValueError, match="slot:N"):
         nics.parse_rule(bad)
-
-
-def test_onboard_rule_keeps_bmc_order_when_nothing_says_where_ports_are():
-    lab = [nics.Nic(m, m, "EthernetInterfaces", True) for m in ("02:aa:00:00:00:02", "02:aa:00:00:00:01")]
-    assert nics.choose_provisioning(lab, nics.parse_rule("onboard")).mac == "02:aa:00:00:00:02"
 
 
 def test_hpe_base_network_adapter_ports():

@@ -68,6 +68,7 @@ def test_dell_idrac9_discovery():
         "id": "NIC.Embedded.1-1-1",
         "mac": "b0:7b:25:e0:4e:a0",
         "rule": "onboard",
+        "reason": "onboard: embedded port 1, the first onboard port",
     }
     assert [ib["adapter"] for ib in hw["infiniband"]] == ["InfiniBand.Slot.31"]
     ids = [f["id"] for f in hw["firmware"]]
