@@ -4,6 +4,10 @@
 profile says legacy. Where the system exposes ``@Redfish.Settings`` (iDRAC 10) the PATCH goes
 to its settings object; if that object refuses the boot properties the system itself is
 patched. The result is verified by reading it back.
+
+Before the PATCH the vendor's pre-change checks run (Dell: Lifecycle Controller ready, no
+pending configuration job). One that cannot run is named in the result, so the node gets an
+event saying so; with ``bmc_require_prechecks: true`` for the host it refuses the change.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 from bringup.errors import BadInput
 from bringup.redfish.context import BmcContext
-from bringup.redfish.errors import ActionFailed, NotSupported
+from bringup.redfish.errors import ActionFailed, NotSupported, Refused
 from bringup.redfish.messages import link
 from bringup.redfish.vendors.base import Vendor
 
@@ -29,6 +33,7 @@ class BootResult:
     verified: bool = False
     pending: bool = False  # written to a settings object: applies at the next reset
     warnings: list[str] = field(default_factory=list)
+    prechecks_skipped: list[str] = field(default_factory=list)  # why each check did not run
 
     def record(self) -> dict[str, Any]:
         return {
@@ -39,7 +44,20 @@ class BootResult:
             "verified": self.verified,
             "pending": self.pending,
             "warnings": self.warnings,
+            "prechecks_skipped": self.prechecks_skipped,
         }
+
+
+def run_prechecks(ctx: BmcContext, *, config: bool) -> list[str]:
+    """The vendor's pre-change checks: why each one that could not run did not, or
+    ``Refused`` when the host requires them (``bmc_require_prechecks``)."""
+    skipped = list(ctx.vendor.before_change(ctx, config=config) or [])
+    if skipped and ctx.client.endpoint.require_prechecks:
+        raise Refused(
+            f"{ctx.url}: {'; '.join(skipped)}; nothing was changed, because bmc_require_prechecks is "
+            "set for this host"
+        )
+    return skipped
 
 
 def boot_body(vendor: Vendor, current: dict[str, Any], target: str, mode: str) -> dict[str, Any]:
@@ -87,7 +105,7 @@ def set_boot_once(ctx: BmcContext, target: str = "Pxe", mode: str = "uefi") -> B
     mode_value = MODES.get(mode.lower())
     if mode_value is None:
         raise BadInput(f"boot mode must be uefi or legacy, got {mode!r}")
-    ctx.vendor.before_change(ctx, config=True)
+    skipped = run_prechecks(ctx, config=True)
     system = ctx.refresh_system()
     current = system.get("Boot")
     if not isinstance(current, dict):
@@ -97,7 +115,7 @@ def set_boot_once(ctx: BmcContext, target: str = "Pxe", mode: str = "uefi") -> B
         raise NotSupported(f"{ctx.url}: boot target {target} not offered (offered: {', '.join(allowed)})")
     body = boot_body(ctx.vendor, current, target, mode_value)
     settings = link(system, "@Redfish.Settings", "SettingsObject")
-    result = BootResult(target, mode_value, settings or ctx.system_path)
+    result = BootResult(target, mode_value, settings or ctx.system_path, prechecks_skipped=skipped)
     try:
         _patch(ctx, result.patched, body)
     except ActionFailed as exc:

@@ -386,6 +386,10 @@ def boot_rack(
         if outcome.name in refused:
             return
         details = {**tls_details(transport, by_name[outcome.name]), "forced": force, "iso": iso}
+        for why in ((outcome.value or {}).get("boot") or {}).get("prechecks_skipped", []):
+            store.record_event(
+                outcome.name, "precheck-skipped", f"boot {what}: {why}", details={**details, "why": why}
+            )
         _record_outcome(store, outcome, "boot", f"boot {what}", details, boot_summary, dict)
 
     outcomes = _run(job, f"boot {what}", tasks, save)

@@ -10,7 +10,8 @@ the fixture's service root advertises them; 501 when not), basic auth on everyth
 the tree, the actions bringup uses (ComputerSystem.Reset with an optional delay before the
 new state shows, VirtualMedia Insert/Eject, Dell LC status and DeleteJobQueue), settings
 objects applied at the next reset, and hooks a test can set: queued error statuses, hanging
-paths, a per-request latency, forced PATCH/POST errors. Every request is logged.
+paths, a per-request latency, forced PATCH/POST errors, a fixed status per path
+(``statuses``, also from a fixture's ``_fake``). Every request is logged.
 
 Fixture files are ``{path: resource}`` maps; ``"_extends": "other"`` starts from another
 fixture, ``"_delete": [paths]`` removes resources, ``"_fake": {...}`` sets FakeBmc options.
@@ -140,6 +141,7 @@ class FakeBmc:
         ignore_graceful: bool = False,
         require_if_match: bool = False,
         lc_status: dict[str, Any] | None = None,
+        statuses: dict[str, int] | None = None,
         **_: Any,
     ):
         self.resources = {_norm(k): copy.deepcopy(v) for k, v in resources.items()}
@@ -159,6 +161,8 @@ class FakeBmc:
         }
         self.requests: list[Request] = []
         self.queued: dict[str, list[int]] = {}  # path -> statuses to answer next (then normal)
+        # path -> the status every request there answers (a fixture's firmware quirk, e.g. 405)
+        self.statuses: dict[str, int] = {_norm(k): v for k, v in (statuses or {}).items()}
         self.hang: set[str] = set()  # paths that never answer
         self.lose_answer: set[str] = set()  # paths whose request is carried out, then never answered
         self.patch_errors: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -220,6 +224,9 @@ class FakeBmc:
                 error_body("Unable to authenticate: invalid credentials", "Base.1.12.InsufficientPrivilege"),
                 {},
             )
+        if path in self.statuses:
+            status = self.statuses[path]
+            return status, error_body(f"{REASONS.get(status, 'Error')} at {path}"), {}
         if self.queued.get(path):
             return (
                 self.queued[path].pop(0),

@@ -62,9 +62,11 @@ class Vendor:
 
     # -- changes --------------------------------------------------------------------------
 
-    def before_change(self, ctx: LocatedBmc, *, config: bool) -> None:
+    def before_change(self, ctx: LocatedBmc, *, config: bool) -> list[str]:
         """Raise when the BMC is not ready for a change (``config``: a settings change, not
-        just an action)."""
+        just an action). Returns why each pre-change check that could not run did not (none
+        here: a standard BMC has none)."""
+        return []
 
     def diagnose(self, ctx: LocatedBmc, err: RedfishError) -> RedfishError:
         """A clearer error for a refused change, when the vendor can tell why."""

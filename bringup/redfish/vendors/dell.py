@@ -7,6 +7,10 @@
 - Changes need a ready Lifecycle Controller (``DellLCService.GetRemoteServicesAPIStatus``),
   and a pending configuration job blocks further changes (``SYS011``) until it runs at a
   reboot or the job queue is cleared (``DellJobService.DeleteJobQueue``, ``JID_CLEARALL``).
+- Where these live is what the Manager advertises in ``Links.Oem.Dell`` (``Jobs``,
+  ``DellJobService``, ``DellLCService``); the URIs differ between firmware releases, so a
+  guessed one is only tried when nothing is advertised. A check that cannot run is reported
+  (``before_change`` returns why), never taken as "nothing to check".
 """
 
 from __future__ import annotations
@@ -84,6 +88,26 @@ def blocking_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def advertised(ctx: LocatedBmc, name: str) -> str | None:
+    """The URI of a Dell OEM resource (``Jobs``, ``DellLCService``...) the Manager links."""
+    return link(ctx.manager, "Links", "Oem", "Dell", name)
+
+
+def readiness_skipped(ctx: LocatedBmc, exc: NotSupported) -> str:
+    """Why the Lifecycle Controller readiness check did not run (its call answered 404/405/501)."""
+    if exc.status is None:
+        return f"Lifecycle Controller readiness not checked: {exc.message}"
+    if advertised(ctx, "DellLCService"):
+        return (
+            f"Lifecycle Controller readiness not checked: GetRemoteServicesAPIStatus answered HTTP "
+            f"{exc.status} although the Manager advertises DellLCService ({exc.message})"
+        )
+    return (
+        "Lifecycle Controller readiness not checked: the Manager advertises no DellLCService and "
+        f"the usual URI answered HTTP {exc.status} (firmware without the API?)"
+    )
+
+
 class Dell(Vendor):
     name = "dell"
 
@@ -114,7 +138,7 @@ class Dell(Vendor):
     def _oem_service(self, ctx: LocatedBmc, name: str) -> str:
         if not ctx.manager_path:
             raise NotSupported(f"{ctx.url}: no iDRAC Manager found, so no {name}")
-        return link(ctx.manager, "Links", "Oem", "Dell", name) or f"{ctx.manager_path}/Oem/Dell/{name}"
+        return advertised(ctx, name) or f"{ctx.manager_path}/Oem/Dell/{name}"
 
     def readiness(self, ctx: LocatedBmc) -> dict[str, Any]:
         service = self._oem_service(ctx, "DellLCService")
@@ -133,23 +157,32 @@ class Dell(Vendor):
     def jobs(self, ctx: LocatedBmc) -> list[dict[str, Any]]:
         if not ctx.manager_path:
             raise NotSupported(f"{ctx.url}: no iDRAC Manager found, so no job queue")
-        for path in (f"{ctx.manager_path}/Jobs", "/redfish/v1/JobService/Jobs"):
+        if queue := advertised(ctx, "Jobs"):
+            return [job_record(doc) for doc in ctx.client.members(queue)]
+        # Nothing advertised (older firmware): the DMTF JobService the root links, then the
+        # iDRAC's usual place.
+        standard = link(ctx.client.get_optional(link(ctx.client.root, "JobService")), "Jobs")
+        for path in (standard, f"{ctx.manager_path}/Jobs"):
+            if not path:
+                continue
             try:
                 return [job_record(doc) for doc in ctx.client.members(path)]
             except NotSupported:
                 continue
-        raise NotSupported(f"{ctx.url}: this iDRAC exposes no job queue")
+        raise NotSupported(f"{ctx.url}: this iDRAC advertises no job queue (Manager Links.Oem.Dell.Jobs)")
 
     def clear_jobs(self, ctx: LocatedBmc) -> str:
         service = self._oem_service(ctx, "DellJobService")
         resp = ctx.client.post(f"{service}/Actions/DellJobService.DeleteJobQueue", {"JobID": CLEAR_ALL})
         return describe_messages(resp.body) or "job queue cleared"
 
-    def before_change(self, ctx: LocatedBmc, *, config: bool) -> None:
+    def before_change(self, ctx: LocatedBmc, *, config: bool) -> list[str]:
+        skipped = []
         try:
             state = self.readiness(ctx)
-        except NotSupported:
-            state = None  # firmware without the API: nothing to ask, go ahead
+        except NotSupported as exc:
+            state = None
+            skipped.append(readiness_skipped(ctx, exc))
         if state is not None and not state["ready"]:
             raise NotReady(
                 f"{ctx.url}: Lifecycle Controller not ready (LCStatus={state['lc_status']}, "
@@ -159,10 +192,12 @@ class Dell(Vendor):
         if config:
             try:
                 blocking = blocking_jobs(self.jobs(ctx))
-            except NotSupported:
-                return
+            except NotSupported as exc:
+                skipped.append(f"job queue check not run: {exc.message}")
+                return skipped
             if blocking:
                 raise self._pending(ctx, blocking, None)
+        return skipped
 
     def diagnose(self, ctx: LocatedBmc, err: RedfishError) -> RedfishError:
         body = getattr(err, "body", None)

@@ -1,0 +1,129 @@
+"""Issue 19, defect 5: Dell pre-change checks follow the links the Manager gives, and a check
+that cannot run is said (an event), or refuses the change (``bmc_require_prechecks``).
+
+The iDRAC is tests/fixtures/redfish/dell-idrac9-lc405.json: Links.Oem.Dell.Jobs at
+Managers/iDRAC.Embedded.1/Oem/Dell/Jobs (nothing at the guessed URIs) and a 405 on the
+advertised DellLCService.GetRemoteServicesAPIStatus. Real HTTP, a real inventory and store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bringup.credentials import write_secret_file
+from bringup.fleet.store import FleetStore
+from bringup.redfish.boot import set_boot_once
+from bringup.redfish.client import RedfishClient
+from bringup.redfish.context import locate
+from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
+from bringup.redfish.errors import PendingJob
+from bringup.redfish.power import PowerOptions
+from bringup.redfish.rack import RackJob, boot_rack
+from tests.doubles.redfish_server import FakeBmc, serving
+from tests.paths import REPO
+
+PASSWORD = "Zq-dell-precheck-pw"
+M = "/redfish/v1/Managers/iDRAC.Embedded.1"
+ADVERTISED_JOBS = f"{M}/Oem/Dell/Jobs"
+GUESSED_JOBS = (f"{M}/Jobs", "/redfish/v1/JobService/Jobs")
+S = "/redfish/v1/Systems/System.Embedded.1"
+
+
+def lc405() -> FakeBmc:
+    return FakeBmc.from_fixture("dell-idrac9-lc405", password=PASSWORD)
+
+
+def connect(bmc: FakeBmc) -> RedfishClient:
+    client = RedfishClient(BmcEndpoint("gpu01", bmc.url, "root", PASSWORD), TransportOptions(retries=0))
+    client.connect()
+    return client
+
+
+def boot_pxe(tmp_path: Path, bmc: FakeBmc, **host_vars) -> tuple[FleetStore, dict]:
+    inv = tmp_path / "inventories"
+    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
+    write_secret_file(inv / "r07.pass", PASSWORD + "\n")
+    host = {"bmc_address": bmc.url, "rack_unit": 1, "bmc_allow_http": True, **host_vars}
+    doc = {
+        "all": {
+            "vars": {
+                "profile": "h100-sxm-8x400g",
+                "bmc_vendor": "dell",
+                "bmc_username": "root",
+                "bmc_password": "file:r07.pass",
+            },
+            "children": {"r07": {"hosts": {"gpu01": host}}},
+        }
+    }
+    (inv / "r07.yml").write_text(yaml.safe_dump(doc))
+    store = FleetStore.open(str(tmp_path / "fleet.db"))
+    job = RackJob(store, "r07", inv, transport=TransportOptions(retries=0))
+    result = boot_rack(job, "pxe", PowerOptions(poll=0.05))
+    return store, result.rows[0]
+
+
+def test_the_job_queue_is_read_from_the_link_the_manager_advertises():
+    bmc = lc405()
+    with serving(bmc):
+        ctx = locate(connect(bmc))
+        jobs = ctx.vendor.jobs(ctx)
+    assert [(j["id"], j["state"]) for j in jobs] == [("JID_741285093317", "Completed")]
+    assert bmc.calls("GET", ADVERTISED_JOBS)
+    assert not [r for r in bmc.calls("GET") if r.path in GUESSED_JOBS]  # no guessed URI asked
+
+
+def test_a_pending_job_in_the_advertised_queue_blocks_the_change():
+    bmc = lc405()
+    job = "JID_741285099999"
+    bmc.resources[f"{ADVERTISED_JOBS}/{job}"] = {
+        "@odata.id": f"{ADVERTISED_JOBS}/{job}",
+        "Id": job,
+        "JobState": "Scheduled",
+        "JobType": "BIOSConfiguration",
+        "Name": "Configure: BIOS.Setup.1-1",
+        "Message": "Task successfully scheduled.",
+    }
+    bmc.resources[ADVERTISED_JOBS]["Members"].append({"@odata.id": f"{ADVERTISED_JOBS}/{job}"})
+    with serving(bmc), pytest.raises(PendingJob) as info:
+        set_boot_once(locate(connect(bmc)), "Pxe", "uefi")
+    assert info.value.job_ids == [job]
+    assert not bmc.calls("PATCH")
+
+
+def test_a_405_on_the_advertised_lc_readiness_call_leaves_an_event(tmp_path):
+    bmc = lc405()
+    with serving(bmc):
+        store, row = boot_pxe(tmp_path, bmc)
+    assert row["ok"], row
+    assert bmc.calls("POST", "DellLCService.GetRemoteServicesAPIStatus")  # it was asked, at the link
+    assert bmc.calls("PATCH", S)  # the change went ahead, and says so:
+    skipped = [e for e in store.history("gpu01") if e.kind == "precheck-skipped"]
+    assert len(skipped) == 1, [(e.kind, e.reason) for e in store.history("gpu01")]
+    why = skipped[0].details["why"]
+    assert "HTTP 405" in why and "advertises DellLCService" in why
+    assert "firmware without the API" not in why
+    assert row["boot"]["prechecks_skipped"] == [why]
+    store.close()
+
+
+def test_bmc_require_prechecks_refuses_the_change_when_a_check_cannot_run(tmp_path):
+    bmc = lc405()
+    with serving(bmc):
+        store, row = boot_pxe(tmp_path, bmc, bmc_require_prechecks=True)
+    assert not row["ok"]
+    assert row["error"]["kind"] == "refused"
+    assert "HTTP 405" in row["error"]["message"] and "bmc_require_prechecks" in row["error"]["message"]
+    assert not bmc.calls("PATCH")  # nothing was changed
+    assert store.history("gpu01")[-1].kind == "boot-failed"
+    store.close()
+
+
+def test_a_dell_whose_checks_all_run_skips_none():
+    bmc = FakeBmc.from_fixture("dell-idrac9", password=PASSWORD)
+    with serving(bmc):
+        ctx = locate(connect(bmc))
+        assert ctx.vendor.before_change(ctx, config=True) == []
