@@ -178,7 +178,7 @@ def _render_discovery(result: RackResult) -> None:
         "vendor / model",
         "power",
         "health",
-        "MACs (provisioning)",
+        "MACs; provisioning NIC (rule: why)",
         "firmware",
         "SEL crit/warn",
         "result",
@@ -191,8 +191,7 @@ def _render_discovery(result: RackResult) -> None:
             if log_ is None
             else f"{sum(e['severity'] == 'Critical' for e in log_)}/{sum(e['severity'] == 'Warning' for e in log_)}"
         )
-        prov = (r["provisioning_nic"] or {}).get("mac")
-        macs = f"{len(r['macs'])} ({prov})" if prov else str(len(r["macs"]))
+        macs = _nic_cell(r)
         result_text = (
             r["result"] if r["error"] is None else f"[red]{r['error']['kind']}[/red]: {r['error']['message']}"
         )
@@ -212,6 +211,20 @@ def _render_discovery(result: RackResult) -> None:
             result_text,
         )
     console.print(out)
+
+
+def _nic_cell(row: dict[str, Any]) -> str:
+    """MAC count, then the provisioning NIC with its rule and why, or why none was chosen."""
+    count = f"{len(row['macs'])} MAC(s)"
+    chosen = row["provisioning_nic"]
+    flag = (row["hardware"] or {}).get("provisioning_nic_flag")
+    if chosen:
+        return f"{count}; {chosen['id']} {chosen['mac']}\n{chosen.get('reason') or chosen['rule']}"
+    if flag:
+        ids = ", ".join(c["id"] for c in flag["candidates"])
+        head = "ambiguous" if flag["kind"] == "ambiguous" else "no match"
+        return f"{count}; [red]none chosen[/red]\nrule {flag['rule']}: {head} ({ids}): set provisioning_nic"
+    return count
 
 
 # -- power --------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ class Vendor:
         return True
 
     def oem_nics(self, ctx: LocatedBmc) -> list[Nic]:
-        """NICs from OEM resources, read only when no standard source named any."""
+        """NICs from OEM resources, read when no standard source named a port or said where
+        one sits (their placement fills the gaps, merged by MAC)."""
         return []
 
     # -- changes --------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 - EthernetInterfaces is filled by the Agentless Management Service from a running OS; before
   that the ports are in ``Chassis/1/NetworkAdapters`` and, on Gen10, the OEM
   ``Systems/1/BaseNetworkAdapters`` (``PhysicalPorts[].MacAddress``, ``StructuredName``).
+  With the agent, EthernetInterfaces (ids 1..n, names vmnic0..) say nothing of placement:
+  BaseNetworkAdapters' ``Location`` ("Embedded LOM", "OCP 3.0 Slot 10") is read to fill it.
 """
 
 from __future__ import annotations
