@@ -39,7 +39,6 @@ from bringup.inventory import InventoryHost, Rack
 from bringup.provision.backend import ProvisionBackend, ProvisionOutcome, ProvisionTarget
 from bringup.provision.reconcile import reconcile
 from bringup.redfish import nics as nic_mod
-from bringup.redfish import nics as nic_mod
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.targets import Target
 
@@ -199,35 +198,9 @@ def plan_node(
             return plan, problems + [f"{name}: {problem}"]
         plan.target = t = replace(t, provisioning_mac=mac)
         plan.reason += f" (provisioning NIC by provisioning_nic {target.rule if target else '?'})"
-    if (nic_flag := (node.hardware or {}).get("provisioning_nic_flag")) is not None:
-        mac, problem = settle_nic_flag(node, nic_flag, target)
-        if problem is not None:
-            plan.action, plan.reason, plan.target = REFUSE, "provisioning NIC ambiguous", None
-            return plan, problems + [f"{name}: {problem}"]
-        plan.target = t = replace(t, provisioning_mac=mac)
-        plan.reason += f" (provisioning NIC by provisioning_nic {target.rule if target else '?'})"
     if not t.provisioning_mac:
         problems.append(f"{name}: no provisioning MAC recorded (discovery found no NIC): re-run discovery")
     return plan, problems
-
-
-def settle_nic_flag(
-    node: Node, flag: Mapping[str, Any], target: Target | None
-) -> tuple[str | None, str | None]:
-    """(the MAC to provision from, or the line that refuses the node) for a node whose
-    discovery could not choose its provisioning NIC (``hardware.provisioning_nic_flag``).
-
-    Never the first MAC: an explicit ``provisioning_nic`` set since settles it, applied to
-    the NICs discovery recorded; until then the node is refused with the flag's line."""
-    rule = target.rule if target is not None else None
-    if rule is None or rule.kind == "onboard" or str(rule) == flag.get("rule"):
-        return None, str(flag.get("message") or "provisioning NIC ambiguous")
-    recorded = [nic_mod.from_record(r) for r in (node.hardware or {}).get("nics") or []]
-    choice = nic_mod.decide(recorded, rule)
-    if choice.nic is None:
-        ids = ", ".join(n.id for n in recorded) or "none"
-        return None, f"provisioning_nic {rule} matches none of the NICs discovery recorded ({ids})"
-    return choice.nic.mac, None
 
 
 def settle_nic_flag(
