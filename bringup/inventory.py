@@ -96,6 +96,11 @@ class InventoryHost(BaseModel):
     bmc_allow_http: bool = Field(
         False, description="Allow a plain-HTTP (http://) BMC address: the password crosses in cleartext."
     )
+    bmc_system: Annotated[str, BeforeValidator(_text)] | None = Field(
+        None,
+        description="Which of the BMC's systems this host is (a Systems member id, such as FCH2219V1K4), "
+        "for a BMC that manages several; default: its only one.",
+    )
     bmc_require_prechecks: bool = Field(
         False, description="Refuse a BMC change when the vendor's pre-change checks cannot run."
     )
@@ -295,10 +300,10 @@ def build_host(
 
 def duplicates(hosts: list[InventoryHost], path: str) -> list[Problem]:
     problems = []
-    seen_bmc: dict[str, str] = {}
+    seen_bmc: dict[tuple[str, str | None], str] = {}
     seen_unit: dict[int, str] = {}
     for h in hosts:
-        key = _bmc_key(h.bmc_address)
+        key = (_bmc_key(h.bmc_address), h.bmc_system)  # one BMC may manage several systems
         if key in seen_bmc:
             problems.append(
                 Problem(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bringup.redfish.client import RedfishClient
-from bringup.redfish.errors import UnexpectedResponse
+from bringup.redfish.errors import InventoryProblem, UnexpectedResponse
 from bringup.redfish.messages import link
 from bringup.redfish.vendors import vendor_for
 from bringup.redfish.vendors.base import Vendor
@@ -33,12 +33,27 @@ class BmcContext:
         return self.client.endpoint.url
 
 
-def locate(client: RedfishClient) -> BmcContext:
-    """Read the first ComputerSystem and its Manager, and settle the vendor.
+def pick_system(members: list[str], wanted: str | None, where: str) -> str:
+    """The Systems member a host is: the one whose id is ``wanted`` (the inventory's
+    ``bmc_system``), else the only one. A BMC with several systems and none named is an
+    inventory problem: taking the first would make every host of it the same node."""
+    ids = {m.rstrip("/").rsplit("/", 1)[-1]: m for m in members}
+    if wanted is not None:
+        if wanted not in ids:
+            raise InventoryProblem(
+                f"{where}: bmc_system {wanted!r} is not among the BMC's systems ({', '.join(ids)})"
+            )
+        return ids[wanted]
+    if len(members) > 1:
+        raise InventoryProblem(
+            f"{where}: the BMC manages {len(members)} systems ({', '.join(ids)}); set bmc_system for this "
+            "host to the one it is"
+        )
+    return members[0]
 
-    A BMC manages one server in the racks this tool knows; a chassis manager with several
-    systems would need a system selector, which the inventory does not have yet.
-    """
+
+def locate(client: RedfishClient) -> BmcContext:
+    """Read the host's ComputerSystem (``pick_system``) and its Manager, and settle the vendor."""
     root = client.root
     systems = link(root, "Systems")
     if not systems:
@@ -48,7 +63,9 @@ def locate(client: RedfishClient) -> BmcContext:
         raise UnexpectedResponse(
             f"{client.endpoint.url}: the Systems collection is empty (BMC still starting, or not a server BMC)"
         )
-    system_path = members[0].rstrip("/")  # iLO writes ids with a trailing slash
+    ep = client.endpoint
+    picked = pick_system(members, ep.system, f"host {ep.name} ({ep.url})")
+    system_path = picked.rstrip("/")  # iLO writes ids with a trailing slash
     system = client.get(system_path)
     manager_path = link(system, "Links", "ManagedBy")
     if manager_path is None and (managers := link(root, "Managers")):
@@ -56,7 +73,6 @@ def locate(client: RedfishClient) -> BmcContext:
         manager_path = found[0] if found else None
     manager = client.get_optional(manager_path)
     detected = detect_vendor(root, manager)
-    ep = client.endpoint
     if ep.vendor_forced and ep.vendor:
         name, source = ep.vendor, "inventory"
     else:

@@ -83,6 +83,7 @@ class BmcEndpoint:
     vendor: str | None = None
     vendor_forced: bool = False
     require_prechecks: bool = False  # a vendor pre-change check that cannot run refuses the change
+    system: str | None = None  # inventory bmc_system: which of the BMC's systems this node is
 
     def __post_init__(self) -> None:
         if self.vendor is not None and self.vendor not in VENDORS:

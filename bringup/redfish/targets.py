@@ -69,6 +69,7 @@ def targets_for(rack: Rack, hosts: list[InventoryHost], *, allow_http: bool = Fa
                 vendor=host.bmc_vendor,
                 vendor_forced=host.vars.get("bmc_vendor_force") in TRUE,
                 require_prechecks=host.bmc_require_prechecks,
+                system=host.bmc_system,
             )
         except (CredentialError, ValueError) as exc:
             problem = str(exc)
