@@ -191,6 +191,8 @@ def _render_discovery(result: RackResult) -> None:
             if log_ is None
             else f"{sum(e['severity'] == 'Critical' for e in log_)}/{sum(e['severity'] == 'Warning' for e in log_)}"
         )
+        if log_ is not None and (unread := r.get("event_log_unread")):
+            sel += f" ({unread['count']} unread)"  # not known to be clean: see hardware.event_log_unread
         macs = _nic_cell(r)
         result_text = (
             r["result"] if r["error"] is None else f"[red]{r['error']['kind']}[/red]: {r['error']['message']}"

@@ -278,6 +278,7 @@ def _discovery_row(
         "macs": d.macs if d else [],
         "provisioning_nic": hw.get("provisioning_nic"),
         "event_log": hw.get("event_log"),
+        "event_log_unread": hw.get("event_log_unread"),
         "warnings": d.warnings if d else [],
         "seconds": round(o.seconds, 2),
         "hardware": hw or None,
