@@ -21,6 +21,7 @@ from bringup.redfish.context import BmcContext, locate
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import NotSupported, UnexpectedResponse, Unreachable
 from bringup.redfish.messages import link, links
+from bringup.redfish.nic_placement import pcie_device_placement
 
 T = TypeVar("T")
 
@@ -153,7 +154,39 @@ def read_nics(
         # No standard source says where a port sits (HPE's agent-filled EthernetInterfaces):
         # the vendor's OEM view may (iLO's BaseNetworkAdapters: "OCP 3.0 Slot 10").
         found += ctx.vendor.oem_nics(ctx)
-    return nic_mod.merge(found), ib, fc, notes
+    merged = nic_mod.merge(found)
+    if merged and all(n.location is None for n in merged):
+        _place_from_pcie(ctx, chassis, merged)
+    return merged, ib, fc, notes
+
+
+def _place_from_pcie(ctx: BmcContext, chassis: dict[str, Any] | None, nics: list[nic_mod.Nic]) -> None:
+    """Placement's last resort, read only when nothing else placed any port: the PCIe devices
+    whose functions link the EthernetInterfaces (``PCIeFunction.Links.EthernetInterfaces``).
+    Only placed devices' functions are fetched."""
+    client, by_id = ctx.client, {n.id: n for n in nics if n.source == "EthernetInterfaces"}
+    try:
+        if collection := link(chassis, "PCIeDevices"):
+            devices = client.members(collection)
+        else:
+            devices = [d for d in map(client.get_optional, links(ctx.system, "PCIeDevices")) if d]
+        for device in devices:
+            loc, slot, _ = pcie_device_placement(device)
+            functions = link(device, "PCIeFunctions")
+            if loc is None or not functions:
+                continue
+            for fn in client.members(functions):
+                refs = links(fn, "Links", "EthernetInterfaces")
+                number = fn.get("FunctionId")
+                for ref in refs:
+                    nic = by_id.get(ref.rstrip("/").rsplit("/", 1)[-1])
+                    if nic is not None and nic.location is None:
+                        nic.location, nic.slot = loc, slot
+                        # One port per function (multi-port NICs): function 0 is port 1.
+                        if nic.port is None and len(refs) == 1 and isinstance(number, int):
+                            nic.port = number + 1
+    except NotSupported:
+        return  # no PCIe inventory: placement stays unknown
 
 
 def read_firmware(ctx: BmcContext) -> list[dict[str, Any]]:

@@ -135,3 +135,15 @@ def oem_location_strings(doc: dict[str, Any]) -> list[str]:
                 if isinstance(vendor.get(key), str):
                     out.append(vendor[key])
     return out
+
+
+def pcie_device_placement(device: dict[str, Any]) -> Placement:
+    """Where a ``PCIeDevice`` sits: its ``Slot.Location`` (DMTF PCIeDevice 1.9+) or its own
+    ``Location``, an OCP 3.0 ``Slot.SlotType``, else its id and name (Cisco ``PCIeDevices/L``
+    "Intel X550 LOM", ``MLOM``). The port is the function's, not the device's: None here."""
+    slot = device.get("Slot") if isinstance(device.get("Slot"), dict) else {}
+    texts = (str(device.get("Id") or ""), device.get("Name"), *oem_location_strings(device))
+    loc, num, _ = place(*texts, location=[slot.get("Location"), device.get("Location")])
+    if loc is None and str(slot.get("SlotType") or "").startswith("OCP3"):
+        loc = "slot"
+    return loc, num, None

@@ -113,6 +113,32 @@ def test_s3260_node_with_only_its_sioc_vic_is_flagged_not_given_sioc1_0():
     )
 
 
+def test_placement_from_pcie_devices_when_nothing_else_says():
+    fake = FakeBmc.from_fixture("generic-pcie-nics", password=PASSWORD)
+    with serving(fake):
+        ep = BmcEndpoint("node01", fake.url, "root", PASSWORD, None, False)
+        d = discover_endpoint(ep, TransportOptions(retries=0))
+    assert placed(d) == {
+        "1": ("slot", 2, 1),
+        "2": ("slot", 2, 2),
+        "3": ("embedded", None, 1),
+        "4": ("embedded", None, 2),
+    }
+    assert (d.hardware["provisioning_nic"]["id"], d.macs[0]) == ("3", "3c:ec:ef:9a:22:10")
+    # Only placed devices' functions are read, and only because nothing else placed a port.
+    assert fake.calls("GET", "/PCIeDevices/2/PCIeFunctions")
+
+
+def test_pcie_devices_are_not_read_when_a_port_is_placed():
+    fake = FakeBmc.from_fixture("generic-pcie-nics", password=PASSWORD)
+    embedded = {"PartLocation": {"LocationType": "Embedded"}}
+    fake.resources["/redfish/v1/Systems/1/EthernetInterfaces/3"]["Location"] = embedded
+    with serving(fake):
+        ep = BmcEndpoint("node01", fake.url, "root", PASSWORD, None, False)
+        discover_endpoint(ep, TransportOptions(retries=0))
+    assert not fake.calls("GET", "PCIeDevices")
+
+
 # -- defect 3: Fibre Channel functions counted as Ethernet --------------------------------------
 
 
