@@ -139,6 +139,16 @@ def test_pcie_devices_are_not_read_when_a_port_is_placed():
     assert not fake.calls("GET", "PCIeDevices")
 
 
+def test_a_broken_pcie_inventory_keeps_the_nics():
+    fake = FakeBmc.from_fixture("generic-pcie-nics", password=PASSWORD)
+    fake.queued["/redfish/v1/Chassis/1/PCIeDevices"] = [500] * 8
+    with serving(fake):
+        ep = BmcEndpoint("node01", fake.url, "root", PASSWORD, None, False)
+        d = discover_endpoint(ep, TransportOptions(retries=0))
+    assert len(d.macs) == 4 and "nics" not in d.hardware["unavailable"]
+    assert d.hardware["provisioning_nic_flag"]["kind"] == "ambiguous"  # placement unknown: no guess
+
+
 # -- defect 3: Fibre Channel functions counted as Ethernet --------------------------------------
 
 
