@@ -62,6 +62,8 @@ def _from_part_location(location: Any) -> Placement | None:
         label = part.get("ServiceLabel") if isinstance(part.get("ServiceLabel"), str) else ""
         if kind == "embedded" or _EMBEDDED_WORDS.search(label):
             return "embedded", None, None
+        if kind == "integrated":  # not in DMTF's enum, but some services say it
+            return "integrated", None, None
         if _MODULE_WORDS.search(label):
             return "mezzanine", None, None
         if kind == "slot" or _SLOT_WORDS.search(label):

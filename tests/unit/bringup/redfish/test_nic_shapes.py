@@ -242,6 +242,7 @@ def test_function_kind(fn, kind):
         ),
         (["x"], {"PartLocation": {"LocationType": "Embedded"}}, ("embedded", None, None)),
         (["x"], {"PhysicalContext": "SystemBoard"}, ("embedded", None, None)),
+        (["x"], {"PartLocation": {"LocationType": "Integrated"}}, ("integrated", None, None)),
         (["L.2"], {"PartLocation": {"LocationType": "Embedded"}}, ("embedded", None, 2)),
         (["NIC.Slot.5-2-1"], {"PartLocation": {"LocationType": "Embedded"}}, ("slot", 5, 2)),  # the FQDD wins
         (["1", "vmnic0"], None, (None, None, None)),
