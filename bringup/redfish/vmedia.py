@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from bringup.redfish.boot import BootResult, set_boot_once
+from bringup.redfish.boot import BootResult, run_prechecks, set_boot_once
 from bringup.redfish.context import BmcContext
 from bringup.redfish.errors import ActionFailed, NotSupported
 from bringup.redfish.messages import link
@@ -86,7 +86,7 @@ def eject(ctx: BmcContext) -> MediaState:
 
 def insert(ctx: BmcContext, url: str) -> MediaState:
     """Insert ``url`` (read-only); a different image already inserted is ejected first."""
-    ctx.vendor.before_change(ctx, config=False)
+    run_prechecks(ctx, config=False)  # refuses here when the host requires them and one cannot run
     path, doc = find_cd(ctx)
     if doc.get("Inserted") is True and image_matches(doc, url):
         return state_of(path, doc)

@@ -16,11 +16,12 @@ import yaml
 
 from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
+from bringup.redfish import vmedia
 from bringup.redfish.boot import set_boot_once
 from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import locate
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
-from bringup.redfish.errors import PendingJob
+from bringup.redfish.errors import PendingJob, Refused
 from bringup.redfish.power import PowerOptions
 from bringup.redfish.rack import RackJob, boot_rack
 from tests.doubles.redfish_server import FakeBmc, serving
@@ -127,3 +128,15 @@ def test_a_dell_whose_checks_all_run_skips_none():
     with serving(bmc):
         ctx = locate(connect(bmc))
         assert ctx.vendor.before_change(ctx, config=True) == []
+
+
+def test_bmc_require_prechecks_refuses_virtual_media_before_it_is_inserted():
+    bmc = lc405()
+    with serving(bmc):
+        endpoint = BmcEndpoint("gpu01", bmc.url, "root", PASSWORD, require_prechecks=True)
+        client = RedfishClient(endpoint, TransportOptions(retries=0))
+        client.connect()
+        with pytest.raises(Refused) as info:
+            vmedia.insert(locate(client), "http://10.20.0.1/images/installer.iso")
+    assert "bmc_require_prechecks" in str(info.value)
+    assert not bmc.calls("POST", "InsertMedia") and not bmc.calls("PATCH")  # no media inserted
