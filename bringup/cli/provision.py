@@ -101,6 +101,8 @@ def provision_cmd(
             "interrupted: nodes of the current batch stay in provisioning; run the same command to resume"
         )
         sys.exit(130)
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
     if report.dry_run:
         _emit_plan(report, as_json)
     elif report.stopped:

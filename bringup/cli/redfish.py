@@ -132,7 +132,7 @@ def _job(
 
 def _emit(as_json: bool, result: RackResult, render: Callable[[], None]) -> None:
     for warning in result.warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
     for name in result.enrolled:
         err_console.print(f"{name}: enrolled (it was not in the fleet store yet)", highlight=False)
     if as_json:

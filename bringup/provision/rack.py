@@ -36,7 +36,7 @@ from bringup.provision.orchestrator import (
     rack_vars,
 )
 from bringup.redfish.endpoint import TransportOptions
-from bringup.redfish.targets import targets_for
+from bringup.redfish.targets import plain_http_warnings, targets_for
 from bringup.select import load_valid_rack, pick_hosts, split_nodes
 
 
@@ -58,6 +58,7 @@ class ProvisionReport:
     backend: str
     rows: list[dict[str, Any]]
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # for the whole run (plain-HTTP BMCs)
     stopped: str | None = None  # why nothing was touched, when problems stopped the run
     run_id: int | None = None
     dry_run: bool = False
@@ -121,7 +122,7 @@ def provision_rack(
     problems = planned.problems + var_problems
     name = backend_name(vars_)
     work = [p.target for p in plans if p.action in (PROVISION, RESUME) and p.target is not None]
-    report = ProvisionReport(rack.name, name, [], problems, dry_run=req.dry_run)
+    report = ProvisionReport(rack.name, name, [], problems, plain_http_warnings(targets), dry_run=req.dry_run)
 
     if req.dry_run:
         backend = make_backend(name, rack.name, vars_, req.inventory_dir, req.transport)

@@ -29,7 +29,7 @@ from bringup.redfish.endpoint import PLAIN_HTTP_NOTE, TransportOptions, transpor
 from bringup.redfish.errors import InventoryProblem, Refused
 from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome, Task, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
-from bringup.redfish.targets import Target, targets_for
+from bringup.redfish.targets import Target, plain_http_warnings, targets_for
 from bringup.select import gate_hosts, load_valid_rack, pick_hosts, split_nodes
 
 # watch(label, total) -> a context manager yielding a callback called once per finished node.
@@ -82,17 +82,6 @@ def run_tls_details(options: TransportOptions, targets: list[Target]) -> dict[st
     if plain and len(plain) == len(targets):
         return {"tls": PLAIN_HTTP_NOTE, "insecure": True, "plain_http": plain}
     return {**tls_details(options), **({"plain_http": plain} if plain else {})}
-
-
-def plain_http_warnings(targets: list[Target]) -> list[str]:
-    """The warning every run over plain-HTTP BMCs prints (those were allowed, else refused)."""
-    plain = [t.name for t in targets if t.endpoint is not None and t.endpoint.plain_http]
-    if not plain:
-        return []
-    return [
-        f"plain HTTP (no TLS) to the BMC of {', '.join(plain)}: the BMC password crosses the network in "
-        "cleartext (allowed by bmc_allow_http or --allow-http)"
-    ]
 
 
 def _targets(job: RackJob) -> tuple[str, list[Target], list[str]]:

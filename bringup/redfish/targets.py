@@ -77,3 +77,14 @@ def targets_for(rack: Rack, hosts: list[InventoryHost], *, allow_http: bool = Fa
             endpoint, problem = None, plain_http_problem(host.name, endpoint.url)
         targets.append(Target(host, endpoint, problem, rule, mode))
     return targets
+
+
+def plain_http_warnings(targets: list[Target]) -> list[str]:
+    """The warning every run over plain-HTTP BMCs prints (those were allowed, else refused)."""
+    plain = [t.name for t in targets if t.endpoint is not None and t.endpoint.plain_http]
+    if not plain:
+        return []
+    return [
+        f"plain HTTP (no TLS) to the BMC of {', '.join(plain)}: the BMC password crosses the network in "
+        "cleartext (allowed by bmc_allow_http or --allow-http)"
+    ]

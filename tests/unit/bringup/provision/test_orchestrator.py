@@ -465,3 +465,16 @@ def test_a_discovered_onboard_nic_is_provisioned_without_a_flag(env):
     assert "provisioning_nic_flag" not in hw
     sel = selection(inv, store, only=["gpu001"])
     assert sel.problems == [] and sel.plans[0].target.provisioning_mac == "70:0f:6a:d2:3b:14"  # L.1
+
+
+def test_cli_warns_about_plain_http_bmcs(env, monkeypatch):
+    tmp_path, inv, store = env
+    discover(store)
+    backend = FakeBackend(
+        problems=["the boot server cannot listen on 10.20.0.1:8080: Address already in use"]
+    )
+    monkeypatch.setattr(provision_library, "make_backend", lambda *a, **k: backend)
+    result = bringup(tmp_path, inv)
+    warning = [line for line in result.output.splitlines() if line.startswith("warning: plain HTTP")]
+    assert len(warning) == 1 and "cleartext" in warning[0], result.output
+    assert all(name in warning[0] for name in NODES)
