@@ -395,9 +395,13 @@ def bmc_jobs_cmd(
                 continue
             pending = [j for j in r["jobs"] if is_pending(j)]
             ready = r["readiness"]
+            if ready["ready"] is None:
+                state = f"not read: {ready['not_read']}"
+            else:
+                state = f"{'yes' if ready['ready'] else 'NO'} (LC {ready['lc_status']}, server {ready['server_status']})"
             out.add_row(
                 r["name"],
-                f"{'yes' if ready['ready'] else 'NO'} (LC {ready['lc_status']}, server {ready['server_status']})",
+                state,
                 "\n".join(f"{j['id']} {j['type'] or j['name']} {j['state']}" for j in pending) or "none",
                 str(len(r["jobs"]) - len(pending)),
             )

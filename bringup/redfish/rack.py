@@ -26,7 +26,7 @@ from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import locate
 from bringup.redfish.discovery import HARDWARE_KEYS, Discovery, discover
 from bringup.redfish.endpoint import PLAIN_HTTP_NOTE, TransportOptions, transport_details
-from bringup.redfish.errors import InventoryProblem, Refused
+from bringup.redfish.errors import InventoryProblem, NotSupported, Refused
 from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome, Task, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
 from bringup.redfish.targets import Target, plain_http_warnings, targets_for
@@ -419,7 +419,10 @@ def bmc_jobs(job: RackJob, *, clear: bool = False) -> RackResult:
         if clear:
             out["cleared"] = bctx.vendor.clear_jobs(bctx)
         out["jobs"] = bctx.vendor.jobs(bctx)
-        out["readiness"] = bctx.vendor.readiness(bctx)
+        try:
+            out["readiness"] = bctx.vendor.readiness(bctx)
+        except NotSupported as exc:  # the queue was read; readiness is shown as not read, not a failure
+            out["readiness"] = {"ready": None, "not_read": exc.message}
         return out
 
     def save(outcome: Outcome[Any]) -> None:

@@ -23,7 +23,7 @@ from bringup.redfish.context import locate
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import PendingJob, Refused
 from bringup.redfish.power import PowerOptions
-from bringup.redfish.rack import RackJob, boot_rack
+from bringup.redfish.rack import RackJob, bmc_jobs, boot_rack
 from tests.doubles.redfish_server import FakeBmc, serving
 from tests.paths import REPO
 
@@ -44,7 +44,8 @@ def connect(bmc: FakeBmc) -> RedfishClient:
     return client
 
 
-def boot_pxe(tmp_path: Path, bmc: FakeBmc, **host_vars) -> tuple[FleetStore, dict]:
+def write_rack(tmp_path: Path, bmc: FakeBmc, **host_vars) -> Path:
+    """Rack r07: one Dell host, gpu01, whose BMC is ``bmc`` (served: its URL is known)."""
     inv = tmp_path / "inventories"
     shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
     write_secret_file(inv / "r07.pass", PASSWORD + "\n")
@@ -61,6 +62,11 @@ def boot_pxe(tmp_path: Path, bmc: FakeBmc, **host_vars) -> tuple[FleetStore, dic
         }
     }
     (inv / "r07.yml").write_text(yaml.safe_dump(doc))
+    return inv
+
+
+def boot_pxe(tmp_path: Path, bmc: FakeBmc, **host_vars) -> tuple[FleetStore, dict]:
+    inv = write_rack(tmp_path, bmc, **host_vars)
     store = FleetStore.open(str(tmp_path / "fleet.db"))
     job = RackJob(store, "r07", inv, transport=TransportOptions(retries=0))
     result = boot_rack(job, "pxe", PowerOptions(poll=0.05))
@@ -140,3 +146,15 @@ def test_bmc_require_prechecks_refuses_virtual_media_before_it_is_inserted():
             vmedia.insert(locate(client), "http://10.20.0.1/images/installer.iso")
     assert "bmc_require_prechecks" in str(info.value)
     assert not bmc.calls("POST", "InsertMedia") and not bmc.calls("PATCH")  # no media inserted
+
+
+def test_bmc_jobs_shows_the_queue_and_readiness_as_not_read_when_the_lc_call_fails(tmp_path):
+    bmc = lc405()
+    with serving(bmc):
+        inv = write_rack(tmp_path, bmc)
+        store = FleetStore.open(str(tmp_path / "fleet.db"))
+        (row,) = bmc_jobs(RackJob(store, "r07", inv, transport=TransportOptions(retries=0))).rows
+        store.close()
+    assert row["ok"], row
+    assert [j["id"] for j in row["jobs"]] == ["JID_741285093317"]
+    assert row["readiness"]["ready"] is None and "HTTP 405" in row["readiness"]["not_read"]
