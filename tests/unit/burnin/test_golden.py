@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from bringup.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import CheckResult, utcnow
 from bringup.fleet.store import FleetStore
@@ -20,6 +18,7 @@ from burnin.cli import main
 from burnin.golden import GoldenRules, judge, parse_age, plan_move
 from burnin.stages import STAGE_ORDER
 from tests.fleet import walk_to
+from tests.inventories import write_rack
 from tests.profiles import minimal
 
 REPO = Path(__file__).resolve().parents[3]
@@ -193,26 +192,19 @@ class FleetRack:
     """An inventory of four nodes and a fleet store in tmp_path; helpers that save burn-in results."""
 
     def __init__(self, tmp_path: Path, rack_vars: dict | None = None):
-        self.dir = tmp_path / "inventories"
-        shutil.copytree(REPO / "inventories" / "profiles", self.dir / "profiles")
-        write_secret_file(self.dir / "bmc.pass", "secret\n")
         hosts = {
             n: {"bmc_address": f"10.9.1.{i}", "rack_unit": i, "ansible_host": f"10.9.0.{i}"}
             for i, n in enumerate(NODES, start=1)
         }
-        doc = {
-            "all": {
-                "vars": {
-                    "profile": "h100-sxm-8x400g",
-                    "bmc_vendor": "generic",
-                    "bmc_username": "root",
-                    "bmc_password": "file:bmc.pass",
-                    **(rack_vars or {}),
-                },
-                "children": {RACK: {"hosts": hosts}},
-            }
-        }
-        (self.dir / f"{RACK}.yml").write_text(yaml.safe_dump(doc))
+        self.dir = write_rack(
+            tmp_path / "inventories",
+            RACK,
+            hosts,
+            password="secret",
+            password_file="bmc.pass",
+            bmc_vendor="generic",
+            **(rack_vars or {}),
+        )
         self.db = tmp_path / "fleet.db"
         self.store = FleetStore(f"sqlite:///{self.db}")
         for i, name in enumerate(NODES, start=1):

@@ -3,38 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import yaml
 from click.testing import CliRunner
 
 from bringup.cli.main import main
-from bringup.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from tests.fleet import walk_to
-from tests.paths import REPO
+from tests.inventories import write_rack
 
 
 def make_rack(tmp_path: Path) -> tuple[Path, Path]:
-    inv = tmp_path / "inventories"
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
-    write_secret_file(inv / "r09.pass", "pw\n")
     hosts = {f"gpu{i}": {"bmc_address": f"10.0.0.{i}", "rack_unit": i} for i in (1, 2, 3)}
-    doc = {
-        "all": {
-            "vars": {
-                "profile": "h100-sxm-8x400g",
-                "bmc_vendor": "dell",
-                "bmc_username": "root",
-                "bmc_password": "file:r09.pass",
-            },
-            "children": {"r09": {"hosts": hosts}},
-        }
-    }
-    (inv / "r09.yml").write_text(yaml.safe_dump(doc))
-    return inv, tmp_path / "fleet.db"
+    return write_rack(tmp_path / "inventories", "r09", hosts), tmp_path / "fleet.db"
 
 
 def run(inv: Path, db: Path, *args: str):

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from bringup.cli.main import main
@@ -18,7 +16,7 @@ from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from tests.doubles.redfish_server import FakeBmc, FakeBmcServer, self_signed_tls, serving
 from tests.fleet import walk_to
-from tests.paths import REPO
+from tests.inventories import write_rack
 
 PASSWORD = "Zq-rack-r07-pw"
 WRONG = "Zq-not-the-pw"
@@ -36,28 +34,21 @@ class Rack:
     def __init__(
         self, tmp_path: Path, hosts: dict[str, FakeBmc | str], host_vars: dict[str, dict] | None = None
     ):
-        self.dir = tmp_path / "inventories"
-        shutil.copytree(REPO / "inventories" / "profiles", self.dir / "profiles")
-        write_secret_file(self.dir / "r07.pass", PASSWORD + "\n")
-        write_secret_file(self.dir / "wrong.pass", WRONG + "\n")
         self.db = tmp_path / "fleet.db"
         entries = {}
         for unit, (name, target) in enumerate(hosts.items(), start=1):
             address = target.url if isinstance(target, FakeBmc) else target
             entries[name] = {"bmc_address": address, "rack_unit": unit, **(host_vars or {}).get(name, {})}
-        doc = {
-            "all": {
-                "vars": {
-                    "profile": "h100-sxm-8x400g",
-                    "bmc_vendor": "generic",
-                    "bmc_username": "root",
-                    "bmc_password": "file:r07.pass",
-                    "bmc_allow_http": True,  # the fake BMCs serve plain HTTP
-                },
-                "children": {"r07": {"hosts": entries}},
-            }
-        }
-        (self.dir / "r07.yml").write_text(yaml.safe_dump(doc))
+        # bmc_allow_http: the fake BMCs serve plain HTTP
+        self.dir = write_rack(
+            tmp_path / "inventories",
+            "r07",
+            entries,
+            password=PASSWORD,
+            bmc_vendor="generic",
+            bmc_allow_http=True,
+        )
+        write_secret_file(self.dir / "wrong.pass", WRONG + "\n")
 
     def run(self, *args: str):
         result = CliRunner(env={"COLUMNS": "250"}).invoke(

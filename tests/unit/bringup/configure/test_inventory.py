@@ -3,51 +3,32 @@ load_rack, like the real command), the fleet store's addresses and the hardware 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-import yaml
 
 from bringup.configure.inventory import build_inventory, group_name, host_vars, profile_vars
-from bringup.credentials import write_secret_file
 from bringup.inventory import load_rack
-from tests.paths import REPO
+from tests.inventories import write_rack
 from tests.profiles import minimal
 
 
 @pytest.fixture
 def rack(tmp_path):
-    inv = tmp_path / "inventories"
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
-    write_secret_file(inv / "r07.pass", "pw\n")
-    doc = {
-        "all": {
-            "vars": {
-                "profile": "h100-sxm-8x400g",
-                "bmc_vendor": "dell",
-                "bmc_username": "root",
-                "bmc_password": "file:r07.pass",
-                "ansible_user": "root",
-                "ansible_ssh_private_key_file": "{{ inventory_dir }}/keys/id_ed25519",
-                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no",
-                "base_apt_repositories": [
-                    {"name": "site", "uris": "https://mirror.example/x", "suites": "./"}
-                ],
-                "some_api_token": "env:TOKEN",
-                # A site value for a profile-driven variable: the profile wins.
-                "nvidia_driver_version": "999.1",
-            },
-            "children": {
-                "r07": {
-                    "hosts": {
-                        "gpu001": {"bmc_address": "10.0.0.11", "rack_unit": 1, "ansible_host": "10.1.0.11"},
-                        "gpu002": {"bmc_address": "10.0.0.12", "rack_unit": 2},
-                    }
-                }
-            },
-        }
+    hosts = {
+        "gpu001": {"bmc_address": "10.0.0.11", "rack_unit": 1, "ansible_host": "10.1.0.11"},
+        "gpu002": {"bmc_address": "10.0.0.12", "rack_unit": 2},
     }
-    (inv / "r07.yml").write_text(yaml.safe_dump(doc))
+    inv = write_rack(
+        tmp_path / "inventories",
+        "r07",
+        hosts,
+        ansible_user="root",
+        ansible_ssh_private_key_file="{{ inventory_dir }}/keys/id_ed25519",
+        ansible_ssh_common_args="-o StrictHostKeyChecking=no",
+        base_apt_repositories=[{"name": "site", "uris": "https://mirror.example/x", "suites": "./"}],
+        some_api_token="env:TOKEN",
+        # A site value for a profile-driven variable: the profile wins.
+        nvidia_driver_version="999.1",
+    )
     loaded, problems = load_rack("r07", inv)
     assert loaded is not None, problems
     return loaded

@@ -8,13 +8,10 @@ advertised DellLCService.GetRemoteServicesAPIStatus. Real HTTP, a real inventory
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
 from bringup.redfish.boot import set_boot_once
@@ -25,7 +22,7 @@ from bringup.redfish.errors import PendingJob, Refused
 from bringup.redfish.power import PowerOptions
 from bringup.redfish.rack import RackJob, bmc_jobs, boot_rack
 from tests.doubles.redfish_server import FakeBmc, serving
-from tests.paths import REPO
+from tests.inventories import write_rack
 
 PASSWORD = "Zq-dell-precheck-pw"
 M = "/redfish/v1/Managers/iDRAC.Embedded.1"
@@ -44,29 +41,14 @@ def connect(bmc: FakeBmc) -> RedfishClient:
     return client
 
 
-def write_rack(tmp_path: Path, bmc: FakeBmc, **host_vars) -> Path:
+def dell_rack(tmp_path: Path, bmc: FakeBmc, **host_vars) -> Path:
     """Rack r07: one Dell host, gpu01, whose BMC is ``bmc`` (served: its URL is known)."""
-    inv = tmp_path / "inventories"
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
-    write_secret_file(inv / "r07.pass", PASSWORD + "\n")
     host = {"bmc_address": bmc.url, "rack_unit": 1, "bmc_allow_http": True, **host_vars}
-    doc = {
-        "all": {
-            "vars": {
-                "profile": "h100-sxm-8x400g",
-                "bmc_vendor": "dell",
-                "bmc_username": "root",
-                "bmc_password": "file:r07.pass",
-            },
-            "children": {"r07": {"hosts": {"gpu01": host}}},
-        }
-    }
-    (inv / "r07.yml").write_text(yaml.safe_dump(doc))
-    return inv
+    return write_rack(tmp_path / "inventories", "r07", {"gpu01": host}, password=PASSWORD)
 
 
 def boot_pxe(tmp_path: Path, bmc: FakeBmc, **host_vars) -> tuple[FleetStore, dict]:
-    inv = write_rack(tmp_path, bmc, **host_vars)
+    inv = dell_rack(tmp_path, bmc, **host_vars)
     store = FleetStore.open(str(tmp_path / "fleet.db"))
     job = RackJob(store, "r07", inv, transport=TransportOptions(retries=0))
     result = boot_rack(job, "pxe", PowerOptions(poll=0.05))
@@ -151,7 +133,7 @@ def test_bmc_require_prechecks_refuses_virtual_media_before_it_is_inserted():
 def test_bmc_jobs_shows_the_queue_and_readiness_as_not_read_when_the_lc_call_fails(tmp_path):
     bmc = lc405()
     with serving(bmc):
-        inv = write_rack(tmp_path, bmc)
+        inv = dell_rack(tmp_path, bmc)
         store = FleetStore.open(str(tmp_path / "fleet.db"))
         (row,) = bmc_jobs(RackJob(store, "r07", inv, transport=TransportOptions(retries=0))).rows
         store.close()

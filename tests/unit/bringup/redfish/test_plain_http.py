@@ -6,41 +6,23 @@ fleet store.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import yaml
 from click.testing import CliRunner
 
 from bringup.cli.main import main
-from bringup.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from bringup.inventory import load_rack
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.rack import RackJob, discover_rack
 from tests.doubles.redfish_server import FakeBmc, serving
-from tests.paths import REPO
+from tests.inventories import write_rack
 
 PASSWORD = "Zq-plain-http-pw"
 
 
 def inventory(tmp_path: Path, hosts: dict[str, dict]) -> Path:
-    inv = tmp_path / "inventories"
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
-    write_secret_file(inv / "r07.pass", PASSWORD + "\n")
-    doc = {
-        "all": {
-            "vars": {
-                "profile": "h100-sxm-8x400g",
-                "bmc_vendor": "generic",
-                "bmc_username": "root",
-                "bmc_password": "file:r07.pass",
-            },
-            "children": {"r07": {"hosts": hosts}},
-        }
-    }
-    (inv / "r07.yml").write_text(yaml.safe_dump(doc))
-    return inv
+    return write_rack(tmp_path / "inventories", "r07", hosts, password=PASSWORD, bmc_vendor="generic")
 
 
 def discover(tmp_path: Path, inv: Path, **transport) -> tuple[FleetStore, object]:
