@@ -45,6 +45,13 @@ def _query(output: CommandOutput) -> SmiQuery:
     q = _parse_query_cached(output.stdout)
     if not q.gpus and not q.attached_gpus:
         raise ParseError("nvidia-smi -q listed no GPU block")
+    # nvidia-smi prints one block per GPU it counts in "Attached GPUs" (a GPU off the bus is in
+    # neither), so blocks that disagree with the count mean output cut short (5 of 8 blocks,
+    # still ending with a newline) or more than one output run together: nothing to judge.
+    if q.attached_gpus is None:
+        raise ParseError("no 'Attached GPUs' line: not a whole nvidia-smi -q output")
+    if q.problems:
+        raise ParseError(f"{'; '.join(q.problems)}: the output was cut short or is not one nvidia-smi -q")
     return q
 
 

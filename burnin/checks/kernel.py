@@ -23,6 +23,7 @@ from burnin.parsers.kernel_log import (
     SxidEvent,
     XidEvent,
     parse_kernel_log,
+    require_kernel_log,
 )
 from burnin.parsers.xid_catalog import XID_CATALOG
 from burnin.result import Action, Finding, Result, Severity, critical, info, warning
@@ -113,6 +114,11 @@ class KernelLog(Check):
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         allow = [re.compile(p) for p in (*BUILTIN_ALLOWLIST, *profile.host.kernel_log_allowlist)]
+        # Text that is not a kernel log is not a clean log (issue 13). An empty output never
+        # gets here (judge: "printed nothing", UNKNOWN), and that is right: dmesg on a healthy
+        # node always prints its boot lines, so nothing means a cleared ring buffer
+        # (dmesg -C) or a dmesg that could not read it, and a log nobody can see is not clean.
+        require_kernel_log(output.stdout)
         events = parse_kernel_log(output.stdout)
         # One finding per (what, where): a GPU that logged Xid 94 nine times is one finding, "x9".
         grouped: dict[tuple, tuple[Finding, int]] = {}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from burnin.parsers._common import normalize_bdf, parser, split_lines
+from burnin.parsers.errors import ParseError
 from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "XidEvent",
     "XidInfo",
     "parse_kernel_log",
+    "require_kernel_log",
 ]
 
 
@@ -274,6 +276,36 @@ def _entries(text: str) -> list[_Entry]:
         if entry.message:
             entries.append(entry)
     return entries
+
+
+def require_kernel_log(text: str) -> int:
+    """The number of kernel-log lines in ``text``; a ParseError when it is not a kernel log.
+
+    A kernel-log line is one that carries a prefix of the forms above: a ``[  1.234567]``,
+    ``dmesg -T``/``-H`` or ISO timestamp, a ``<4>`` level, ``kern  :warn  :``, ``kernel:``, or a
+    syslog/journald stamp and tag. The check runs ``dmesg --time-format iso``, where every record
+    has one; ``parse_kernel_log`` also reads bare lines (``dmesg -t``, single pasted lines), so
+    it cannot tell a log from other text. Text with no such line at all (base64, ``hello``,
+    ibstat output), or where they are fewer than half of the lines that are not continuations
+    (another tool's output with a log line pasted in), is not a kernel log. Continuation lines
+    (indented NVRM dumps) and ``#`` annotations are not counted either way.
+    """
+    prefixed = bare = 0
+    for line in split_lines(text):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        _, found = _strip_prefixes(line)
+        if found:
+            prefixed += 1
+        elif not _is_continuation(line):
+            bare += 1
+    if prefixed == 0:
+        raise ParseError("not a kernel log: no kernel-log line (timestamp, level or 'kernel:' prefix)")
+    if prefixed < bare:
+        raise ParseError(
+            f"not a kernel log: {bare} of {prefixed + bare} lines lack a kernel-log line's prefix"
+        )
+    return prefixed
 
 
 # --- classification --------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""Issue 13, "Inputs": each check recognises its own tool's output, so anything else is UNKNOWN.
+
+The defects it reproduced: kernel_log passed any text; the `nvidia-smi -q` checks passed when
+the GPU blocks disagreed with "Attached GPUs" (concatenated or cut output).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from burnin.checks import ALL_CHECKS
+from burnin.checks.base import CommandOutput, judge
+from burnin.result import Verdict
+from tests.profiles import shipped
+from tests.unit.burnin.parsers._samples import load, names
+
+PROFILE = shipped()
+
+
+def _judge(check: str, text: str):
+    return judge(ALL_CHECKS[check], CommandOutput(stdout=text), PROFILE)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IGFuZCBub3QgYSBrZXJuZWwgbG9n\n",
+        "hello world\n",
+        "\x00\x00\x00\x00\n",
+        load("ibstat_h100_ndr_all_active.txt"),
+    ],
+    ids=["base64", "hello", "nul", "ibstat"],
+)
+def test_kernel_log_is_unknown_for_text_without_kernel_log_lines(text):
+    result = _judge("kernel_log", text)
+    assert result.verdict is Verdict.UNKNOWN
+    assert "kernel-log line" in result.reason
+
+
+@pytest.mark.parametrize("name", names("dmesg_"))
+def test_kernel_log_recognises_every_dmesg_sample(name):
+    result = _judge("kernel_log", load(name))
+    assert result.verdict is not Verdict.UNKNOWN, result.reason
+
+
+def test_kernel_log_is_unknown_when_a_few_log_lines_are_pasted_into_other_output():
+    text = load("ibstat_h100_ndr_all_active.txt") + "[    1.234567] Linux version 5.15.0\n"
+    assert _judge("kernel_log", text).verdict is Verdict.UNKNOWN
+
+
+def _smi_q() -> str:
+    return load("nvidia_smi_q_8xh100_535_183.txt")
+
+
+def _gpu_blocks(text: str) -> tuple[str, list[str]]:
+    parts = re.split(r"(?m)^(?=GPU [0-9A-Fa-f]{8}:)", text)
+    return parts[0], parts[1:]
+
+
+def test_smi_q_with_more_blocks_than_attached_gpus_is_never_a_pass():
+    head, blocks = _gpu_blocks(_smi_q())
+    text = head + "".join(blocks * 71)  # 568 blocks against "Attached GPUs : 8"
+    for check in ("gpu_ecc", "gpu_versions", "gpu_memory", "gpu_inventory"):
+        result = _judge(check, text)
+        assert result.verdict is Verdict.UNKNOWN, (check, result.verdict)
+        assert "568 GPU block(s)" in result.reason
+
+
+def test_smi_q_cut_after_five_of_eight_blocks_is_never_a_pass():
+    head, blocks = _gpu_blocks(_smi_q())
+    text = head + "".join(blocks[:5])
+    assert text.endswith("\n")
+    for check in ("gpu_ecc", "gpu_versions", "gpu_memory", "gpu_inventory"):
+        result = _judge(check, text)
+        assert result.verdict is Verdict.UNKNOWN, (check, result.verdict)
+        assert "5 GPU block(s)" in result.reason
