@@ -132,3 +132,32 @@ def normalize_bdf(value: str | None) -> str | None:
 def snake(name: str) -> str:
     """'HW Power Brake Slowdown' -> 'hw_power_brake_slowdown'; 'SEC-DED' -> 'sec_ded'."""
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+
+
+# "Absurd" bounds (issue 13). A figure beyond one of these is not a measurement any tool could
+# print, so the text is not trustworthy tool output: a ParseError, never a figure to judge.
+# Bandwidths: 10x the fastest link that exists, so no real figure comes near the bound.
+MAX_LINK_GBPS = 8000.0  # one NIC port, Gb/s: 10x an 800 Gb/s (XDR) port
+MAX_BUS_GBYTES = 18000.0  # NCCL algbw/busbw, GB/s: 10x NVLink 5's 1800 GB/s per GPU
+
+
+def number(value: Any, what: str, *, minimum: float | None = 0.0, maximum: float | None = None) -> float:
+    """A finite figure from tool output (a JSON number or a numeric string), within bounds.
+
+    Infinity, NaN, '1e999' (which float() reads as infinity), a value under ``minimum`` (by
+    default a negative count, size or bandwidth) or over ``maximum`` is a ParseError naming
+    ``what``. Booleans and anything else that is not a number are ParseErrors too.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ParseError(f"{what}: not a number: {value!r}"[:200])
+    try:
+        result = float(value)
+    except (ValueError, OverflowError) as exc:
+        raise ParseError(f"{what}: not a number: {value!r}"[:200]) from exc
+    if result != result or result in (float("inf"), float("-inf")):
+        raise ParseError(f"{what}: not a finite number: {value!r}"[:200])
+    if minimum is not None and result < minimum:
+        raise ParseError(f"{what}: {value!r} is below {minimum:g}: not a real figure"[:200])
+    if maximum is not None and result > maximum:
+        raise ParseError(f"{what}: {value!r} is above {maximum:g}: not a real figure"[:200])
+    return result

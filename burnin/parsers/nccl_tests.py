@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from burnin.parsers._common import parser, split_lines
+from burnin.parsers._common import MAX_BUS_GBYTES, number, parser, split_lines
 from burnin.parsers.errors import ParseError
 
 
@@ -207,16 +207,20 @@ def _table_header(body: str) -> _Columns | None:
     return _Columns(per_side=8 if "i_min" in words else 4, wrong_is_count="#wrong" in words)
 
 
-def _num(token: str) -> float | None:
+def _num(token: str, what: str = "nccl-tests figure", maximum: float | None = None) -> float | None:
+    """None for a token that is no number (the line is not a result row); a number that is
+    not finite, negative or absurd (over ``maximum``) is a ParseError."""
     try:
-        value = float(token)
+        float(token)
     except ValueError:
         return None
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
+    return number(token, what, maximum=maximum)
 
 
 def _side(tokens: list[str], cols: _Columns) -> NcclSide | None:
-    time_us, algbw, busbw = (_num(t) for t in tokens[:3])
+    time_us = _num(tokens[0], "nccl-tests time")
+    algbw = _num(tokens[1], "nccl-tests algbw", MAX_BUS_GBYTES)
+    busbw = _num(tokens[2], "nccl-tests busbw", MAX_BUS_GBYTES)
     if time_us is None or algbw is None or busbw is None:
         return None
     last = tokens[3]
@@ -338,7 +342,7 @@ def _parse_text(text: str) -> NcclTestRun:
             seen_marker = True
             continue
         if m := _AVG_RE.match(line):
-            fields["avg_busbw_gbps"] = _num(m.group(1))
+            fields["avg_busbw_gbps"] = _num(m.group(1), "nccl-tests average busbw", MAX_BUS_GBYTES)
             fields["avg_busbw_verdict"] = m.group(2).upper() if m.group(2) else None
             fields["complete"] = True
             seen_marker = True
@@ -422,15 +426,15 @@ _RUN_FIELDS = {
 # --- JSON (-J file.json, format version 2) --------------------------------------------------
 
 
-def _json_num(value: Any) -> float | None:
+def _json_num(value: Any, what: str = "nccl-tests JSON figure", maximum: float | None = None) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    return _num(str(value))
+    return _num(str(value), what, maximum)
 
 
 def _json_int(value: Any) -> int | None:
-    number = _json_num(value)
-    return int(number) if number is not None else None
+    figure = _json_num(value)
+    return int(figure) if figure is not None else None
 
 
 def _json_bool(value: Any) -> bool | None:
@@ -446,7 +450,8 @@ def _json_side(value: Any, validation: bool | None) -> NcclSide | None:
     if not isinstance(value, dict):
         return None
     time_us = _json_num(value.get("time", value.get("cpu_time")))
-    algbw, busbw = _json_num(value.get("alg_bw")), _json_num(value.get("bus_bw"))
+    algbw = _json_num(value.get("alg_bw"), "nccl-tests JSON alg_bw", MAX_BUS_GBYTES)
+    busbw = _json_num(value.get("bus_bw"), "nccl-tests JSON bus_bw", MAX_BUS_GBYTES)
     if time_us is None or algbw is None or busbw is None:
         raise ParseError(f"nccl-tests JSON: a result half lacks time/alg_bw/bus_bw: {value!r}"[:200])
     wrong = _json_int(value.get("nwrong"))
@@ -529,7 +534,9 @@ def _parse_json(text: str) -> NcclTestRun:
         rows=tuple(rows),
         out_of_bounds=_json_int(oob.get("count")) if oob else None,
         out_of_bounds_failed=(_json_bool(oob.get("okay")) is False) if oob else None,
-        avg_busbw_gbps=_json_num(avg.get("bandwidth")) if avg else None,
+        avg_busbw_gbps=_json_num(avg.get("bandwidth"), "nccl-tests JSON bandwidth", MAX_BUS_GBYTES)
+        if avg
+        else None,
         avg_busbw_verdict=None if avg_ok is None else ("OK" if avg_ok else "FAILED"),
         errors=errors,
         complete=avg is not None,

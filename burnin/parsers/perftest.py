@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnin.parsers._common import clean, parser, split_lines, to_int
+from burnin.parsers._common import MAX_LINK_GBPS, clean, number, parser, split_lines, to_int
 from burnin.parsers.errors import ParseError
 
 GBITS = "Gb/sec"
@@ -172,8 +172,11 @@ def _pairs(line: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _row(match: re.Match[str]) -> BwRow:
-    numbers = [float(x) for x in match.group(3).split()]
+def _row(match: re.Match[str], unit: str | None) -> BwRow:
+    # peak and average in the table's unit, then the message rate (Mpps); columns past those ignored
+    tops = (_bw_max(unit), _bw_max(unit), None)
+    figures = match.group(3).split()[:3]
+    numbers = [number(x, "perftest result row", maximum=tops[i]) for i, x in enumerate(figures)]
     numbers += [None] * (3 - len(numbers))  # type: ignore[list-item]
     peak, average, rate = numbers[:3]
     return BwRow(int(match.group(1)), int(match.group(2)), peak, average, rate)
@@ -228,7 +231,7 @@ def parse_perftest(text: str) -> PerftestOutput:
             continue
         if block.in_table:
             if m := _ROW_RE.match(line):
-                block.rows.append(_row(m))
+                block.rows.append(_row(m, block.unit))
             continue
         if not block.rows and block.unit is None and not stripped.startswith("GID:"):
             for key, value in _pairs(line):
@@ -256,17 +259,15 @@ def _loose_json(text: str) -> Any:
     return json.loads("".join(fixed))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+def _bw_max(unit: str | None) -> float:
+    """The absurd bound of a bandwidth in ``unit`` (MAX_LINK_GBPS; Gb/s when the unit is unknown)."""
+    return MAX_LINK_GBPS / _UNIT_TO_GBPS.get(unit or "", 1.0)
+
+
+def _field(item: dict, key: str, maximum: float | None = None) -> float | None:
+    """A number of a --out_json result: None when absent, a ParseError when not a real figure."""
+    value = item.get(key)
+    return None if value is None else number(value, f"perftest --out_json {key}", maximum=maximum)
 
 
 @parser
@@ -297,16 +298,16 @@ def parse_perftest_json(text: str, unit: str = GBITS) -> PerftestReport:
     for item in results:
         if not isinstance(item, dict):
             raise ParseError("perftest --out_json: a 'results' entry is not an object")
-        size, iters = _number(item.get("MsgSize")), _number(item.get("n_iterations"))
+        size, iters = _field(item, "MsgSize"), _field(item, "n_iterations")
         if size is None or iters is None:
             raise ParseError("perftest --out_json: a result without MsgSize or n_iterations")
         rows.append(
             BwRow(
                 int(size),
                 int(iters),
-                _number(item.get("BW_peak")),
-                _number(item.get("BW_average")),
-                _number(item.get("MsgRate")),
+                _field(item, "BW_peak", _bw_max(unit)),
+                _field(item, "BW_average", _bw_max(unit)),
+                _field(item, "MsgRate"),
             )
         )
     settings = {str(k): str(v) for k, v in info.items() if not isinstance(v, (dict, list))}
