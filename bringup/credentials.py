@@ -24,8 +24,13 @@ HOW_TO_REFERENCE = (
     "or an Ansible Vault value (ansible-vault encrypt_string)"
 )
 
-# Keys whose values are secrets wherever they appear in an inventory.
-SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|api_?key)$", re.IGNORECASE)
+# Keys whose values are secrets wherever they appear in an inventory: ending in a password,
+# secret, token or API key word (``*_pw`` too), or holding ``credential``, ``auth`` (not
+# ``author``/``authorized``: ``ssh_authorized_keys`` are public keys) or ``ipmi_...pass``.
+SECRET_KEY = re.compile(
+    r"(pass(word|wd|phrase)?|secret|token|api_?key|(^|_)pw)$|credential|auth(?!or)|^ipmi_.*pass",
+    re.IGNORECASE,
+)
 
 
 class CredentialError(UserError, ValueError):

@@ -39,6 +39,7 @@ from pydantic_core import PydanticCustomError
 from bringup.credentials import SECRET_KEY, CredentialError, CredentialRef, VaultText, file_problem, parse_ref
 from bringup.problems import Problem
 from bringup.profiles import Profile, load_profile
+from bringup.provision_vars import control_character, control_problems, setting_problems
 from bringup.yamlio import YamlError, load_yaml_file
 
 BMC_VENDORS = ("dell", "hpe", "supermicro", "generic")
@@ -174,6 +175,7 @@ def _walk_group(
     scopes: dict[str, list[_Scope]],
     host_vars: dict[str, dict[str, Any]],
     inherited: list[_Scope],
+    defined: dict[str, str],
 ) -> None:
     if body is None:
         return
@@ -202,13 +204,27 @@ def _walk_group(
             problems.append(Problem(path, host, None, "host variables must be a mapping"))
             hvars = {}
         scopes.setdefault(host, []).extend(chain)
+        if hvars:
+            # Listing a host in another group without variables is only membership (Ansible's
+            # way); its variables given twice would be merged silently, one BMC lost.
+            if host in defined:
+                problems.append(
+                    Problem(
+                        path,
+                        host,
+                        None,
+                        f"defined in group {defined[host]} and again in group {name}: "
+                        "give a host's variables in one place (list it elsewhere without variables)",
+                    )
+                )
+            defined.setdefault(host, name)
         host_vars.setdefault(host, {}).update(hvars or {})
     children = body.get("children") or {}
     if not isinstance(children, dict):
         problems.append(Problem(path, None, f"group {name}.children", "must be a mapping of groups"))
         return
     for child, child_body in children.items():
-        _walk_group(str(child), child_body, depth + 1, path, problems, scopes, host_vars, chain)
+        _walk_group(str(child), child_body, depth + 1, path, problems, scopes, host_vars, chain, defined)
 
 
 def merged_host_vars(data: Any, path: str) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
@@ -220,10 +236,11 @@ def merged_host_vars(data: Any, path: str) -> tuple[dict[str, dict[str, Any]], l
         ]
     scopes: dict[str, list[_Scope]] = {}
     host_vars: dict[str, dict[str, Any]] = {}
+    defined: dict[str, str] = {}
     for group, body in data.items():
         # Top-level groups other than 'all' are implicit children of 'all'.
         depth = 0 if group == "all" else 1
-        _walk_group(str(group), body, depth, path, problems, scopes, host_vars, [])
+        _walk_group(str(group), body, depth, path, problems, scopes, host_vars, [], defined)
     merged: dict[str, dict[str, Any]] = {}
     for host in host_vars:
         out: dict[str, Any] = {}
@@ -254,13 +271,32 @@ def _all_var_places(data: Any) -> Iterator[tuple[str | None, str, dict[str, Any]
             stack.extend((str(c), b) for c, b in body["children"].items())
 
 
+def value_problems(data: Any, path: str) -> list[Problem]:
+    """Control characters anywhere, and provisioning settings of the wrong type, each named
+    where it is written (pure): a newline in pxe_domain would write dnsmasq.conf lines."""
+    problems = []
+    for host, where, variables in _all_var_places(data):
+        if host is not None and (ch := control_character(host)) is not None:
+            problems.append(
+                Problem(path, repr(host), None, f"the host name holds a control character ({ch})")
+            )
+        typed = dict(setting_problems(variables))
+        for key, value in variables.items():
+            fld = f"{key} ({where})" if where else str(key)
+            if key in typed:
+                problems.append(Problem(path, host, fld, typed[key]))
+            elif not (SECRET_KEY.search(str(key)) and isinstance(value, str)):  # reported as a secret
+                problems += [Problem(path, host, fld, why) for why in control_problems(str(key), value)]
+    return problems
+
+
 def plaintext_secrets(data: Any, path: str) -> list[Problem]:
     """Every secret-named variable whose value is not a reference (pure)."""
     problems = []
     for host, where, variables in _all_var_places(data):
         for key, value in variables.items():
-            if not SECRET_KEY.search(str(key)) or isinstance(value, VaultText):
-                continue
+            if not SECRET_KEY.search(str(key)) or isinstance(value, (VaultText, bool)):
+                continue  # a flag (bmc_basic_auth: true) is no secret
             try:
                 parse_ref(value)
             except CredentialError as exc:
@@ -381,6 +417,7 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
         return None, [Problem(spath, None, None, str(exc))]
     merged, problems = merged_host_vars(data, spath)
     problems += plaintext_secrets(data, spath)
+    problems += value_problems(data, spath)
     if not merged and not problems:
         problems.append(Problem(spath, None, None, "the inventory has no hosts"))
     rack_name = path.stem

@@ -10,6 +10,7 @@ the same node cannot both succeed from the same starting state.
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, or_, select, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,6 +40,9 @@ class NodeNotFound(StoreError):
     pass
 
 
+log = logging.getLogger(__name__)
+
+
 def default_db_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "bringup" / "fleet.db"
@@ -53,8 +57,23 @@ def resolve_db_url(db: str | None = None) -> str:
     if "://" in value:
         return value
     path = Path(value).expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_sqlite_file(path)
     return f"sqlite:///{path}"
+
+
+def private_sqlite_file(path: Path) -> None:
+    """Create the SQLite file 0600 and each directory on its way that is missing 0700: the
+    store holds the fleet's BMC addresses, serials and history. SQLite gives its -wal and -shm
+    files the database file's mode. What exists already keeps its mode (the operator's
+    choice: a group that reads reports); a database others may read is warned about."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        if os.stat(path).st_mode & 0o007:
+            log.warning("fleet store %s is readable by every user (chmod 600 %s)", path, path)
 
 
 def redact_url(url: str) -> str:
@@ -107,6 +126,9 @@ class FleetStore:
         self.url = url
         try:
             if url.startswith("sqlite"):
+                database = make_url(url).database
+                if database and database != ":memory:" and not database.startswith("file:"):
+                    private_sqlite_file(Path(database).expanduser().resolve())
                 self.engine = create_engine(url, connect_args={"timeout": 30})
                 _configure_sqlite(self.engine)
             else:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.credentials import CredentialError, CredentialRef, parse_ref
+from bringup.provision_vars import setting_problems
 
 DEFAULTS: dict[str, Any] = {
     "maas_distro_series": "jammy",
@@ -53,6 +54,8 @@ def settings_from_vars(rack_vars: Mapping[str, Any], base_dir: Path) -> tuple[Ma
     url = rack_vars.get("maas_url")
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
         problems.append(f"maas_url: expected the MAAS URL, e.g. http://maas.example:5240/MAAS, got {url!r}")
+    else:  # typed as the inventory check types it: no control character, no space
+        problems += [f"{key}: {why}" for key, why in setting_problems({"maas_url": url})]
     key_ref: CredentialRef | None = None
     if rack_vars.get("maas_api_key") in (None, ""):
         problems.append("maas_api_key: missing (a reference: env:VARIABLE or file:/path, mode 0600)")

@@ -38,6 +38,7 @@ from bringup.provision.pxe.dnsmasq import (
 )
 from bringup.provision.pxe.ramdisk import AGENT_SCRIPT
 from bringup.provision.pxe.watchdog import Step, Watchdog, WatchdogPolicy
+from bringup.provision_vars import setting_problems
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.errors import RedfishError
 
@@ -100,7 +101,10 @@ def settings_from_vars(
     rack: str, rack_vars: Mapping[str, Any], inventory_dir: Path
 ) -> tuple[PxeSettings | None, list[str]]:
     """The backend's settings from the rack's variables (pure but for reading key files)."""
-    problems: list[str] = []
+    # Typed first: a value that would inject a line into dnsmasq.conf or iPXE stops here.
+    problems = [f"{key}: {why}" for key, why in setting_problems(rack_vars)]
+    if problems:
+        return None, problems
     for key in ("pxe_interface", "pxe_server_ip", "pxe_subnet"):
         if rack_vars.get(key) in (None, ""):
             problems.append(f"{key} is not set (rack variable of the pxe provisioner)")
