@@ -19,7 +19,10 @@
   backend's details (``hardware.provision``). The report is reconciled with Redfish: a MAC or
   serial mismatch fails the node with a ``provision-mismatch`` event and a flag
   (``hardware.provision_flag``; a serial mismatch also sets ``hardware.serial_flag``, which
-  stops later runs until discovery is re-run after a person checked).
+  stops later runs until discovery is re-run after a person checked). A report without a
+  usable serial or without MACs is such a mismatch too (``reconcile``), never a pass. Each call
+  the boot server refused for the node (another address, a forged report, a body cut short)
+  is a ``provision-rejected`` event naming the caller's address.
 """
 
 from __future__ import annotations
@@ -386,6 +389,14 @@ class Orchestrator:
             t.name, t.key, outcome.ok, outcome.reason, before, State.FAILED.value, seconds=seconds
         )
         details = {"backend": self.backend.name, **{k: v for k, v in outcome.details.items() if k != "ipxe"}}
+        for attempt in outcome.details.get("rejected") or []:  # calls the boot server refused
+            self.store.record_event(
+                t.key,
+                "provision-rejected",
+                f"the boot server refused {attempt.get('what')} from {attempt.get('peer')}: {attempt.get('reason')}",
+                run_id=self.run_id,
+                details=dict(attempt),
+            )
 
         if not outcome.ok:
             self.store.update_node(t.key, hardware=hw)

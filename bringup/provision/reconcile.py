@@ -5,6 +5,11 @@ serial and UUID. Discovery recorded what Redfish said. A disagreement is a findi
 never a silent overwrite of the record: a serial that differs means the box that booted is not
 the box the BMC describes (swapped cables, a board swap), a MAC Redfish does not list means a
 card the BMC does not know about (or a swapped card).
+
+A match needs evidence: the serial AND at least one MAC must agree with discovery. A report
+that lacks either, or that discovery recorded nothing to compare with, is a finding (the node
+fails with ``provision-mismatch``), never a pass: anyone on the provisioning network can post
+a report, and one that says nothing must not become the node's record.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ PLACEHOLDER_SERIALS = frozenset(
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # serial-mismatch | mac-mismatch | provisioning-mac-missing
+    # serial-mismatch | serial-missing | serial-unverified | mac-mismatch | macs-missing |
+    # provisioning-mac-missing
+    kind: str
     message: str
     recorded: Any = None
     reported: Any = None
@@ -95,9 +102,24 @@ def reconcile(
     known = {s.upper() for s in (_serial(v) for v in serials) if s}
     reported = [s for s in (_serial(report.get(k)) for k in ("chassis_serial", "serial")) if s]
     if not reported:
-        out.notes.append("the node reported no usable serial; not compared")
+        out.findings.append(
+            Finding(
+                "serial-missing",
+                "the node reported no usable serial: its report cannot be matched to the box the BMC describes",
+                sorted(known),
+                None,
+            )
+        )
     elif not known:
-        out.notes.append(f"no serial recorded to compare with (the node says {reported[0]})")
+        out.findings.append(
+            Finding(
+                "serial-unverified",
+                f"discovery recorded no serial to compare with (the node says {reported[0]}): "
+                "re-run discovery, or check the BMC's serial",
+                None,
+                reported,
+            )
+        )
     elif not any(r.upper() in known for r in reported):
         out.findings.append(
             Finding(
@@ -114,7 +136,14 @@ def reconcile(
     recorded_macs = {m for m in (_mac(v) for v in macs) if m}
     node_macs = {m for m in (_mac(v) for v in report.get("macs") or []) if m}
     if not node_macs:
-        out.notes.append("the node reported no MACs; not compared")
+        out.findings.append(
+            Finding(
+                "macs-missing",
+                "the node reported no MACs: its report cannot be matched to the NICs Redfish lists",
+                sorted(recorded_macs),
+                [],
+            )
+        )
     else:
         extra = sorted(node_macs - recorded_macs)
         if extra:

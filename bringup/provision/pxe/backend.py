@@ -370,8 +370,10 @@ class PxeBackend:
         s = self.settings
         assert s is not None and self.server is not None
         base = self.server.base_url
+        # The boot server hears this node only from its reserved address (not known in proxy mode).
+        address = None if s.proxy else t.ip
         if s.mode == "agent":
-            return NodeBoot(t.key, t.name, mac, "agent", scripts.agent_script(base, mac))
+            return NodeBoot(t.key, t.name, mac, "agent", scripts.agent_script(base, mac), address=address)
         spec = scripts.InstallSpec(
             hostname=t.name,
             mac=mac,
@@ -392,6 +394,7 @@ class PxeBackend:
             ),
             user_data=scripts.user_data(spec),
             meta_data=scripts.meta_data(t.name, f"bringup-{t.key}-{int(time.time())}"),
+            address=address,
         )
 
     def _one(self, t: ProvisionTarget, progress: Progress) -> ProvisionOutcome:
@@ -406,6 +409,7 @@ class PxeBackend:
         self.dnsmasq.reserve(Reservation(mac, t.ip, t.name), t.name)
         self.server.set_node(self._node_boot(t, mac))
         self._listeners[mac] = say
+        set_at = self._clock()
         try:
             return self._drive(t, mac, details, say)
         except NodeFailed as exc:
@@ -416,6 +420,11 @@ class PxeBackend:
             return ProvisionOutcome(t.key, False, f"BMC {exc.kind}: {redact(str(exc))}", details=details)
         finally:
             self._listeners.pop(mac, None)
+            # Calls the boot server refused for this node; ``details`` is the outcome's own dict,
+            # so the orchestrator records each as an event, whichever way the node ended.
+            refused = [r for r in self.server.seen(mac).rejected if r["at"] >= set_at]
+            if refused:
+                details["rejected"] = [{k: v for k, v in r.items() if k != "at"} for r in refused]
 
     def _drive(
         self, t: ProvisionTarget, mac: str, details: dict[str, Any], say: Callable[[str], None]

@@ -12,17 +12,40 @@
 
 It knows nothing about the fleet store or Redfish: the PXE backend tells it, per MAC, what to
 serve, and reads back what the nodes said.
+
+Hostile or broken clients (anyone on the provisioning network can connect):
+
+- A connection must deliver its whole request within ``request_timeout`` s of being accepted,
+  else it is closed (a body cut short or late: 400/408, recorded as a rejected attempt).
+- Idle connections cost no thread: one acceptor thread holds them in a selector until they
+  send something, and closes them at their deadline. At most ``max_workers`` threads handle
+  requests. Past ``max_connections`` open connections, a new one is accepted and closed at
+  once rather than left in the listen backlog, where it would delay the nodes' own SYNs.
+- One request per connection (``Connection: close``): a deadline per connection is then a
+  deadline per request.
+- Phone-home, progress, installed and the cloud-init seed are answered only for a MAC being
+  provisioned, and only to the address its reservation names (``NodeBoot.address``; None in
+  proxy-DHCP mode, where the site's DHCP server chooses and the address cannot be checked).
+  A report naming another ``client``, ``boot_mac`` or ``ip`` is refused too. Each refusal is
+  recorded with the caller's address (``NodeSeen.rejected``) and said as a progress line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import ipaddress
 import json
+import selectors
 import shutil
+import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -30,6 +53,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from bringup.provision.pxe import scripts
 
 MAX_BODY = 1 << 20  # a report is a few KB; refuse anything silly
+REQUEST_TIMEOUT = 20.0  # s from accept to the whole request read; the nodes' requests are tiny
+MAX_WORKERS = 32
+MAX_CONNECTIONS = 512
+MAX_REJECTED = 100  # per MAC; then the oldest go (a flood must not grow memory)
 
 
 @dataclass(frozen=True)
@@ -43,6 +70,10 @@ class NodeBoot:
     script: str  # iPXE script for ``mode`` (agent/install); ``local`` needs none
     user_data: str = ""
     meta_data: str = ""
+    # The address its reservation gives it, the only peer it may be heard from; None in
+    # proxy-DHCP mode (the site's DHCP server chooses: not checked). Required, so that no
+    # caller leaves the check off by omission.
+    address: str | None = field(kw_only=True)
 
 
 @dataclass
@@ -53,6 +84,8 @@ class NodeSeen:
     reports: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     progress: list[tuple[float, str]] = field(default_factory=list)
     installed_at: float | None = None
+    # Calls refused (wrong peer, forged fields, a body cut short): {at, what, peer, reason}.
+    rejected: list[dict[str, Any]] = field(default_factory=list)
 
 
 ProgressHook = Callable[[str, str], None]  # (mac, line)
@@ -66,16 +99,30 @@ class BootServer:
         files_dir: Path | None = None,
         on_progress: ProgressHook | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_workers: int = MAX_WORKERS,
+        max_connections: int = MAX_CONNECTIONS,
     ):
         """Binds at once: an address or port that cannot be had raises OSError here."""
         self.files_dir = files_dir
         self.on_progress = on_progress
+        self.request_timeout = request_timeout
+        self.max_workers = max_workers
+        self.max_connections = max_connections
         self._clock = clock
         self._nodes: dict[str, NodeBoot] = {}
         self._seen: dict[str, NodeSeen] = {}
+        self._strays: deque[dict[str, Any]] = deque(maxlen=MAX_REJECTED)  # refused, naming no node
         self._cond = threading.Condition()
-        self._httpd = _Server((address, port), _handler(self))
-        self.address, self.port = self._httpd.server_address[:2]
+        self._listener = _listen(address, port)
+        self.address, self.port = self._listener.getsockname()[:2]
+        self._handler = _handler(self)
+        self._busy = 0
+        self.counts = {"served": 0, "idle_closed": 0, "refused": 0}  # connections, for the curious
+        self._stopping = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -84,15 +131,88 @@ class BootServer:
         return f"http://{host}:{self.port}"
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="boot-server", daemon=True)
+        self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="boot-server")
+        self._thread = threading.Thread(target=self._accept_loop, name="boot-server-accept", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._thread is not None:
-            self._httpd.shutdown()
+            self._wake_w.send(b"x")
             self._thread.join(5)
             self._thread = None
-        self._httpd.server_close()
+        if self._pool is not None:  # handlers end by their own deadline
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+
+    # -- connections: the acceptor holds idle ones, the pool serves those that speak ----------
+
+    def _accept_loop(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._listener, selectors.EVENT_READ, "listen")
+        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        waiting: dict[socket.socket, tuple[Any, float]] = {}  # conn -> (peer, deadline)
+        try:
+            while not self._stopping.is_set():
+                now = time.monotonic()
+                first = min((d for _, d in waiting.values()), default=now + 0.5)
+                for key, _ in sel.select(max(0.0, min(first - now, 0.5))):
+                    if key.data == "listen":
+                        self._accept(sel, waiting)
+                    elif key.data == "wake":
+                        self._wake_r.recv(64)
+                    else:  # it sent something: a worker reads the request
+                        conn = key.fileobj
+                        assert isinstance(conn, socket.socket)
+                        sel.unregister(conn)
+                        peer, deadline = waiting.pop(conn)
+                        with self._cond:
+                            self._busy += 1
+                        assert self._pool is not None
+                        self._pool.submit(self._serve, conn, peer, deadline)
+                now = time.monotonic()
+                for conn, (_, deadline) in list(waiting.items()):
+                    if deadline <= now:
+                        sel.unregister(conn)
+                        del waiting[conn]
+                        _close(conn)
+                        self.counts["idle_closed"] += 1
+        finally:
+            for conn in waiting:
+                _close(conn)
+            sel.close()
+
+    def _accept(self, sel: selectors.BaseSelector, waiting: dict[socket.socket, tuple[Any, float]]) -> None:
+        for _ in range(64):  # a burst at a time; the loop comes back for more
+            try:
+                conn, peer = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of descriptors, or the peer gave up: try again later
+                return
+            with self._cond:
+                busy = self._busy
+            if len(waiting) + busy >= self.max_connections:
+                _close(conn)
+                self.counts["refused"] += 1
+                continue
+            conn.setblocking(False)
+            waiting[conn] = (peer, time.monotonic() + self.request_timeout)
+            sel.register(conn, selectors.EVENT_READ, "conn")
+
+    def _serve(self, conn: socket.socket, peer: Any, deadline: float) -> None:
+        try:
+            conn.setblocking(True)
+            self._handler(conn, peer, deadline)
+            self.counts["served"] += 1
+        except OSError:
+            pass  # the client went away mid-reply
+        finally:
+            _close(conn)
+            with self._cond:
+                self._busy -= 1
 
     # -- the backend's side -----------------------------------------------------------------
 
@@ -112,7 +232,18 @@ class BootServer:
     def seen(self, mac: str) -> NodeSeen:
         with self._cond:
             seen = self._seen.get(mac, NodeSeen())
-            return NodeSeen(list(seen.ipxe), list(seen.reports), list(seen.progress), seen.installed_at)
+            return NodeSeen(
+                list(seen.ipxe),
+                list(seen.reports),
+                list(seen.progress),
+                seen.installed_at,
+                [dict(r) for r in seen.rejected],
+            )
+
+    def strays(self) -> list[dict[str, Any]]:
+        """Refused calls that named no node being provisioned (the latest few)."""
+        with self._cond:
+            return [dict(r) for r in self._strays]
 
     def wait_report(
         self, mac: str, since: float, timeout: float, cancel: threading.Event | None = None
@@ -149,6 +280,30 @@ class BootServer:
         if what == "progress" and self.on_progress is not None:
             self.on_progress(mac, value)
 
+    def _reject(self, mac: str | None, what: str, peer: str, reason: str) -> None:
+        """Record a refused call: on its node when one is being provisioned, else as a stray."""
+        with self._cond:
+            attempt = {"at": self._clock(), "what": what, "peer": peer, "mac": mac, "reason": reason}
+            if mac is not None and mac in self._nodes:
+                rejected = self._seen.setdefault(mac, NodeSeen()).rejected
+                rejected.append(attempt)
+                del rejected[:-MAX_REJECTED]
+                known = True
+            else:
+                self._strays.append(attempt)
+                known = False
+        if known and mac is not None and self.on_progress is not None:
+            self.on_progress(mac, f"rejected {what} from {peer}: {reason}")
+
+    def refusal(self, mac: str | None, peer: str) -> str | None:
+        """Why ``peer`` may not speak for ``mac`` (None: it may)."""
+        node = self.node(mac) if mac else None
+        if node is None:
+            return f"no node is being provisioned with MAC {mac}"
+        if node.address is not None and peer != node.address:
+            return f"it came from {peer}, not from {node.address}, the address reserved for {mac}"
+        return None
+
     def script_for(self, mac: str) -> str:
         node = self.node(mac)
         if node is None:
@@ -158,10 +313,81 @@ class BootServer:
         return node.script
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+def _listen(address: str, port: int) -> socket.socket:
+    """A listening socket (not create_server: its OSError rewords strerror, which callers show)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+def _peer(address: Any) -> str:
+    """The caller's address as the reservation writes it (an IPv4-mapped IPv6 one as IPv4)."""
+    try:
+        ip = ipaddress.ip_address(address[0])
+    except ValueError:
+        return str(address[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return str(mapped or ip)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reading side that ends at one deadline, however the bytes trickle in."""
+
+    def __init__(self, sock: socket.socket, deadline: float, timeout: float):
+        self._sock, self._deadline, self._timeout = sock, deadline, timeout
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request did not arrive within {self._timeout:g} s")
+        self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buf)
+        except TimeoutError:
+            raise TimeoutError(f"the request did not arrive within {self._timeout:g} s") from None
+
+
+class _Writer(io.BufferedIOBase):
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+
+def report_refusal(report: dict[str, Any], node: NodeBoot, mac: str, peer: str) -> str | None:
+    """Why a phone-home report cannot be this node's (None: it can). Its ``client``,
+    ``boot_mac`` and ``ip`` (each optional) must be the caller, the URL's MAC, the reservation."""
+    client = report.get("client")
+    if client not in (None, "") and str(client) != peer:
+        return f"the report names client {client}, but it came from {peer}"
+    boot_mac = report.get("boot_mac")
+    if boot_mac not in (None, "") and scripts.safe_mac(str(boot_mac)) != mac:
+        return f"the report names boot MAC {boot_mac}, but was posted for {mac}"
+    ip = report.get("ip")
+    if ip not in (None, "") and node.address is not None and str(ip) != node.address:
+        return f"the report names address {ip}, but {mac} is reserved {node.address}"
+    return None
 
 
 def _progress_line(body: bytes, ctype: str) -> str:
@@ -192,21 +418,39 @@ def _parse_report(body: bytes, ctype: str) -> dict[str, Any]:
     return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(body.decode(errors="replace")).items()}
 
 
-def _handler(server: BootServer) -> type[BaseHTTPRequestHandler]:
+def _handler(server: BootServer) -> Callable[[socket.socket, Any, float], Any]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "bringup-boot/1"
         protocol_version = "HTTP/1.1"
+
+        def __init__(self, request: socket.socket, client_address: Any, deadline: float):
+            self.deadline = deadline
+            super().__init__(request, client_address, server)  # type: ignore[arg-type]
+
+        def setup(self) -> None:
+            self.connection = self.request
+            self.rfile = io.BufferedReader(
+                _DeadlineReader(self.connection, self.deadline, server.request_timeout)
+            )
+            self.wfile = _Writer(self.connection)
+            self.peer = _peer(self.client_address)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             pass  # progress is reported through the backend, not stderr
 
         def _send(self, status: int, body: bytes, ctype: str = "text/plain") -> None:
+            self.connection.settimeout(server.request_timeout)  # a reply the client stops reading
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+
+        def _refuse(self, status: int, mac: str | None, what: str, reason: str) -> None:
+            server._reject(mac, what, self.peer, reason)
+            self._send(status, f"refused: {reason}\n".encode())
 
         def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
             self.do_GET()
@@ -221,7 +465,7 @@ def _handler(server: BootServer) -> type[BaseHTTPRequestHandler]:
                 mac = scripts.safe_mac(query.get("mac", ""))
                 if mac is None:
                     return self._send(400, b"#!ipxe\necho bringup: no MAC in the request\nexit\n")
-                server._record(mac, "ipxe", {**query, "client": self.client_address[0]})
+                server._record(mac, "ipxe", {**query, "client": self.peer})
                 script = server.script_for(mac)
                 node = server.node(mac)
                 server._record(
@@ -235,6 +479,8 @@ def _handler(server: BootServer) -> type[BaseHTTPRequestHandler]:
                 node = server.node(mac) if mac else None
                 if node is None or parts[2] not in ("user-data", "meta-data", "vendor-data"):
                     return self._send(404, b"not found\n")
+                if why := server.refusal(mac, self.peer):
+                    return self._refuse(403, mac, parts[2], why)
                 body = {"user-data": node.user_data, "meta-data": node.meta_data, "vendor-data": ""}[parts[2]]
                 if mac:
                     server._record(mac, "progress", f"installer fetched {parts[2]}")
@@ -249,34 +495,72 @@ def _handler(server: BootServer) -> type[BaseHTTPRequestHandler]:
             if not path.is_file():
                 return self._send(404, b"not found\n")
             size = path.stat().st_size
+            self.connection.settimeout(server.request_timeout)
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))
+            self.send_header("Connection", "close")
             self.end_headers()
             if self.command == "HEAD":
                 return
             with path.open("rb") as f:
                 shutil.copyfileobj(f, self.wfile, 1 << 16)
 
+        def _body(self, mac: str, what: str) -> bytes | None:
+            """The whole body, or None after refusing the call (cut short, late, unsized)."""
+            if self.headers.get("Transfer-Encoding"):
+                self._refuse(411, mac, what, "a chunked body is not accepted; send a Content-Length")
+                return None
+            header = self.headers.get("Content-Length")
+            if header is None and what != "installed":  # curl -X POST sends none; its body is unused
+                self._refuse(411, mac, what, "no Content-Length")
+                return None
+            try:
+                length = int(header or 0)
+                if length < 0:
+                    raise ValueError(header)
+            except ValueError:
+                self._refuse(400, mac, what, f"Content-Length {header!r} is not a size")
+                return None
+            if length > MAX_BODY:
+                self._refuse(413, mac, what, f"a body of {length} bytes is over {MAX_BODY}")
+                return None
+            try:
+                body = self.rfile.read(length) if length else b""
+            except TimeoutError:
+                self._refuse(408, mac, what, f"the body did not arrive within {server.request_timeout:g} s")
+                return None
+            if len(body) < length:
+                self._refuse(
+                    400, mac, what, f"the body ended after {len(body)} of its Content-Length {length} bytes"
+                )
+                return None
+            return body
+
         def do_POST(self) -> None:  # noqa: N802
             parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                return self._send(413, b"too large\n")
-            body = self.rfile.read(length) if length else b""
-            ctype = self.headers.get("Content-Type", "")
             mac = scripts.safe_mac(parts[1]) if len(parts) == 2 else None
             if mac is None or parts[0] not in ("phone-home", "progress", "installed"):
                 return self._send(404, b"not found\n")
-            if parts[0] == "phone-home":
+            what = parts[0]
+            if why := server.refusal(mac, self.peer):
+                return self._refuse(403, mac, what, why)
+            body = self._body(mac, what)
+            if body is None:
+                return None
+            ctype = self.headers.get("Content-Type", "")
+            node = server.node(mac)
+            if what == "phone-home":
                 try:
                     report = _parse_report(body, ctype)
                 except ValueError as exc:
-                    return self._send(400, f"bad report: {exc}\n".encode())
-                report.setdefault("client", self.client_address[0])
+                    return self._refuse(400, mac, what, f"bad report: {exc}")
+                if node is not None and (why := report_refusal(report, node, mac, self.peer)):
+                    return self._refuse(403, mac, what, why)
+                report["client"] = self.peer
                 server._record(mac, "report", report)
                 server._record(mac, "progress", "phone-home report received")
-            elif parts[0] == "progress":
+            elif what == "progress":
                 server._record(mac, "progress", _progress_line(body, ctype))
             else:
                 server._record(mac, "installed", True)

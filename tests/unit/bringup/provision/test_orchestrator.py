@@ -478,3 +478,40 @@ def test_cli_warns_about_plain_http_bmcs(env, monkeypatch):
     warning = [line for line in result.output.splitlines() if line.startswith("warning: plain HTTP")]
     assert len(warning) == 1 and "cleartext" in warning[0], result.output
     assert all(name in warning[0] for name in NODES)
+
+
+def test_a_report_with_no_serial_and_no_mac_fails_the_node_and_its_ip_is_not_taken(env):
+    # issue 13: such a report reconciled as a match and its ip became the node's address.
+    _, inv, store = env
+    discover(store)
+
+    def empty(t: ProvisionTarget) -> ProvisionOutcome:
+        return ProvisionOutcome(t.key, True, "provisioned", ip="10.9.9.9", report={"ip": "10.9.9.9"})
+
+    orch = Orchestrator(store, FakeBackend(empty), rack="r01")
+    (result,) = orch.run(selection(inv, store, only=["gpu001"]).targets, {})
+    assert not result.ok and result.after == "failed"
+    node = store.get_node("SN1")
+    assert node.state == "failed" and node.ip != "10.9.9.9"
+    kinds = [f["kind"] for f in node.hardware["provision_flag"]["findings"]]
+    assert kinds == ["serial-missing", "macs-missing"]
+    assert "serial_flag" not in node.hardware  # nothing says the box was swapped: no serial flag
+    assert "provision-mismatch" in [e.kind for e in store.history("SN1")]
+
+
+def test_calls_the_boot_server_refused_are_events_on_the_node(env):
+    _, inv, store = env
+    discover(store)
+    attempt = {"what": "phone-home", "peer": "10.20.0.99", "mac": mac(1), "reason": "not its address"}
+
+    def refused_then_ok(t: ProvisionTarget) -> ProvisionOutcome:
+        out = good_outcome(t)
+        out.details["rejected"] = [attempt]
+        return out
+
+    orch = Orchestrator(store, FakeBackend(refused_then_ok), rack="r01")
+    (result,) = orch.run(selection(inv, store, only=["gpu001"]).targets, {})
+    assert result.ok
+    (event,) = [e for e in store.history("SN1") if e.kind == "provision-rejected"]
+    assert "10.20.0.99" in event.reason and "phone-home" in event.reason
+    assert event.details["peer"] == "10.20.0.99"

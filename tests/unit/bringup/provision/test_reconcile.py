@@ -51,14 +51,41 @@ def test_a_different_serial_is_a_finding():
     assert "OTHER" in f.message and "SN1" in f.message
 
 
-def test_placeholder_serials_are_not_compared():
+def test_placeholder_serials_are_no_serial_and_so_a_mismatch():
     r = reconcile(
         report(serial="To Be Filled By O.E.M.", chassis_serial=""),
         serials=["SN1"],
         macs=[MAC1, MAC2],
         provisioning_mac=MAC1,
     )
-    assert r.ok and "no usable serial" in r.notes[0]
+    assert not r.ok and [f.kind for f in r.findings] == ["serial-missing"]
+    assert "no usable serial" in r.findings[0].message
+
+
+def test_a_report_with_no_serial_and_no_mac_is_a_mismatch_never_a_match():
+    # issue 13: such a report reconciled as a match, and its ip became the node's address.
+    r = reconcile({"ip": "10.9.9.9"}, serials=["SN1"], macs=[MAC1, MAC2], provisioning_mac=MAC1, uuid=UUID)
+    assert not r.ok and r.matched == []
+    assert [f.kind for f in r.findings] == ["serial-missing", "macs-missing"]
+
+
+def test_a_matching_serial_without_any_mac_is_a_mismatch():
+    r = reconcile(report(macs=[]), serials=["SN1"], macs=[MAC1, MAC2], provisioning_mac=MAC1)
+    assert not r.ok and [f.kind for f in r.findings] == ["macs-missing"]
+
+
+def test_matching_macs_without_a_serial_is_a_mismatch():
+    r = reconcile(
+        report(serial=None, chassis_serial=None), serials=["SN1"], macs=[MAC1, MAC2], provisioning_mac=MAC1
+    )
+    assert not r.ok and [f.kind for f in r.findings] == ["serial-missing"]
+
+
+def test_nothing_recorded_to_compare_with_is_a_mismatch():
+    # Discovery recorded no serial and no MAC: the report cannot be confirmed, so it is not a pass.
+    r = reconcile(report(), serials=[None, "Default string"], macs=[], provisioning_mac=None)
+    assert not r.ok
+    assert [f.kind for f in r.findings] == ["serial-unverified", "mac-mismatch"]
 
 
 def test_an_unknown_mac_is_a_finding_and_a_missing_one_a_note():

@@ -50,7 +50,9 @@ def post(srv: BootServer, path: str, body: bytes, ctype: str) -> int:
 
 
 def agent_node(srv: BootServer) -> NodeBoot:
-    return NodeBoot("SN1", "gpu001", MAC, "agent", scripts.agent_script(srv.base_url, MAC))
+    return NodeBoot(
+        "SN1", "gpu001", MAC, "agent", scripts.agent_script(srv.base_url, MAC), address="127.0.0.1"
+    )
 
 
 def test_boot_script_chains_to_the_node_script(server):
@@ -80,7 +82,16 @@ def test_files_are_served_and_nothing_else(server):
 
 def test_cloud_init_seed_per_node(server):
     server.set_node(
-        NodeBoot("SN1", "gpu001", MAC, "install", "#!ipxe\n", user_data="#cloud-config\n", meta_data="m")
+        NodeBoot(
+            "SN1",
+            "gpu001",
+            MAC,
+            "install",
+            "#!ipxe\n",
+            user_data="#cloud-config\n",
+            meta_data="m",
+            address="127.0.0.1",
+        )
     )
     assert get(server, f"/cloud-init/{MAC}/user-data") == (200, b"#cloud-config\n")
     assert get(server, f"/cloud-init/{MAC.upper()}/meta-data") == (200, b"m")
@@ -103,6 +114,7 @@ def test_phone_home_is_stored_and_awaited(server):
 
 
 def test_phone_home_as_a_form_and_bad_bodies(server):
+    server.set_node(agent_node(server))
     assert (
         post(
             server,
@@ -118,7 +130,7 @@ def test_phone_home_as_a_form_and_bad_bodies(server):
 
 
 def test_progress_lines_and_installed(server):
-    server.set_node(NodeBoot("SN1", "gpu001", MAC, "install", "#!ipxe\n"))
+    server.set_node(NodeBoot("SN1", "gpu001", MAC, "install", "#!ipxe\n", address="127.0.0.1"))
     event = {"event_type": "finish", "name": "subiquity/Install/install", "result": "SUCCESS"}
     assert post(server, f"/progress/{MAC}", json.dumps(event).encode(), "application/json") == 200
     assert post(server, f"/progress/{MAC}", b"agent started\n", "text/plain") == 200
