@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bringup.errors import BadInput, UserError
 from bringup.procs import stop_child
+from bringup.provision_vars import control_character
 
 # Debian's `ipxe` package.
 IPXE_FILES = {
@@ -176,6 +177,11 @@ def render_config(cfg: DnsmasqConfig) -> str:
     if cfg.enable_ra:
         lines += ["enable-ra", f"dhcp-range=::,constructor:{cfg.interface},ra-only"]
     lines += list(cfg.extra)
+    # dnsmasq runs as root: a value with a newline would add a line of its own (dhcp-script=).
+    # The settings are typed before they get here; this refuses whatever slipped past.
+    for line in lines:
+        if (ch := control_character(line)) is not None:
+            raise DnsmasqError(f"refusing to write dnsmasq.conf: a value holds a control character ({ch})")
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from bringup.provision.pxe import scripts
 from bringup.provision.pxe.backend import PxeSettings, settings_from_vars
-from bringup.provision.pxe.dnsmasq import DnsmasqConfig, render_config
+from bringup.provision.pxe.dnsmasq import DnsmasqConfig, DnsmasqError, render_config
 
 RACK = {
     "pxe_interface": "eth1",
@@ -118,3 +118,25 @@ def test_good_values_still_render(tmp_path: Path):
     lines = _rendered(settings)
     assert "domain=lab.example" in lines
     assert "dhcp-option=option:dns-server,10.20.0.53,10.20.0.54" in lines
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"domain": "lab.example\nconf-dir=/tmp/evil"},
+        {"router": "10.20.0.254\rdhcp-script=/x"},
+        {"dns_servers": ("1.1.1.1\n",)},
+    ],
+)
+def test_the_dnsmasq_renderer_itself_refuses_a_control_character(tmp_path: Path, change):
+    # The last line of defence: a caller that skipped the typed settings still writes no line.
+    cfg = DnsmasqConfig(
+        interface="eth1",
+        server_ip="10.20.0.1",
+        subnet="10.20.0.0/24",
+        boot_url="http://10.20.0.1:8080/boot.ipxe",
+        state_dir=tmp_path,
+        **change,
+    )
+    with pytest.raises(DnsmasqError, match="control character"):
+        render_config(cfg)
