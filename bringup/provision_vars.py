@@ -29,8 +29,9 @@ READ_BY_BRINGUP = ("bmc_", "pxe_", "maas_", "provision", "ansible_", "install_",
 _INTERFACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")  # Linux: at most 15 characters
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# A public key line; options (from="...") before the key and a comment after it allowed.
 _SSH_KEY = re.compile(
-    r"^(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+={0,3}( [^\s].*)?$"
+    r"(^|\s)(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+={0,3}(\s|$)"
 )
 
 
@@ -120,7 +121,7 @@ def _path(absolute: bool) -> Any:
 def _pattern(regex: re.Pattern[str], what: str) -> Any:
     def check(value: Any) -> str:
         text = _one_line(value)
-        if not regex.match(text):
+        if not regex.search(text):
             raise _fail("bad_value", what, value)
         return text
 

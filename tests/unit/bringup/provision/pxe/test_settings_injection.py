@@ -112,6 +112,10 @@ def test_good_values_still_render(tmp_path: Path):
         "pxe_dns_servers": ["10.20.0.53", "10.20.0.54"],
         "ntp_servers": "ntp.example, 10.20.0.1",
         "pxe_state_dir": "/var/lib/bringup/pxe/r01",
+        "pxe_ssh_authorized_keys": [
+            'from="10.0.0.0/8" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJ0 ops@example',
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY= ",
+        ],
     }
     settings, problems = settings_from_vars("r01", vars_, tmp_path)
     assert problems == [] and settings is not None
