@@ -201,3 +201,18 @@ def test_qemu_command_for_bios_and_uefi(tmp_path):
 )
 def test_notifier_decisions(system, running, action):
     assert decide(system, running) == action
+
+
+@pytest.mark.parametrize("proxy", [False, True])
+def test_the_boot_server_hears_a_node_only_from_its_reservation(tmp_path, proxy):
+    # The reservation's address is the only peer the boot server accepts for the node; in
+    # proxy-DHCP mode the site's DHCP server chooses it, so there is none to check.
+    from bringup.provision.pxe.bootserver import BootServer
+
+    b = backend(tmp_path, **({"pxe_proxy_dhcp": True} if proxy else {}))
+    b.server = BootServer("127.0.0.1", 0)
+    try:
+        boot = b._node_boot(target(), "02:00:00:00:00:01")
+    finally:
+        b.server.stop()
+    assert boot.address == (None if proxy else "127.0.0.11")
