@@ -177,8 +177,8 @@ class BootServer:
                     if deadline <= now:
                         sel.unregister(conn)
                         del waiting[conn]
-                        _close(conn)
                         self.counts["idle_closed"] += 1
+                        _close(conn)
         finally:
             for conn in waiting:
                 _close(conn)
@@ -195,8 +195,8 @@ class BootServer:
             with self._cond:
                 busy = self._busy
             if len(waiting) + busy >= self.max_connections:
-                _close(conn)
                 self.counts["refused"] += 1
+                _close(conn)
                 continue
             conn.setblocking(False)
             waiting[conn] = (peer, time.monotonic() + self.request_timeout)

@@ -242,3 +242,48 @@ def test_a_script_still_boots_any_node(server):
     status, body = request(server, "GET", f"/node.ipxe?mac={MAC}", source=STRANGER)
     assert status == 200 and body == b"#!ipxe\n"
     assert scripts.safe_mac(MAC) == MAC
+
+
+def test_a_request_that_trickles_in_is_cut_at_the_deadline(server):
+    # A per-read timeout alone would let one byte every 0.3 s hold a worker for ever.
+    s = socket.create_connection((server.address, server.port), timeout=5)
+    t0 = time.monotonic()
+    try:
+        closed_after = None
+        for byte in b"GET /boot.ipxe HTTP/1.1\r\nHost: x\r\n" * 10:
+            try:
+                s.send(bytes([byte]))
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+            time.sleep(0.3)
+            s.setblocking(False)
+            if _closed(s):
+                closed_after = time.monotonic() - t0
+                break
+            s.setblocking(True)
+    finally:
+        s.close()
+    assert closed_after is not None and closed_after < TIMEOUT + 1
+
+
+def test_past_max_connections_a_new_one_is_closed_at_once(tmp_path):
+    srv = BootServer("127.0.0.1", 0, request_timeout=30, max_workers=2, max_connections=10)
+    srv.start()
+    held = [socket.create_connection((srv.address, srv.port), timeout=5) for _ in range(10)]
+    try:
+        time.sleep(0.3)  # the acceptor has taken all ten
+        extra = socket.create_connection((srv.address, srv.port), timeout=5)
+        t0 = time.monotonic()
+        try:
+            got = extra.recv(1)
+        except ConnectionResetError:
+            got = b""
+        assert got == b""  # closed by the server, not left waiting 30 s
+        assert time.monotonic() - t0 < 2
+        extra.close()
+        assert srv.counts["refused"] == 1
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
