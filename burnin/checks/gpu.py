@@ -356,7 +356,15 @@ class Nvlink(Check):
                         subject,
                     )
                 )
-        return Result.judged(self.name, findings, {"active_links": active, "link_gbps": typical})
+        # Fewer GPUs than the profile: the others' links were never seen (output cut between two
+        # GPUs, or a GPU gone, which gpu_inventory judges): not a pass.
+        seen, count = len(status.gpus), profile.gpu.count
+        incomplete = (
+            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen < count else ""
+        )
+        return Result.judged(
+            self.name, findings, {"active_links": active, "link_gbps": typical}, incomplete=incomplete
+        )
 
 
 class FabricManager(Check):
@@ -455,8 +463,10 @@ class DcgmDiag(Check):
             "dcgm_version": diag.dcgm_version,
             **{k: v for k, v in counts.items()},
         }
-        incomplete = f"DCGM reported: {diag.runtime_error}" if diag.runtime_error else ""
-        return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+        # The parser's problems (a table not closed by its border: cut short; a result it cannot
+        # read) mean part of the run was not seen: not a pass.
+        reasons = [f"DCGM reported: {diag.runtime_error}"] if diag.runtime_error else []
+        return Result.judged(self.name, findings, metrics, incomplete="; ".join([*reasons, *diag.problems]))
 
 
 # Failures whose cause is software or configuration, whatever test reported them (samples/INDEX.md).

@@ -379,6 +379,7 @@ def _parse_text(text: str) -> DcgmDiag:
     table_rows = 0
     closed = False
     saw_subrows = False
+    saw_header = False  # the '| Diagnostic | Result |' row
     other_lines: list[str] = []
 
     def flush_message() -> None:
@@ -430,6 +431,7 @@ def _parse_text(text: str) -> DcgmDiag:
             chunk = parts[2] if len(parts) > 2 else ""
         cell = chunk.strip()
         if name == "Diagnostic" and cell == "Result":
+            saw_header = True
             continue
         if (category or "").lower() == "metadata":
             meta[name.lower()] = cell
@@ -459,6 +461,12 @@ def _parse_text(text: str) -> DcgmDiag:
         if error is None:
             raise ParseError("not dcgmi diag output: no result table, no JSON, no 'Error:' line")
         return DcgmDiag("text3", None, None, (), (), runtime_error=error)
+    if not saw_header and category is None:
+        # Another tool's table (the nvidia-smi one) is made of '|' rows too: a DCGM table has
+        # its 'Diagnostic | Result' header or '+-----  Category  ---+' lines.
+        raise ParseError(
+            "not dcgmi diag output: a table with no 'Diagnostic | Result' header or test category"
+        )
     if not closed:
         problems.append("result table not closed by its border line (output truncated?)")
     version = meta.get("dcgm version")

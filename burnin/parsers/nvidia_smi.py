@@ -302,15 +302,37 @@ def _gpu(bus_id: str, g: _Node) -> GpuQuery:
 _SMI_FAILURE_RE = re.compile(r"(NVIDIA-SMI has failed|No devices were found|couldn't communicate)", re.I)
 
 
+def _cut_block(first: _Node, last: _Node) -> str:
+    """Why the last GPU block was cut short, or ''. Output is printed in order, so only the
+    last block can be cut. A full block ('Product Name' ...) always prints 'Processes' (newer
+    drivers add 'Capabilities' after it); a ``-d`` view prints the same lines for every GPU.
+    Only those are compared: GPUs differ in optional sections (MIG devices) otherwise."""
+    if not last.children:
+        return f"the block of {last.key} is empty: the output was cut short"
+    keys = {c.key for c in last.children}
+    if "Product Name" in {c.key for c in first.children}:
+        missing = [] if "Processes" in keys else ["Processes"]
+    else:  # the same sections, down to their last line
+        have = [n.key for n in last.walk()]
+        missing = (
+            [n.key for n in first.walk()][len(have) :] if len(have) < sum(1 for _ in first.walk()) else []
+        )
+    if not missing:
+        return ""
+    return f"the block of {last.key} ends before {', '.join(missing[:3])!r}: the output was cut short"
+
+
 @parser
 def parse_query(text: str) -> SmiQuery:
     """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views)."""
     root = _tree(split_lines(text))
     gpus: list[GpuQuery] = []
+    blocks: list[_Node] = []
     for node in root.children:
         m = _GPU_HEADER_RE.match(node.key) if node.value is None else None
         if m:
             gpus.append(_gpu(m.group(1), node))
+            blocks.append(node)
     driver = clean(root.get("Driver Version"))
     attached = to_int(root.get("Attached GPUs"))
     if not gpus and driver is None and attached is None:
@@ -322,6 +344,8 @@ def parse_query(text: str) -> SmiQuery:
     problems: list[str] = []
     if attached is not None and attached != len(gpus):
         problems.append(f"'Attached GPUs : {attached}' but {len(gpus)} GPU block(s) found")
+    if blocks and (cut := _cut_block(blocks[0], blocks[-1])):
+        problems.append(cut)
     return SmiQuery(
         timestamp=clean(root.get("Timestamp")),
         driver_version=driver,
@@ -451,22 +475,31 @@ class GpuListEntry:
 _MIG_LINE_RE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID: ([^)]*)\))?")
 
 
+# The lines of `nvidia-smi -L` output that are no GPU: "No devices were found", and the command
+# itself echoed before its output in a pasted capture (':nvidia-smi -L', '$ nvidia-smi -L').
+_LIST_OTHER_RE = re.compile(r"\s*(?:No devices were found|\S{0,2}\s*nvidia-smi -L)\s*")
+
+
 @parser
 def parse_gpu_list(text: str) -> list[GpuListEntry]:
     """``nvidia-smi -L``: GPUs in order; indented ``MIG ...`` lines belong to the GPU above.
 
-    "No devices were found" gives an empty list; text with no GPU line at all is a ParseError.
+    "No devices were found" gives an empty list; text with no GPU line at all is a ParseError,
+    and so is any other line: ``-L`` prints nothing else, and GPU lines inside another tool's
+    output (``nvlink -s``, gpu_burn) must not read as a GPU list.
     """
     gpus: list[GpuListEntry] = []
     for line in split_lines(text):
         if gpu := _gpu_line(line):
             if line[:1].isspace():
-                continue
+                raise ParseError(f"not 'nvidia-smi -L' output: an indented GPU line: {line.strip()[:120]!r}")
             gpus.append(GpuListEntry(*gpu))
         elif (m := _MIG_LINE_RE.match(line)) and gpus:
             last = gpus[-1]
             mig = MigDevice(m.group(1), int(m.group(2)), clean(m.group(3)))
             gpus[-1] = GpuListEntry(last.index, last.name, last.uuid, (*last.mig_devices, mig))
+        elif line.strip() and not _LIST_OTHER_RE.fullmatch(line):
+            raise ParseError(f"not 'nvidia-smi -L' output: a line that is no GPU: {line.strip()[:120]!r}")
     if not gpus and not re.search(r"No devices were found", text):
         raise ParseError("not 'nvidia-smi -L' output: no 'GPU n: ...' line")
     return gpus
