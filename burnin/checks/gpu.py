@@ -14,7 +14,8 @@ from functools import lru_cache
 from bringup.profiles import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
-from burnin.parsers import ParseError
+from burnin.parsers import ParseError, load_json
+from burnin.parsers._common import MAX_GPU_TFLOPS, number
 from burnin.parsers.dcgmi import DCGM_ERRORS, parse_diag
 from burnin.parsers.nvidia_smi import (
     GpuQuery,
@@ -565,7 +566,7 @@ def _stress_report(text: str) -> dict:
     if start < 0:
         raise ParseError("no JSON report from burnin-stress")
     try:
-        report = json.loads(text[start:])
+        report = load_json(text[start:])
     except json.JSONDecodeError as exc:
         raise ParseError(f"unreadable burnin-stress report: {exc.msg}") from None
     if not isinstance(report, dict) or report.get("tool") != "burnin-stress":
@@ -620,7 +621,13 @@ def _sdc_findings(gpus: list) -> list[Finding]:
 
 
 def _tflops_findings(gpus: list, profile: Profile) -> list[Finding]:
-    values = {g.get("index"): g.get("tflops") for g in gpus if isinstance(g.get("tflops"), int | float)}
+    values = {
+        g.get("index"): number(
+            g["tflops"], f"burnin-stress GPU {g.get('index')} tflops", maximum=MAX_GPU_TFLOPS
+        )
+        for g in gpus
+        if g.get("tflops") is not None
+    }
     if not values:
         return []
     best = max(values.values())

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from bringup.profiles import Profile
 from burnin.checks.base import Check, CommandOutput
-from burnin.parsers import ParseError
+from burnin.parsers import ParseError, load_json
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x
 from burnin.parsers.nvidia_smi import parse_gpu_list
 from burnin.result import Action, Finding, Result, critical, info, warning
@@ -217,7 +217,7 @@ class BmcEventLog(Check):
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         try:
-            data = json.loads(output.stdout)
+            data = load_json(output.stdout)
         except json.JSONDecodeError as exc:
             raise ParseError(f"not the event-log JSON: {exc}") from None
         if not isinstance(data, dict):

@@ -16,7 +16,7 @@ from bringup.profiles import Profile
 from burnin import onnode
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
-from burnin.parsers import ParseError
+from burnin.parsers import ParseError, load_json
 from burnin.parsers.kernel_log import parse_kernel_log
 from burnin.parsers.sysfs import parse_aer_counters, parse_link_speed, speed_to_gen
 from burnin.result import Action, Finding, Result, critical, warning
@@ -99,7 +99,7 @@ def _int(value: Any) -> int | None:
 
 def _json_section(text: str, name: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"section {name}: not the collector's JSON ({exc.msg})") from None
     if not isinstance(doc, dict):
@@ -279,7 +279,7 @@ def _stress_error(text: str) -> str:
     if start < 0:
         return "no report from burnin-stress" if text.strip() else ""
     try:
-        doc = json.loads(text[start:])
+        doc = load_json(text[start:])
     except json.JSONDecodeError:
         return "unreadable report from burnin-stress"
     return str(doc.get("error") or "") if isinstance(doc, dict) else ""

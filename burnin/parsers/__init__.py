@@ -11,7 +11,7 @@ Parsers classify but never judge: PASS/FAIL against a hardware profile belongs t
 
 from __future__ import annotations
 
-from burnin.parsers._common import normalize_bdf
+from burnin.parsers._common import load_json, normalize_bdf
 from burnin.parsers.errors import ParseError
 
-__all__ = ["ParseError", "normalize_bdf"]
+__all__ = ["ParseError", "load_json", "normalize_bdf"]

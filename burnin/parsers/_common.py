@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -139,6 +140,7 @@ def snake(name: str) -> str:
 # Bandwidths: 10x the fastest link that exists, so no real figure comes near the bound.
 MAX_LINK_GBPS = 8000.0  # one NIC port, Gb/s: 10x an 800 Gb/s (XDR) port
 MAX_BUS_GBYTES = 18000.0  # NCCL algbw/busbw, GB/s: 10x NVLink 5's 1800 GB/s per GPU
+MAX_GPU_TFLOPS = 100_000.0  # one GPU's matmul, TFLOP/s: 10x a B200's ~10 PFLOP/s (sparse FP4)
 
 
 def number(value: Any, what: str, *, minimum: float | None = 0.0, maximum: float | None = None) -> float:
@@ -161,3 +163,25 @@ def number(value: Any, what: str, *, minimum: float | None = 0.0, maximum: float
     if maximum is not None and result > maximum:
         raise ParseError(f"{what}: {value!r} is above {maximum:g}: not a real figure"[:200])
     return result
+
+
+def _refuse_constant(name: str) -> float:
+    raise ParseError(f"JSON holds {name}: not a number a tool measured")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # '1e999' and the like
+        raise ParseError(f"JSON holds {text[:40]}: beyond any finite number")
+    return value
+
+
+# Python's json reads NaN, Infinity and 1e999 (as inf) by default; tool output never holds them.
+JSON_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` that refuses NaN, Infinity and overflowing numbers with a ParseError.
+
+    Malformed JSON still raises ``json.JSONDecodeError``, as ``json.loads`` does."""
+    return JSON_DECODER.decode(text)

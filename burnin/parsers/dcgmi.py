@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, NamedTuple
 
-from burnin.parsers._common import clean, parser, split_lines
+from burnin.parsers._common import JSON_DECODER, clean, parser, split_lines
 from burnin.parsers.errors import ParseError
 
 
@@ -236,7 +236,7 @@ def _json_results(test: dict, v4: bool) -> list[DcgmResult]:
 
 def _parse_json(text: str, start: int) -> DcgmDiag:
     try:
-        obj, _ = json.JSONDecoder().raw_decode(text, start)
+        obj, _ = JSON_DECODER.raw_decode(text, start)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ParseError(f"dcgmi -j output is not valid JSON (truncated or elided?): {exc}") from exc
     if not isinstance(obj, dict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import parser, split_lines
+from burnin.parsers._common import MAX_GPU_TFLOPS, number, parser, split_lines
 from burnin.parsers.errors import ParseError
 
 
@@ -83,7 +83,7 @@ def parse_gpu_burn(text: str) -> GpuBurn:
             continue
         if m := _PROGRESS_RE.search(line):
             samples += 1
-            last_percent = float(m.group(1))
+            last_percent = number(m.group(1), "gpu_burn progress percent")
             body = m.group(2)
             proc_part, _, rest = body.partition("errors:")
             err_part, _, temp_part = rest.partition("temps:")
@@ -92,8 +92,9 @@ def parse_gpu_burn(text: str) -> GpuBurn:
             temps = re.findall(r"(?<![\d-])(-?\d+) C", temp_part)
             for i, (iters, gflops) in enumerate(procs):
                 g = last.setdefault(i, {"max_gflops": None, "max_temp": None})
-                g["iterations"], g["gflops"] = int(iters), float(gflops)
-                g["max_gflops"] = max(g["max_gflops"] or 0.0, float(gflops))
+                flops = number(gflops, "gpu_burn Gflop/s", maximum=MAX_GPU_TFLOPS * 1000)
+                g["iterations"], g["gflops"] = int(iters), flops
+                g["max_gflops"] = max(g["max_gflops"] or 0.0, flops)
                 if i < len(errs):
                     g["errors"] = int(errs[i][0])
                     g["warning"] = g.get("warning", False) or "WARNING" in errs[i][1]

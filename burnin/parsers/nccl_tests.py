@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from burnin.parsers._common import MAX_BUS_GBYTES, number, parser, split_lines
+from burnin.parsers._common import MAX_BUS_GBYTES, load_json, number, parser, split_lines
 from burnin.parsers.errors import ParseError
 
 
@@ -468,7 +468,7 @@ def _nccl_version(code: Any) -> str | None:
 
 def _parse_json(text: str) -> NcclTestRun:
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"nccl-tests JSON does not decode (cut short? the run may not have ended): {exc}"

@@ -19,12 +19,11 @@ those are read too.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnin.parsers._common import MAX_LINK_GBPS, clean, number, parser, split_lines, to_int
+from burnin.parsers._common import MAX_LINK_GBPS, clean, load_json, number, parser, split_lines, to_int
 from burnin.parsers.errors import ParseError
 
 GBITS = "Gb/sec"
@@ -256,7 +255,7 @@ def _loose_json(text: str) -> Any:
             part,
         )
         fixed.append(re.sub(r",(\s*[}\]])", r"\1", part))
-    return json.loads("".join(fixed))
+    return load_json("".join(fixed))
 
 
 def _bw_max(unit: str | None) -> float:
@@ -280,7 +279,9 @@ def parse_perftest_json(text: str, unit: str = GBITS) -> PerftestReport:
     if not body.startswith("{"):
         raise ParseError("not a perftest --out_json document: it does not start with '{'")
     try:
-        doc = json.loads(body)
+        doc = load_json(body)
+    except ParseError as exc:  # NaN, Infinity, 1e999
+        raise ParseError(f"perftest --out_json: {exc}") from exc
     except ValueError:
         try:
             doc = _loose_json(body)

@@ -13,6 +13,7 @@ import pytest
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.result import Verdict
+from tests.paths import REPO
 from tests.profiles import shipped
 from tests.unit.burnin.parsers._samples import load, names
 
@@ -76,3 +77,40 @@ def test_smi_q_cut_after_five_of_eight_blocks_is_never_a_pass():
         result = _judge(check, text)
         assert result.verdict is Verdict.UNKNOWN, (check, result.verdict)
         assert "5 GPU block(s)" in result.reason
+
+
+STANDINS = REPO / "bringup" / "lab" / "standins" / "samples"
+
+
+def _standin(name: str) -> str:
+    return (STANDINS / name).read_text(encoding="utf-8").partition("\n")[2]
+
+
+def _stress_output(report: str) -> str:
+    throttle = _standin("nvidia_smi_query_throttle_8xh100_load_SYNTHETIC.txt")
+    return f"@@burnin-section stress\n{report}\n@@burnin-section throttle\n{throttle}"
+
+
+def test_stress_report_sample_passes():
+    assert (
+        _judge("gpu_stress", _stress_output(_standin("burnin_stress_8xh100_SYNTHETIC.json"))).verdict
+        is Verdict.PASS
+    )
+
+
+@pytest.mark.parametrize("value", ["Infinity", "NaN", "1e999", "1e300", "-5", '"fast"'])
+def test_stress_report_with_non_finite_or_absurd_tflops_is_unknown(value):
+    report = re.sub(
+        r'"tflops": [0-9.]+', f'"tflops": {value}', _standin("burnin_stress_8xh100_SYNTHETIC.json")
+    )
+    result = _judge("gpu_stress", _stress_output(report))
+    assert result.verdict is Verdict.UNKNOWN, result
+    assert "JSON holds" in result.reason or "tflops" in result.reason
+
+
+@pytest.mark.parametrize("value", ["Infinity", "1e999"])
+def test_dcgmi_json_with_non_finite_number_is_unknown(value):
+    text = _standin("dcgmi_diag_r3_j_8xh100_dcgm338_pass_DERIVED.json")
+    bad = text.replace("{", f'{{"elapsed_s": {value}, ', 1)  # any number in the document
+    result = _judge("dcgm_diag", bad)
+    assert result.verdict is Verdict.UNKNOWN and "JSON holds" in result.reason

@@ -14,6 +14,7 @@ import pytest
 
 from burnin.parsers import ParseError
 from burnin.parsers._common import MAX_LINK_GBPS, number
+from burnin.parsers.gpu_burn import parse_gpu_burn
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.parsers.perftest import parse_perftest, parse_perftest_json
 from tests.paths import REPO
@@ -32,7 +33,7 @@ def test_perftest_json_bandwidth_that_is_not_finite_or_absurd_is_a_parse_error(b
     with pytest.raises(ParseError) as exc:
         parse_perftest_json(_perftest_doc(bw))
     assert not exc.value.internal
-    assert "BW_average" in str(exc.value)
+    assert "BW_average" in str(exc.value) or "JSON holds" in str(exc.value)
 
 
 def test_perftest_json_real_figure_still_reads():
@@ -79,3 +80,12 @@ def test_number_helper_bounds():
             number(bad, "x")
     with pytest.raises(ParseError):
         number(MAX_LINK_GBPS * 2, "bw", maximum=MAX_LINK_GBPS)
+
+
+def test_gpu_burn_gflops_beyond_any_gpu_is_a_parse_error(sample):
+    text = sample("gpu_burn_8xa100_ok.txt")
+    bad = text.replace("(7150 Gflop/s)", "(" + "9" * 400 + " Gflop/s)", 1)  # float() of it is inf
+    assert bad != text
+    with pytest.raises(ParseError) as exc:
+        parse_gpu_burn(bad)
+    assert not exc.value.internal and "Gflop/s" in str(exc.value)
