@@ -18,7 +18,7 @@ from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
 from burnin.parsers import ParseError, load_json
 from burnin.parsers.kernel_log import parse_kernel_log
-from burnin.parsers.sysfs import parse_aer_counters, parse_link_speed, speed_to_gen
+from burnin.parsers.sysfs import parse_aer_counters, parse_link_speed, parse_link_width, speed_to_gen
 from burnin.result import Action, Finding, Result, critical, warning
 
 NVIDIA, MELLANOX = "0x10de", "0x15b3"
@@ -82,19 +82,19 @@ def _links(doc: dict[str, Any]) -> dict[str, Link]:
             dev.get("slot"),
             tuple(dev.get("upstream") or ()),
             parse_link_speed(dev.get("current_link_speed") or ""),
-            _int(dev.get("current_link_width")),
+            _width(dev.get("current_link_width")),
             parse_link_speed(dev.get("max_link_speed") or ""),
-            _int(dev.get("max_link_width")),
+            _width(dev.get("max_link_width")),
             aer,
         )
     return links
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(str(value).strip())
-    except ValueError:
+def _width(value: Any) -> int | None:
+    """A link width from the collector; None when absent, a ParseError when absurd (x999)."""
+    if value is None or str(value).strip() == "":
         return None
+    return parse_link_width(str(value))
 
 
 def _json_section(text: str, name: str) -> dict[str, Any]:

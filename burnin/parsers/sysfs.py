@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from burnin.parsers._common import clean, parser, split_lines, to_float
 from burnin.parsers.errors import ParseError
 
+MAX_LINK_WIDTH = 32  # the widest link the PCIe specification defines (x32)
 # PCIe generation by transfer rate in GT/s.
 _GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 
@@ -27,14 +28,17 @@ def parse_link_speed(text: str) -> float | None:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*GT/s(?:\s+PCIe)?", value)
     if not m:
         raise ParseError(f"not a sysfs link speed: {value[:60]!r}")
-    return float(m.group(1))
+    speed = float(m.group(1))
+    if speed_to_gen(speed) is None:  # '999 GT/s' would pass any floor: not a real reading
+        raise ParseError(f"not a PCIe link speed (no generation runs at it): {value[:60]!r}")
+    return speed
 
 
 @parser
 def parse_link_width(text: str) -> int:
     """'16' -> 16 (``current_link_width`` / ``max_link_width``)."""
     value = text.strip()
-    if not re.fullmatch(r"\d{1,3}", value):
+    if not re.fullmatch(r"\d{1,3}", value) or int(value) > MAX_LINK_WIDTH:
         raise ParseError(f"not a sysfs link width: {value[:60]!r}")
     return int(value)
 

@@ -6,6 +6,7 @@ the GPU blocks disagreed with "Attached GPUs" (concatenated or cut output).
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -114,3 +115,31 @@ def test_dcgmi_json_with_non_finite_number_is_unknown(value):
     bad = text.replace("{", f'{{"elapsed_s": {value}, ', 1)  # any number in the document
     result = _judge("dcgm_diag", bad)
     assert result.verdict is Verdict.UNKNOWN and "JSON holds" in result.reason
+
+
+def _pcie_output(speed: str, width: str) -> str:
+    dev = {
+        "bdf": "0000:19:00.0",
+        "vendor": "0x10de",
+        "class": "0x030200",
+        "current_link_speed": speed,
+        "current_link_width": width,
+        "max_link_speed": "32.0 GT/s PCIe",
+        "max_link_width": "16",
+    }
+    doc = json.dumps({"devices": [dev]})
+    stress = _standin("burnin_stress_8xh100_SYNTHETIC.json")
+    return (
+        f"@@burnin-section idle\n{doc}\n@@burnin-section load1\n{doc}\n@@burnin-section stress\n{stress}\n"
+        f"@@burnin-section after\n{doc}\n@@burnin-section kernel\n"
+    )
+
+
+def test_pcie_links_real_gen5_x16_reading_passes():
+    assert _judge("pcie_links", _pcie_output("32.0 GT/s PCIe", "16")).verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize(("speed", "width"), [("999 GT/s PCIe", "16"), ("32.0 GT/s PCIe", "999")])
+def test_pcie_links_absurd_speed_or_width_is_never_a_pass(speed, width):
+    result = _judge("pcie_links", _pcie_output(speed, width))
+    assert result.verdict is Verdict.UNKNOWN, result
