@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from datetime import datetime, timezone
 
@@ -105,10 +106,12 @@ class ClockOffset(Check):
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         limit = profile.host.max_clock_offset_s
-        try:
-            node_time = float(output.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise ParseError(f"not a time: {output.stdout.strip()[:60]!r}") from None
+        last = (output.stdout.strip().splitlines() or [""])[-1].strip()
+        # `date +%s.%N` prints digits, a dot, digits: float() would also take 'nan' (which
+        # compares false with everything, so it passed), 'inf' or '1_700_000_000'.
+        if not re.fullmatch(r"\d{1,12}(?:\.\d{1,9})?", last):
+            raise ParseError(f"not a time from date +%s.%N: {last[:60]!r}")
+        node_time = float(last)
         if output.started_at is None or output.finished_at is None:
             return Result.unknown(
                 self.name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import clean, parser, split_lines, to_float, to_int
+from burnin.parsers._common import MAX_LINK_GBPS, clean, number, parser, split_lines, to_float, to_int
 from burnin.parsers.errors import ParseError
 
 
@@ -55,12 +55,18 @@ _KV_RE = re.compile(r"^\s+([A-Za-z][A-Za-z ]*?):(.*)$")
 _PROBLEM_RE = re.compile(r"^\s*(ibpanic|ibwarn|iberror)\b.*$")
 
 
+def _rate(value: str | None) -> float | None:
+    """'400' -> 400.0 Gb/s; None when not printed; a rate beyond any link is a ParseError."""
+    rate = to_float(value)
+    return None if rate is None else number(rate, "ibstat Rate", maximum=MAX_LINK_GBPS)
+
+
 def _port(number: int, kv: dict[str, str]) -> IbPort:
     return IbPort(
         number=number,
         state=clean(kv.get("state")),
         physical_state=clean(kv.get("physical state")),
-        rate=to_float(kv.get("rate")),
+        rate=_rate(kv.get("rate")),
         base_lid=to_int(kv.get("base lid")),
         sm_lid=to_int(kv.get("sm lid")),
         lmc=to_int(kv.get("lmc")),

@@ -143,3 +143,24 @@ def test_pcie_links_real_gen5_x16_reading_passes():
 def test_pcie_links_absurd_speed_or_width_is_never_a_pass(speed, width):
     result = _judge("pcie_links", _pcie_output(speed, width))
     assert result.verdict is Verdict.UNKNOWN, result
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "1e999", "-5", "1_700_000_000"])
+def test_clock_offset_refuses_what_date_never_prints(text):
+    now = 1_795_000_000.0
+    out = CommandOutput(stdout=f"{text}\n", started_at=now - 0.1, finished_at=now + 0.1)
+    result = judge(ALL_CHECKS["clock_offset"], out, PROFILE)
+    assert result.verdict is Verdict.UNKNOWN, result
+
+
+def test_clock_offset_reads_dates_own_output():
+    out = CommandOutput(
+        stdout="1795000000.012345678\n", started_at=1_795_000_000.0, finished_at=1_795_000_000.1
+    )
+    assert judge(ALL_CHECKS["clock_offset"], out, PROFILE).verdict is Verdict.PASS
+
+
+def test_ib_ports_rate_beyond_any_link_is_never_a_pass():
+    text = _standin("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    assert _judge("ib_ports", text).verdict is Verdict.PASS
+    assert _judge("ib_ports", text.replace("Rate: 400", "Rate: 40000000")).verdict is Verdict.UNKNOWN
