@@ -153,3 +153,15 @@ def test_no_check_passes_its_own_output_cut_at_any_line_end(case: tuple[str, str
     ends = range(0, part, max(1, part // 60))  # every line of a short sample, 60 cuts of a long one
     passed = [end for end in ends if _verdict(check, "".join(lines[:end])) is Verdict.PASS]
     assert passed == [], f"{check} passes {name} cut after these many lines: {passed[:10]}"
+
+
+ODD_NUMBERS = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1", "0", "9" * 400, "1_000"]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_no_check_passes_a_bare_odd_number(check: str) -> None:
+    """What float() accepts but no tool prints alone ('nan' compares false with every bound)."""
+    now = 1_795_000_000.0
+    for text in ODD_NUMBERS:
+        out = CommandOutput(stdout=f"{text}\n", started_at=now, finished_at=now + 0.1)
+        assert judge(ALL_CHECKS[check], out, PROFILE).verdict is not Verdict.PASS, (check, text)
