@@ -180,6 +180,23 @@ def settings_from_vars(
     return (None if problems else settings), problems
 
 
+def dnsmasq_config(s: PxeSettings, boot_url: str) -> DnsmasqConfig:
+    """The dnsmasq configuration these settings ask for, iPXE chaining to ``boot_url``."""
+    return DnsmasqConfig(
+        interface=s.interface,
+        server_ip=s.server_ip,
+        subnet=s.subnet,
+        boot_url=boot_url,
+        state_dir=s.state_dir,
+        proxy=s.proxy,
+        enable_ra=s.enable_ra,
+        router=s.router,
+        dns_servers=s.dns_servers,
+        ntp_servers=s.ntp_servers,
+        domain=s.domain,
+    )
+
+
 def node_policy(settings: PxeSettings, hostvars: Mapping[str, Any]) -> WatchdogPolicy:
     """The watchdog for one node: host variables win over the rack's."""
     timeout = hostvars.get("pxe_dhcp_timeout", settings.dhcp_timeout)
@@ -298,19 +315,7 @@ class PxeBackend:
         except OSError as exc:
             return [f"the boot server cannot listen on {s.server_ip}:{s.http_port}: {exc.strerror or exc}"]
         self.server.start()
-        cfg = DnsmasqConfig(
-            interface=s.interface,
-            server_ip=s.server_ip,
-            subnet=s.subnet,
-            boot_url=f"{self.server.base_url}/boot.ipxe",
-            state_dir=s.state_dir,
-            proxy=s.proxy,
-            enable_ra=s.enable_ra,
-            router=s.router,
-            dns_servers=s.dns_servers,
-            ntp_servers=s.ntp_servers,
-            domain=s.domain,
-        )
+        cfg = dnsmasq_config(s, f"{self.server.base_url}/boot.ipxe")
         self.dnsmasq = Dnsmasq(cfg, binary=s.dnsmasq_binary)
         try:
             self.dnsmasq.start()

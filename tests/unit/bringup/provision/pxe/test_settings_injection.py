@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bringup.provision.pxe import scripts
-from bringup.provision.pxe.backend import PxeSettings, settings_from_vars
+from bringup.provision.pxe.backend import PxeSettings, dnsmasq_config, settings_from_vars
 from bringup.provision.pxe.dnsmasq import DnsmasqConfig, DnsmasqError, render_config
 
 RACK = {
@@ -45,17 +45,7 @@ INJECTIONS = [
 
 def _rendered(s: PxeSettings) -> list[str]:
     """Every line the real renderers write from these settings."""
-    cfg = DnsmasqConfig(
-        interface=s.interface,
-        server_ip=s.server_ip,
-        subnet=s.subnet,
-        boot_url=f"http://{s.server_ip}:{s.http_port}/boot.ipxe",
-        state_dir=s.state_dir,
-        router=s.router,
-        dns_servers=s.dns_servers,
-        ntp_servers=s.ntp_servers,
-        domain=s.domain,
-    )
+    cfg = dnsmasq_config(s, f"http://{s.server_ip}:{s.http_port}/boot.ipxe")
     base = f"http://{s.server_ip}:{s.http_port}"
     mac = "02:00:00:00:00:01"
     ipxe = scripts.install_script(
