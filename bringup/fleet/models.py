@@ -18,8 +18,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-# Bump when the schema changes, and add the step to store.MIGRATIONS.
-SCHEMA_VERSION = 1
+# A schema change is a model change here plus an Alembic revision in bringup/fleet/migrations/.
 
 
 def utcnow() -> datetime:
@@ -75,6 +74,12 @@ class Node(Base):
     hardware: Mapped[dict[str, Any]] = mapped_column(
         JSON, default=dict, doc="GPU UUIDs, HCA GUIDs, firmware..."
     )
+    ssh_host_keys: Mapped[list[str]] = mapped_column(
+        JSON,
+        default=list,
+        doc="the node's SSH host keys ('<type> <base64>' lines) as its installer reported them; "
+        "configure and burn-in connect only to a host that shows one of these",
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -91,11 +96,35 @@ class Run(Base):
     kind: Mapped[str] = mapped_column(String(32), doc="discover, provision, configure, burnin, ...")
     rack: Mapped[str | None] = mapped_column(String(128))
     actor: Mapped[str] = mapped_column(String(128))
-    status: Mapped[str] = mapped_column(String(32), default="running")
+    status: Mapped[str] = mapped_column(
+        String(32),
+        default="running",
+        index=True,
+        doc="running, then how it ended: done, failed, error, interrupted, abandoned, aborted",
+    )
+    end_reason: Mapped[str | None] = mapped_column(
+        Text, doc="why it ended that way: the signal, the exception, who aborted it, the controller gone"
+    )
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     evidence: Mapped[str | None] = mapped_column(Text, doc="run-level output (e.g. Ansible's)")
+    controller_host: Mapped[str | None] = mapped_column(String(256), doc="the host the run's process runs on")
+    controller_pid: Mapped[int | None] = mapped_column(Integer, doc="the run's process id on that host")
+    heartbeat_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime, doc="renewed while the run is alive; a stale one marks the run abandoned"
+    )
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Claim(Base):
+    """A node held by a running run: one row per node, so a second claim fails atomically
+    (the primary key) on SQLite and PostgreSQL alike. A claim dies with its run."""
+
+    __tablename__ = "claims"
+
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Event(Base):
@@ -115,7 +144,9 @@ class Event(Base):
 
 class CheckResult(Base):
     __tablename__ = "check_results"
-    __table_args__ = (Index("ix_results_node_check", "node_id", "stage", "check"),)
+    # The newest result per (node, stage, check) is max(id) of an index range: one index-only
+    # query per rack (latest results, golden selection).
+    __table_args__ = (Index("ix_results_latest", "node_id", "stage", "check", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"), index=True)

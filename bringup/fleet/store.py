@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bringup.errors import UserError
 from bringup.fleet.lifecycle import State, check_transition, parse_state
-from bringup.fleet.models import SCHEMA_VERSION, Base, CheckResult, Event, Meta, Node, Run, utcnow
+from bringup.fleet.models import Base, CheckResult, Event, Meta, Node, Run, utcnow
 from burnin.result import Verdict
 
 # The verdict vocabulary is burn-in's (a leaf module bringup may import for this alone).
@@ -92,6 +92,9 @@ def default_actor() -> str:
     except Exception:  # noqa: BLE001 - no passwd entry in some containers
         user = str(os.getuid())
     return f"{user}@{os.uname().nodename}"
+
+
+SCHEMA_VERSION = 1  # replaced by Alembic revisions (bringup/fleet/migrations/)
 
 
 # Schema upgrades: MIGRATIONS[n] takes a database from version n-1 to n, inside one transaction.
