@@ -12,20 +12,21 @@ from __future__ import annotations
 import getpass
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, or_, select, text
+from sqlalchemy import Engine, create_engine, event, or_, select, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bringup.errors import UserError
+from bringup.fleet import schema
 from bringup.fleet.lifecycle import State, check_transition, parse_state
-from bringup.fleet.models import Base, CheckResult, Event, Meta, Node, Run, utcnow
+from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow
 from burnin.result import Verdict
 
 # The verdict vocabulary is burn-in's (a leaf module bringup may import for this alone).
@@ -94,17 +95,6 @@ def default_actor() -> str:
     return f"{user}@{os.uname().nodename}"
 
 
-SCHEMA_VERSION = 1  # replaced by Alembic revisions (bringup/fleet/migrations/)
-
-
-# Schema upgrades: MIGRATIONS[n] takes a database from version n-1 to n, inside one transaction.
-def _create_v1(conn: Connection) -> None:
-    Base.metadata.create_all(conn)
-
-
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_v1}
-
-
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -154,33 +144,38 @@ class FleetStore:
     # -- schema ---------------------------------------------------------------------------
 
     def _upgrade(self) -> None:
-        with self.engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # Serialise concurrent first opens of one database.
-                conn.execute(text("SELECT pg_advisory_xact_lock(7466125)"))
-            version = self._read_version(conn)
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"fleet store {redact_url(self.url)} has schema version {version}, newer than this "
-                    f"bringup understands ({SCHEMA_VERSION}); upgrade bringup instead of using an older one"
-                )
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                MIGRATIONS[step](conn)
-                conn.execute(Meta.__table__.delete().where(Meta.key == "schema_version"))
-                conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(step)))
-
-    @staticmethod
-    def _read_version(conn: Connection) -> int:
-        if not inspect(conn).has_table("meta"):
-            if inspect(conn).has_table("nodes"):
-                raise StoreError("database has bringup tables but no schema version; refusing to guess")
-            return 0
-        row = conn.execute(select(Meta.value).where(Meta.key == "schema_version")).scalar()
-        return int(row) if row is not None else 0
-
-    def schema_version(self) -> int:
+        """Bring the schema to this bringup's head revision (bringup/fleet/schema.py)."""
+        readonly = self.engine.execution_options(bringup_readonly=True)
+        with readonly.connect() as conn:
+            if schema.current_revision(conn) == schema.head():
+                return
+        sqlite = self.engine.dialect.name == "sqlite"
         with self.engine.connect() as conn:
-            return self._read_version(conn)
+            if sqlite:
+                # Outside any transaction (the pragma is a no-op inside one): batch mode copies a
+                # table and drops the old one, which must not cascade into its children.
+                conn.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with conn.begin():
+                    if conn.dialect.name == "postgresql":
+                        # Serialise concurrent first opens of one database.
+                        conn.execute(text("SELECT pg_advisory_xact_lock(7466125)"))
+                    started = schema.upgrade(conn, redact_url(self.url))
+                    if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first() is not None:
+                        raise StoreError(
+                            "the schema upgrade left rows whose parent is missing; nothing changed"
+                        )
+                if started is not None:
+                    log.info(
+                        "fleet store %s upgraded from %s to %s", redact_url(self.url), started, schema.head()
+                    )
+            finally:
+                if sqlite:
+                    conn.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
+
+    def schema_revision(self) -> str | None:
+        with self.engine.execution_options(bringup_readonly=True).connect() as conn:
+            return schema.current_revision(conn)
 
     # -- sessions -------------------------------------------------------------------------
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import sqlite3
 
 import pytest
 from sqlalchemy import text
 
-from bringup.fleet import store as store_mod
 from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.store import FleetStore, NodeNotFound, StoreError, redact_url, resolve_db_url
 from tests.fleet import walk_to
@@ -98,50 +96,6 @@ def test_list_filters(store_url):
     assert [n.name for n in store.list_nodes(state="discovered")] == ["gpu002"]
     with pytest.raises(ValueError, match="unknown node state"):
         store.list_nodes(state="bogus")
-
-
-# -- schema versions ----------------------------------------------------------------------
-
-
-def test_new_store_has_current_version(store_url):
-    assert FleetStore(store_url).schema_version() == store_mod.SCHEMA_VERSION
-
-
-def test_newer_schema_is_refused(store_url):
-    FleetStore(store_url)
-    engine = FleetStore(store_url).engine
-    with engine.begin() as conn:
-        conn.execute(text("UPDATE meta SET value = '99' WHERE key = 'schema_version'"))
-    with pytest.raises(StoreError, match="schema version 99, newer than"):
-        FleetStore(store_url)
-
-
-def test_older_schema_is_upgraded(store_url, monkeypatch):
-    store = FleetStore(store_url)
-    _enroll(store, 1)
-    store.close()
-
-    def add_column(conn):
-        conn.execute(text("ALTER TABLE nodes ADD COLUMN location VARCHAR(64)"))
-
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(store_mod.MIGRATIONS, 2, add_column)
-    upgraded = FleetStore(store_url)
-    assert upgraded.schema_version() == 2
-    with upgraded.engine.connect() as conn:
-        assert conn.execute(text("SELECT name, location FROM nodes")).all() == [("gpu001", None)]
-    # Opening again runs no migration twice.
-    assert FleetStore(store_url).schema_version() == 2
-
-
-def test_tables_without_version_are_refused(tmp_path):
-    path = tmp_path / "foreign.db"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE nodes (id INTEGER)")
-    con.commit()
-    con.close()
-    with pytest.raises(StoreError, match="no schema version"):
-        FleetStore(f"sqlite:///{path}")
 
 
 def test_db_url_resolution(tmp_path, monkeypatch):
