@@ -13,7 +13,7 @@ from bringup.cli.common import inventory_dir_from, store_from
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.rack import ConfigureRequest, configure_rack
 from bringup.configure.record import ConfigureResult
-from bringup.configure.runner import DEFAULT_BATCH
+from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, PER_BATCH_TIMEOUT
 from bringup.select import InvalidRack, UnknownNodes
 from bringup.ui import console, err_console, node_progress, table
 
@@ -34,6 +34,7 @@ RESULT_STYLE = {
     "failed": "red",
     "unreachable": "red",
     "not-run": "magenta",
+    "timed-out": "red",
     "skipped": "yellow",
 }
 
@@ -51,6 +52,19 @@ def _split(value: str | None) -> list[str]:
 @click.option("--check", is_flag=True, help="Ansible check mode: report what would change, change nothing.")
 @click.option("--batch", default=DEFAULT_BATCH, show_default=True, help="Hosts configured at once (serial).")
 @click.option("--force", is_flag=True, help="Also re-configure golden nodes (they are in service).")
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Limit for the whole run, seconds [default: {PER_BATCH_TIMEOUT} per batch].",
+)
+@click.option(
+    "--task-timeout",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TASK_TIMEOUT,
+    show_default=True,
+    help="Limit for one Ansible task, seconds (a hung mirror or dpkg lock fails the host).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.pass_context
 def configure(
@@ -61,6 +75,8 @@ def configure(
     check: bool,
     batch: int,
     force: bool,
+    timeout: int | None,
+    task_timeout: int,
     as_json: bool,
 ) -> None:
     """Install drivers, fabric manager, OFED, DCGM and the burn-in tools on a rack's nodes."""
@@ -72,7 +88,9 @@ def configure(
         )
     if batch < 1:
         raise click.BadParameter("must be at least 1", param_hint="--batch")
-    req = ConfigureRequest(rack, inventory_dir_from(ctx), only, tag_list, check, batch, force)
+    req = ConfigureRequest(
+        rack, inventory_dir_from(ctx), only, tag_list, check, batch, force, timeout, task_timeout
+    )
     try:
         report = configure_rack(store_from(ctx), req, _progress(check, as_json))
     except InvalidRack as exc:

@@ -9,7 +9,9 @@ the task and its role, and the module's result (``res``). A host ends:
   with the package manager's error lines (dpkg's) picked out of the output;
 - ``unreachable``: Ansible could not reach it over SSH;
 - ``not-run``: no event ever named it (the play stopped before its batch, e.g. because every
-  host of an earlier batch failed).
+  host of an earlier batch failed);
+- ``timed-out``: the run's overall time limit stopped the play before this host finished
+  (whatever it had done so far, it is not known to be configured).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _ERROR_LINE = re.compile(r"^(dpkg|E:|W: |Error!|Errors were encountered|Consult 
 @dataclass
 class HostOutcome:
     name: str
-    status: str = "pending"  # pending -> ok | failed | unreachable; not-run if never seen
+    status: str = "pending"  # pending -> ok | failed | unreachable; not-run | timed-out at the end
     ok: int = 0
     changed: int = 0
     skipped: int = 0
@@ -152,7 +154,7 @@ class EventFolder:
         if kind == "playbook_on_stats":
             self.stats = {k: data.get(k) or {} for k in ("ok", "changed", "failures", "dark", "skipped")}
             return None
-        if not kind.startswith("runner_on_") or kind == "runner_on_start":
+        if not kind.startswith("runner_on_"):
             return None
         outcome = self._host(data)
         if outcome is None:
@@ -160,6 +162,8 @@ class EventFolder:
         role = str(data.get("role") or PLAY_LEVEL)
         task = str(data.get("task") or "")
         outcome.last_task = f"{role}: {task}"
+        if kind == "runner_on_start":
+            return None  # the task it is in now (what a time limit cut short), nothing to count
         res: Mapping[str, Any] = data.get("res") or {}
         if kind == "runner_on_ok":
             outcome.ok += 1
@@ -186,12 +190,21 @@ class EventFolder:
             outcome.details = {"msg": str(res.get("msg") or ""), "role": role, "task": task}
         return outcome
 
-    def finish(self) -> dict[str, HostOutcome]:
+    def finish(self, stopped: str | None = None) -> dict[str, HostOutcome]:
         """Close the run: hosts never reached by the play are ``not-run``; the stats event
-        (Ansible's own per-host counts) settles any host the task events left pending."""
+        (Ansible's own per-host counts) settles any host the task events left pending.
+
+        ``stopped`` says why the play was cut short (the overall time limit): then a host still
+        pending is ``timed-out`` whatever tasks it had passed, since the play never finished it.
+        """
         failures, dark = self.stats.get("failures", {}), self.stats.get("dark", {})
         for name, outcome in self.outcomes.items():
             if outcome.status != "pending":
+                continue
+            if stopped:
+                outcome.status = "timed-out"
+                where = f"during {outcome.last_task}" if outcome.last_task else "before this host was reached"
+                outcome.message = f"{stopped} {where}"
                 continue
             if dark.get(name):
                 outcome.status, outcome.message = "unreachable", outcome.message or "unreachable"

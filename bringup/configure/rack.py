@@ -20,12 +20,12 @@ from pathlib import Path
 from bringup.configure.inventory import build_inventory, host_vars
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.record import ConfigureResult, record_outcome
-from bringup.configure.runner import DEFAULT_BATCH, run_playbook
+from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, run_playbook
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.store import FleetStore
 from bringup.select import select
 
-BAD = ("failed", "unreachable", "not-run")
+BAD = ("failed", "unreachable", "not-run", "timed-out")
 Watch = Callable[[list[str]], AbstractContextManager[Callable[[HostOutcome], None]]]
 
 
@@ -38,6 +38,8 @@ class ConfigureRequest:
     check: bool = False
     batch: int = DEFAULT_BATCH
     force: bool = False
+    timeout: int | None = None  # the whole run, seconds; None: runner.default_timeout
+    task_timeout: int = DEFAULT_TASK_TIMEOUT
 
 
 @dataclass
@@ -76,18 +78,33 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
             for a in targets
         },
     )
-    params = {"nodes": names, "tags": req.tags, "check": req.check, "batch": req.batch}
+    params = {
+        "nodes": names,
+        "tags": req.tags,
+        "check": req.check,
+        "batch": req.batch,
+        "timeout": req.timeout,
+        "task_timeout": req.task_timeout,
+    }
     run = store.start_run("configure", rack.name, params)
     report.run_id = run.id
     try:
         with (watch or _no_watch)(names) as on_event:
             result = run_playbook(
-                inventory, names, tags=req.tags, check=req.check, batch=req.batch, on_event=on_event
+                inventory,
+                names,
+                tags=req.tags,
+                check=req.check,
+                batch=req.batch,
+                on_event=on_event,
+                timeout=req.timeout,
+                task_timeout=req.task_timeout,
             )
     except BaseException:
         store.finish_run(run.id, "error")
         raise
-    if result.rc != 0 and not any(o.status in ("failed", "unreachable") for o in result.outcomes.values()):
+    said_why = any(o.status in ("failed", "unreachable", "timed-out") for o in result.outcomes.values())
+    if result.rc != 0 and not said_why:
         # ansible-playbook failed and no host says why (a syntax error, a missing role...).
         store.finish_run(run.id, "error", evidence=result.stdout)
         tail = "\n".join(result.stdout.splitlines()[-15:])

@@ -7,7 +7,11 @@
 - ``golden`` only with --force; it drops to ``configured`` if anything changed (the software
   under the burn-in verdict is not the same any more), else stays golden;
 - a failed host -> ``failed`` with role, task and Ansible's message (dpkg's lines) in the
-  transition's details; an unreachable host keeps its state and gets an ``unreachable`` event;
+  transition's details (a task past its time limit is a failed task); an unreachable host keeps
+  its state and gets an ``unreachable`` event;
+- a host the run's overall time limit cut short (``timed-out``) keeps its state with an event
+  naming the task it was in, except a golden node that had changed something: half-applied
+  software is not what its burn-in judged, so it drops to ``configured``;
 - in check mode nothing moves: each node gets a ``configure-check`` event saying what would change.
 
 The versions the play reported go to ``node.hardware["software"]``.
@@ -34,7 +38,8 @@ class ConfigureResult:
     """What happened to one node, for the summary table and --json."""
 
     node: str
-    result: str  # configured | applied (--tags) | failed | unreachable | not-run | checked | skipped
+    # configured | applied (--tags) | failed | unreachable | not-run | timed-out | checked | skipped
+    result: str
     state: str
     changed: int = 0
     changed_roles: list[str] = field(default_factory=list)
@@ -101,7 +106,14 @@ def record_outcome(
         store.transition(name, State.FAILED, reason, run_id=run_id, details=outcome.details)
         base.result, base.state = "failed", State.FAILED.value
         return base
-    if outcome.status in ("unreachable", "not-run"):
+    if outcome.status == "timed-out" and node.state == State.GOLDEN.value and outcome.changed:
+        reason = (
+            f"{where} was cut short after changing a golden node: {outcome.message}; it needs a new burn-in"
+        )
+        store.transition(name, State.CONFIGURED, reason, run_id=run_id, details=_summary(outcome))
+        base.result, base.state, base.message = "timed-out", State.CONFIGURED.value, outcome.message
+        return base
+    if outcome.status in ("unreachable", "not-run", "timed-out"):
         kind = "unreachable" if outcome.status == "unreachable" else "configure"
         store.record_event(
             name,

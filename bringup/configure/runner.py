@@ -23,6 +23,18 @@ from bringup.errors import BadInput, UserError
 
 PLAYBOOK = "site.yml"
 DEFAULT_BATCH = 32
+# One task's limit (Ansible's TASK_TIMEOUT). The slowest task of site.yml is the DOCA-OFED /
+# driver install with its DKMS kernel-module builds: minutes on a healthy node and mirror. Half
+# an hour means it hangs (a mirror that never answers, an apt/dpkg lock that is never released).
+DEFAULT_TASK_TIMEOUT = 1800
+# The whole run's limit grows with the number of batches (the play's `serial`): each batch
+# gets the time of a slow full install with room to spare.
+PER_BATCH_TIMEOUT = 2 * DEFAULT_TASK_TIMEOUT
+
+
+def default_timeout(hosts: int, batch: int) -> int:
+    """The overall time limit of a run over ``hosts`` in batches of ``batch``, in seconds."""
+    return PER_BATCH_TIMEOUT * max(1, -(-hosts // max(batch, 1)))
 
 
 class NotInstalled(UserError, FileNotFoundError):
@@ -63,8 +75,14 @@ def run_playbook(
     extravars: dict[str, Any] | None = None,
     on_event: Callable[[HostOutcome], None] | None = None,
     timeout: int | None = None,
+    task_timeout: int = DEFAULT_TASK_TIMEOUT,
 ) -> PlaybookResult:
-    """Run the playbook on ``hosts`` of ``inventory``; ``on_event`` sees each touched host."""
+    """Run the playbook on ``hosts`` of ``inventory``; ``on_event`` sees each touched host.
+
+    ``timeout`` bounds the whole run (default: :func:`default_timeout`), ``task_timeout`` each
+    task; a host the overall limit cut short is ``timed-out``, one whose task hit its limit
+    ``failed`` in that task.
+    """
     import ansible_runner  # imported here: it is slow to import and only this command needs it
 
     playbook_dir = (playbook_dir or default_playbook_dir()).resolve()
@@ -72,6 +90,10 @@ def run_playbook(
         raise NotInstalled(f"no {PLAYBOOK} in {playbook_dir} (set BRINGUP_PLAYBOOKS_DIR)")
     if batch < 1:
         raise BadInput("--batch must be at least 1")
+    if timeout is None:
+        timeout = default_timeout(len(hosts), batch)
+    if timeout < 1 or task_timeout < 1:
+        raise BadInput("time limits must be at least 1 s")
     folder = EventFolder(hosts)
 
     def handle(event: dict[str, Any]) -> bool:
@@ -96,6 +118,7 @@ def run_playbook(
             # SSH multiplexing sockets of this run only: a master left from an earlier run (up to
             # ControlPersist) must never serve a host that has since been re-imaged or renumbered.
             "ANSIBLE_SSH_CONTROL_PATH_DIR": str(private / "cp"),
+            "ANSIBLE_TASK_TIMEOUT": str(task_timeout),
         }
         runner = ansible_runner.run(
             private_data_dir=str(private),
@@ -113,4 +136,5 @@ def run_playbook(
             settings={"suppress_ansible_output": True},
         )
         stdout = runner.stdout.read() if runner.stdout else ""
-    return PlaybookResult(runner.status, int(runner.rc or 0), folder.finish(), stdout)
+    stopped = f"the overall time limit of {timeout} s ran out" if runner.status == "timeout" else None
+    return PlaybookResult(runner.status, int(runner.rc or 0), folder.finish(stopped), stdout)

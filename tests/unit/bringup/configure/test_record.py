@@ -152,3 +152,40 @@ def test_refusal_by_state():
     assert "run `bringup provision` first" in refusal("discovered", True)
     assert refusal("burnin", True) is not None
     assert refusal("failed", True) is not None
+
+
+def _cut_short(name: str, *, changed: bool):
+    """A host the overall time limit stopped in the driver role (after a change, or not)."""
+    folder = EventFolder([name])
+    data = {"host": name, "role": "nvidia_driver", "task": "Install the driver", "res": {"changed": True}}
+    if changed:
+        folder.feed({"event": "runner_on_ok", "event_data": data})
+    folder.feed({"event": "runner_on_start", "event_data": data})
+    return folder.finish(stopped="the overall time limit of 60 s ran out")[name]
+
+
+def test_a_host_cut_short_by_the_time_limit_keeps_its_state_and_says_where(store):
+    run = store.start_run("configure", "lab")
+    result = record_outcome(
+        store, store.get_node("node01"), _cut_short("node01", changed=True), run.id, check=False, full=True
+    )
+    assert (result.result, result.state) == ("timed-out", "provisioned")
+    assert store.get_node("node01").state == "provisioned"
+    last = store.history("node01")[-1]
+    assert "time limit of 60 s ran out during nvidia_driver: Install the driver" in last.reason
+
+
+def test_a_golden_node_cut_short_after_a_change_needs_a_new_burn_in(store):
+    for state in (State.CONFIGURED, State.BURNIN, State.GOLDEN):
+        store.transition("node02", state, "test")
+    run = store.start_run("configure", "lab")
+    changed = record_outcome(
+        store, store.get_node("node02"), _cut_short("node02", changed=True), run.id, check=False, full=True
+    )
+    assert changed.state == store.get_node("node02").state == "configured"
+    for state in (State.BURNIN, State.GOLDEN):
+        store.transition("node02", state, "test")
+    untouched = record_outcome(
+        store, store.get_node("node02"), _cut_short("node02", changed=False), run.id, check=False, full=True
+    )
+    assert (untouched.result, store.get_node("node02").state) == ("timed-out", "golden")
