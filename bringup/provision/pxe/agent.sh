@@ -3,9 +3,11 @@
 #
 # Runs as /init of the agent ramdisk (busybox only) and, on an installed node, from cloud-init's
 # first boot (curl or wget). Reads its settings from the kernel command line or the
-# environment: bringup.url (the boot server, http://IP:PORT) and bringup.mac (the MAC the node
-# PXE-booted from). POSTs one JSON report to $URL/phone-home/$MAC and progress lines to
-# $URL/progress/$MAC. POSIX sh, no bashisms: busybox ash runs it.
+# environment: bringup.url (the boot server, http://IP:PORT), bringup.mac (the MAC the node
+# PXE-booted from) and bringup.token (this boot attempt's token, which every call must carry).
+# POSTs one JSON report to $URL/phone-home/$MAC, with the SSH host keys of the installed system
+# when there is one, and progress lines to $URL/progress/$MAC. POSIX sh, no bashisms: busybox
+# ash runs it.
 
 PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export PATH
@@ -25,10 +27,11 @@ readf() { [ -r "$1" ] && cat "$1" 2>/dev/null; }
 
 post() {  # post PATH CONTENT-TYPE DATA
     if command -v curl >/dev/null 2>&1; then
-        curl -fsS -m 20 -H "Content-Type: $2" --data-binary "$3" "$URL$1" >/dev/null
+        curl -fsS -m 20 -H "Content-Type: $2" -H "X-Bringup-Token: $TOKEN" --data-binary "$3" "$URL$1" >/dev/null
     else
         # (no -T: busybox 1.35 static wget segfaults with a timeout)
-        wget -q -O /dev/null --header "Content-Type: $2" --post-data "$3" "$URL$1"
+        wget -q -O /dev/null --header "Content-Type: $2" --header "X-Bringup-Token: $TOKEN" \
+            --post-data "$3" "$URL$1"
     fi
 }
 
@@ -63,6 +66,16 @@ network_up() {
     udhcpc -i "$IFACE" -s /etc/bringup/udhcpc.sh -q -f -n -t 10 -T 2 >/dev/null 2>&1
 }
 
+host_keys() {  # the SSH host keys, '<type> <base64>' (no comment): none on the agent ramdisk
+    keys=""
+    for pub in "${BRINGUP_SSH_DIR:-/etc/ssh}"/ssh_host_*_key.pub; do
+        [ -r "$pub" ] || continue
+        set -- $(cat "$pub")
+        [ -n "$2" ] && keys="$keys${keys:+,}$(js "$1 $2")"
+    done
+    printf '%s' "$keys"
+}
+
 report() {
     macs=""
     for dev in /sys/class/net/*; do
@@ -87,10 +100,11 @@ report() {
     printf '{"agent":"bringup-agent/1","boot_mac":%s,"macs":[%s],"serial":%s,"chassis_serial":%s,' \
         "$(js "$MAC")" "$macs" "$(js "$(readf /sys/class/dmi/id/product_serial)")" \
         "$(js "$(readf /sys/class/dmi/id/chassis_serial)")"
-    printf '"uuid":%s,"vendor":%s,"product":%s,"disks":[%s],"ip":%s,"kernel":%s,"hostname":%s}' \
+    printf '"uuid":%s,"vendor":%s,"product":%s,"disks":[%s],"ip":%s,"kernel":%s,"hostname":%s,' \
         "$(js "$(readf /sys/class/dmi/id/product_uuid)")" "$(js "$(readf /sys/class/dmi/id/sys_vendor)")" \
         "$(js "$(readf /sys/class/dmi/id/product_name)")" "$disks" "$(js "${ip%/*}")" \
         "$(js "$(uname -r)")" "$(js "$(hostname)")"
+    printf '"ssh_host_keys":[%s]}' "$(host_keys)"
 }
 
 main() {
@@ -99,6 +113,7 @@ main() {
     [ $ramdisk = 1 ] && setup_ramdisk
     URL=${BRINGUP_URL:-$(param bringup.url)}
     MAC=$(printf '%s' "${BRINGUP_MAC:-$(param bringup.mac)}" | tr 'A-F-' 'a-f:')
+    TOKEN=${BRINGUP_TOKEN:-$(param bringup.token)}
     if [ -z "$URL" ] || [ -z "$MAC" ]; then
         echo "bringup-agent: bringup.url and bringup.mac must be set"
     else

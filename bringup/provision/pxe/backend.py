@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.provision.backend import Progress, ProvisionOutcome, ProvisionTarget
-from bringup.provision.pxe import preflight, scripts
+from bringup.provision.pxe import preflight, scripts, tokens
 from bringup.provision.pxe.bootserver import BootServer, NodeBoot
 from bringup.provision.pxe.dnsmasq import (
     DhcpLog,
@@ -377,8 +377,10 @@ class PxeBackend:
         base = self.server.base_url
         # The boot server hears this node only from its reserved address (not known in proxy mode).
         address = None if s.proxy else t.ip
+        token = tokens.new_token()  # this attempt's; void when _one ends
         if s.mode == "agent":
-            return NodeBoot(t.key, t.name, mac, "agent", scripts.agent_script(base, mac), address=address)
+            script = scripts.agent_script(base, mac, token)
+            return NodeBoot(t.key, t.name, mac, "agent", script, address=address, token=token)
         spec = scripts.InstallSpec(
             hostname=t.name,
             mac=mac,
@@ -388,6 +390,7 @@ class PxeBackend:
             ntp_servers=s.ntp_servers,
             admin_user=s.admin_user,
             agent_script=AGENT_SCRIPT.read_text(),
+            token=token,
         )
         return NodeBoot(
             t.key,
@@ -395,11 +398,12 @@ class PxeBackend:
             mac,
             "install",
             scripts.install_script(
-                base, mac, s.install_kernel or "", s.install_initrd or "", s.install_iso or ""
+                base, mac, token, s.install_kernel or "", s.install_initrd or "", s.install_iso or ""
             ),
             user_data=scripts.user_data(spec),
             meta_data=scripts.meta_data(t.name, f"bringup-{t.key}-{int(time.time())}"),
             address=address,
+            token=token,
         )
 
     def _one(self, t: ProvisionTarget, progress: Progress) -> ProvisionOutcome:
@@ -425,6 +429,7 @@ class PxeBackend:
             return ProvisionOutcome(t.key, False, f"BMC {exc.kind}: {redact(str(exc))}", details=details)
         finally:
             self._listeners.pop(mac, None)
+            self.server.end_attempt(mac)  # its token dies with the attempt
             # Calls the boot server refused for this node; ``details`` is the outcome's own dict,
             # so the orchestrator records each as an event, whichever way the node ended.
             refused = [r for r in self.server.seen(mac).rejected if r["at"] >= set_at]

@@ -4,7 +4,7 @@
                                           the firmware's own view (MAC, SMBIOS UUID and serial)
     GET  /node.ipxe?mac=...               the script for this node's state (agent/install/local)
     GET  /files/<name>                    the agent kernel and initrd
-    GET  /cloud-init/<mac>/user-data      autoinstall + cloud-init for this node (meta-data,
+    GET  /cloud-init/<mac>/<token>/user-data  autoinstall + cloud-init for this node (meta-data,
                                           vendor-data likewise)
     POST /phone-home/<mac>                the node's own report (JSON: MACs, serial, UUID, disks)
     POST /progress/<mac>                  a progress line (text) or an installer event (JSON)
@@ -28,6 +28,11 @@ Hostile or broken clients (anyone on the provisioning network can connect):
   proxy-DHCP mode, where the site's DHCP server chooses and the address cannot be checked).
   A report naming another ``client``, ``boot_mac`` or ``ip`` is refused too. Each refusal is
   recorded with the caller's address (``NodeSeen.rejected``) and said as a progress line.
+- Each attempt has a token (``NodeBoot.token``, see ``tokens``): the node's iPXE script carries
+  it (served only to the reserved address), and phone-home, progress and installed must bring
+  it back (``X-Bringup-Token`` header or ``?token=``), the cloud-init seed in its path. A call
+  without it, with a wrong one or with another node's is refused (403) and recorded; the value
+  is never. ``end_attempt`` voids it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import io
 import ipaddress
-import json
 import selectors
 import shutil
 import socket
@@ -50,7 +54,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from bringup.provision.pxe import scripts
+from bringup.provision.pxe import reports, scripts, tokens
 
 MAX_BODY = 1 << 20  # a report is a few KB; refuse anything silly
 REQUEST_TIMEOUT = 20.0  # s from accept to the whole request read; the nodes' requests are tiny
@@ -74,6 +78,8 @@ class NodeBoot:
     # proxy-DHCP mode (the site's DHCP server chooses: not checked). Required, so that no
     # caller leaves the check off by omission.
     address: str | None = field(kw_only=True)
+    # This attempt's token (``tokens.new_token``); '' once the attempt ended. Never printed.
+    token: str = field(kw_only=True, repr=False)
 
 
 @dataclass
@@ -225,6 +231,12 @@ class BootServer:
             if mac in self._nodes:
                 self._nodes[mac] = replace(self._nodes[mac], mode=mode)
 
+    def end_attempt(self, mac: str) -> None:
+        """The node's attempt is over: its token is void, whatever still calls with it."""
+        with self._cond:
+            if mac in self._nodes:
+                self._nodes[mac] = replace(self._nodes[mac], token="")
+
     def node(self, mac: str) -> NodeBoot | None:
         with self._cond:
             return self._nodes.get(mac)
@@ -295,14 +307,20 @@ class BootServer:
         if known and mac is not None and self.on_progress is not None:
             self.on_progress(mac, f"rejected {what} from {peer}: {reason}")
 
-    def refusal(self, mac: str | None, peer: str) -> str | None:
-        """Why ``peer`` may not speak for ``mac`` (None: it may)."""
+    def refusal(
+        self, mac: str | None, peer: str, token: str | None = None, *, need_token: bool = True
+    ) -> str | None:
+        """Why ``peer`` may not speak for ``mac`` with ``token`` (None: it may)."""
         node = self.node(mac) if mac else None
         if node is None:
             return f"no node is being provisioned with MAC {mac}"
         if node.address is not None and peer != node.address:
             return f"it came from {peer}, not from {node.address}, the address reserved for {mac}"
-        return None
+        if not need_token:
+            return None
+        with self._cond:
+            others = [(n.hostname, n.token) for m, n in self._nodes.items() if m != mac]
+        return tokens.refusal(token, node.token, others)
 
     def script_for(self, mac: str) -> str:
         node = self.node(mac)
@@ -375,49 +393,6 @@ class _Writer(io.BufferedIOBase):
         return len(data)
 
 
-def report_refusal(report: dict[str, Any], node: NodeBoot, mac: str, peer: str) -> str | None:
-    """Why a phone-home report cannot be this node's (None: it can). Its ``client``,
-    ``boot_mac`` and ``ip`` (each optional) must be the caller, the URL's MAC, the reservation."""
-    client = report.get("client")
-    if client not in (None, "") and str(client) != peer:
-        return f"the report names client {client}, but it came from {peer}"
-    boot_mac = report.get("boot_mac")
-    if boot_mac not in (None, "") and scripts.safe_mac(str(boot_mac)) != mac:
-        return f"the report names boot MAC {boot_mac}, but was posted for {mac}"
-    ip = report.get("ip")
-    if ip not in (None, "") and node.address is not None and str(ip) != node.address:
-        return f"the report names address {ip}, but {mac} is reserved {node.address}"
-    return None
-
-
-def _progress_line(body: bytes, ctype: str) -> str:
-    """A progress POST -> one line: plain text, or a subiquity/curtin webhook event."""
-    if "json" in ctype:
-        try:
-            event = json.loads(body)
-        except ValueError:
-            event = None
-        if isinstance(event, dict):
-            parts = [
-                event.get("event_type"),
-                event.get("name"),
-                event.get("result"),
-                event.get("description"),
-            ]
-            return " ".join(str(p) for p in parts if p)[:300]
-    return body.decode(errors="replace").strip().splitlines()[0][:300] if body.strip() else "(empty)"
-
-
-def _parse_report(body: bytes, ctype: str) -> dict[str, Any]:
-    if "json" in ctype or body.lstrip().startswith(b"{"):
-        doc = json.loads(body)
-        if not isinstance(doc, dict):
-            raise ValueError("a report must be a JSON object")
-        return doc
-    # cloud-init's phone_home module posts a form.
-    return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(body.decode(errors="replace")).items()}
-
-
 def _handler(server: BootServer) -> Callable[[socket.socket, Any, float], Any]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "bringup-boot/1"
@@ -466,24 +441,31 @@ def _handler(server: BootServer) -> Callable[[socket.socket, Any, float], Any]:
                 if mac is None:
                     return self._send(400, b"#!ipxe\necho bringup: no MAC in the request\nexit\n")
                 server._record(mac, "ipxe", {**query, "client": self.peer})
-                script = server.script_for(mac)
                 node = server.node(mac)
+                # The script carries the attempt's token: only the reserved address gets it.
+                if node is not None and (why := server.refusal(mac, self.peer, need_token=False)):
+                    server._reject(mac, "ipxe-script", self.peer, why)
+                    return self._send(403, scripts.unknown_script(mac).encode())
+                script = server.script_for(mac)
                 server._record(
                     mac, "progress", f"iPXE asked for its script: {node.mode if node else 'unknown'}"
                 )
                 return self._send(200, script.encode())
             if len(parts) == 2 and parts[0] == "files":
                 return self._file(parts[1])
-            if len(parts) == 3 and parts[0] == "cloud-init":
+            if len(parts) in (3, 4) and parts[0] == "cloud-init":  # /cloud-init/<mac>[/<token>]/<file>
                 mac = scripts.safe_mac(parts[1])
                 node = server.node(mac) if mac else None
-                if node is None or parts[2] not in ("user-data", "meta-data", "vendor-data"):
+                if node is None or parts[-1] not in ("user-data", "meta-data", "vendor-data"):
                     return self._send(404, b"not found\n")
-                if why := server.refusal(mac, self.peer):
-                    return self._refuse(403, mac, parts[2], why)
-                body = {"user-data": node.user_data, "meta-data": node.meta_data, "vendor-data": ""}[parts[2]]
+                token = parts[2] if len(parts) == 4 else None
+                if why := server.refusal(mac, self.peer, token):
+                    return self._refuse(403, mac, parts[-1], why)
+                body = {"user-data": node.user_data, "meta-data": node.meta_data, "vendor-data": ""}[
+                    parts[-1]
+                ]
                 if mac:
-                    server._record(mac, "progress", f"installer fetched {parts[2]}")
+                    server._record(mac, "progress", f"installer fetched {parts[-1]}")
                 return self._send(200, body.encode())
             return self._send(404, b"not found\n")
 
@@ -538,12 +520,14 @@ def _handler(server: BootServer) -> Callable[[socket.socket, Any, float], Any]:
             return body
 
         def do_POST(self) -> None:  # noqa: N802
-            parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
+            url = urlsplit(self.path)
+            parts = [unquote(p) for p in url.path.strip("/").split("/")]
             mac = scripts.safe_mac(parts[1]) if len(parts) == 2 else None
             if mac is None or parts[0] not in ("phone-home", "progress", "installed"):
                 return self._send(404, b"not found\n")
             what = parts[0]
-            if why := server.refusal(mac, self.peer):
+            token = self.headers.get(tokens.HEADER) or parse_qs(url.query).get("token", [None])[0]
+            if why := server.refusal(mac, self.peer, token):
                 return self._refuse(403, mac, what, why)
             body = self._body(mac, what)
             if body is None:
@@ -552,16 +536,16 @@ def _handler(server: BootServer) -> Callable[[socket.socket, Any, float], Any]:
             node = server.node(mac)
             if what == "phone-home":
                 try:
-                    report = _parse_report(body, ctype)
+                    report = reports.parse_report(body, ctype)
                 except ValueError as exc:
                     return self._refuse(400, mac, what, f"bad report: {exc}")
-                if node is not None and (why := report_refusal(report, node, mac, self.peer)):
+                if node is not None and (why := reports.report_refusal(report, mac, self.peer, node.address)):
                     return self._refuse(403, mac, what, why)
                 report["client"] = self.peer
                 server._record(mac, "report", report)
                 server._record(mac, "progress", "phone-home report received")
             elif what == "progress":
-                server._record(mac, "progress", _progress_line(body, ctype))
+                server._record(mac, "progress", reports.progress_line(body, ctype))
             else:
                 server._record(mac, "installed", True)
                 server._record(mac, "progress", "installer finished; local boot from now on")

@@ -72,13 +72,19 @@ def kernel_script(kernel_url: str, initrd_url: str, cmdline: str, what: str) -> 
     )
 
 
-def agent_script(base_url: str, mac: str, console: str = "console=tty0 console=ttyS0,115200") -> str:
-    cmdline = f"{console} quiet panic=30 bringup.url={base_url} bringup.mac={mac}"
+def agent_script(
+    base_url: str, mac: str, token: str, console: str = "console=tty0 console=ttyS0,115200"
+) -> str:
+    """The agent ramdisk; ``token`` (this attempt's) goes on its kernel command line."""
+    cmdline = f"{console} quiet panic=30 bringup.url={base_url} bringup.mac={mac} bringup.token={token}"
     return kernel_script(f"{base_url}/files/vmlinuz", f"{base_url}/files/initrd.gz", cmdline, "agent ramdisk")
 
 
-def install_script(base_url: str, mac: str, kernel_url: str, initrd_url: str, iso_url: str) -> str:
-    seed = f"{base_url}/cloud-init/{mac}/"
+def install_script(
+    base_url: str, mac: str, token: str, kernel_url: str, initrd_url: str, iso_url: str
+) -> str:
+    """The Ubuntu installer; its NoCloud seed URL carries this attempt's ``token``."""
+    seed = f"{base_url}/cloud-init/{mac}/{token}/"
     cmdline = f"ip=dhcp url={iso_url} autoinstall ds=nocloud-net;s={seed} cloud-config-url=/dev/null"
     return kernel_script(kernel_url, initrd_url, cmdline, "Ubuntu installer (autoinstall)")
 
@@ -161,13 +167,15 @@ class InstallSpec:
     agent_script: str = ""  # agent.sh, run at first boot to phone home
     extra_packages: Sequence[str] = field(default_factory=tuple)
     timezone: str = "Etc/UTC"
+    token: str = field(default="", repr=False)  # this attempt's boot token (see tokens)
 
 
 def user_data(spec: InstallSpec) -> str:
     """Ubuntu autoinstall user-data for one node (pure). The installed system's own cloud-init
     config sits under ``autoinstall.user-data``; it runs the agent at first boot."""
     mac = spec.mac
-    installed = f"curl -fsS -m 20 -X POST {spec.base_url}/installed/{mac} || true"
+    auth = f"?token={spec.token}"  # the installer's webhook cannot send a header: the URL carries it
+    installed = f"curl -fsS -m 20 -X POST {spec.base_url}/installed/{mac}{auth} || true"
     first_boot: dict[str, Any] = {
         "hostname": spec.hostname,
         "preserve_hostname": False,
@@ -178,7 +186,12 @@ def user_data(spec: InstallSpec) -> str:
             {"path": "/usr/local/sbin/bringup-agent", "permissions": "0755", "content": spec.agent_script}
         ],
         "runcmd": [
-            ["sh", "-c", f"BRINGUP_URL={spec.base_url} BRINGUP_MAC={mac} /usr/local/sbin/bringup-agent"]
+            [
+                "sh",
+                "-c",
+                f"BRINGUP_URL={spec.base_url} BRINGUP_MAC={mac} BRINGUP_TOKEN={spec.token} "
+                "/usr/local/sbin/bringup-agent",
+            ]
         ],
     }
     if spec.admin_user == "root":
@@ -203,7 +216,9 @@ def user_data(spec: InstallSpec) -> str:
             "ssh": {"install-server": True, "allow-pw": False, "authorized-keys": list(spec.ssh_keys)},
             "storage": {"layout": {"name": "direct", "match": dict(spec.disk_rule)}},
             "packages": list(spec.extra_packages),
-            "reporting": {"bringup": {"type": "webhook", "endpoint": f"{spec.base_url}/progress/{mac}"}},
+            "reporting": {
+                "bringup": {"type": "webhook", "endpoint": f"{spec.base_url}/progress/{mac}{auth}"}
+            },
             "late-commands": [installed],
             "user-data": first_boot,
             "shutdown": "reboot",

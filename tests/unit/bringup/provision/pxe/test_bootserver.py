@@ -13,6 +13,7 @@ from bringup.provision.pxe import scripts
 from bringup.provision.pxe.bootserver import BootServer, NodeBoot
 
 MAC = "02:00:00:00:00:01"
+TOKEN = "tok-of-gpu001"
 
 
 @pytest.fixture
@@ -39,9 +40,8 @@ def get(srv: BootServer, path: str) -> tuple[int, bytes]:
 
 def post(srv: BootServer, path: str, body: bytes, ctype: str) -> int:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    req = urllib.request.Request(
-        srv.base_url + path, data=body, headers={"Content-Type": ctype}, method="POST"
-    )
+    headers = {"Content-Type": ctype, "X-Bringup-Token": TOKEN}
+    req = urllib.request.Request(srv.base_url + path, data=body, headers=headers, method="POST")
     try:
         with opener.open(req, timeout=5) as resp:
             return resp.status
@@ -51,7 +51,13 @@ def post(srv: BootServer, path: str, body: bytes, ctype: str) -> int:
 
 def agent_node(srv: BootServer) -> NodeBoot:
     return NodeBoot(
-        "SN1", "gpu001", MAC, "agent", scripts.agent_script(srv.base_url, MAC), address="127.0.0.1"
+        "SN1",
+        "gpu001",
+        MAC,
+        "agent",
+        scripts.agent_script(srv.base_url, MAC, TOKEN),
+        address="127.0.0.1",
+        token=TOKEN,
     )
 
 
@@ -91,11 +97,12 @@ def test_cloud_init_seed_per_node(server):
             user_data="#cloud-config\n",
             meta_data="m",
             address="127.0.0.1",
+            token=TOKEN,
         )
     )
-    assert get(server, f"/cloud-init/{MAC}/user-data") == (200, b"#cloud-config\n")
-    assert get(server, f"/cloud-init/{MAC.upper()}/meta-data") == (200, b"m")
-    assert get(server, "/cloud-init/02:00:00:00:00:09/user-data")[0] == 404
+    assert get(server, f"/cloud-init/{MAC}/{TOKEN}/user-data") == (200, b"#cloud-config\n")
+    assert get(server, f"/cloud-init/{MAC.upper()}/{TOKEN}/meta-data") == (200, b"m")
+    assert get(server, f"/cloud-init/02:00:00:00:00:09/{TOKEN}/user-data")[0] == 404
 
 
 def test_phone_home_is_stored_and_awaited(server):
@@ -130,7 +137,7 @@ def test_phone_home_as_a_form_and_bad_bodies(server):
 
 
 def test_progress_lines_and_installed(server):
-    server.set_node(NodeBoot("SN1", "gpu001", MAC, "install", "#!ipxe\n", address="127.0.0.1"))
+    server.set_node(NodeBoot("SN1", "gpu001", MAC, "install", "#!ipxe\n", address="127.0.0.1", token=TOKEN))
     event = {"event_type": "finish", "name": "subiquity/Install/install", "result": "SUCCESS"}
     assert post(server, f"/progress/{MAC}", json.dumps(event).encode(), "application/json") == 200
     assert post(server, f"/progress/{MAC}", b"agent started\n", "text/plain") == 200

@@ -22,6 +22,7 @@ MAC = "02:00:00:00:00:01"
 NODE_IP = "127.0.0.2"  # the node's reservation
 STRANGER = "127.0.0.1"
 TIMEOUT = 1.0  # the server's request timeout in these tests
+TOKEN = "tok-of-gpu001"  # the node's boot token: these tests are about other refusals
 
 
 @pytest.fixture
@@ -52,6 +53,7 @@ def install_node(srv: BootServer, address: str | None = NODE_IP) -> NodeBoot:
         user_data="#cloud-config\nsecret: per-node\n",
         meta_data="m",
         address=address,
+        token=TOKEN,
     )
     srv.set_node(node)
     return node
@@ -62,7 +64,7 @@ def request(
 ) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection(srv.address, srv.port, timeout=5, source_address=(source, 0))
     try:
-        headers = {"Content-Type": ctype} if ctype else {}
+        headers = {"X-Bringup-Token": TOKEN, **({"Content-Type": ctype} if ctype else {})}
         conn.request(method, path, body=body, headers=headers)
         resp = conn.getresponse()
         return resp.status, resp.read()
@@ -118,7 +120,7 @@ def test_500_idle_connections_are_closed_within_the_timeout_with_bounded_threads
         # A real request is served while the 500 sit there.
         install_node(server)
         t1 = time.monotonic()
-        assert request(server, "GET", f"/cloud-init/{MAC}/meta-data") == (200, b"m")
+        assert request(server, "GET", f"/cloud-init/{MAC}/{TOKEN}/meta-data") == (200, b"m")
         served_after = time.monotonic() - t1
         peak = max(peak, threading.active_count())
         # Every idle connection is closed by the server within the timeout (plus slack).
@@ -146,7 +148,8 @@ def test_500_idle_connections_are_closed_within_the_timeout_with_bounded_threads
 
 def post_head(path: str, length: int, ctype: str = "application/x-www-form-urlencoded") -> bytes:
     return (
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {length}\r\n\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nX-Bringup-Token: {TOKEN}\r\n"
+        f"Content-Length: {length}\r\n\r\n"
     ).encode()
 
 
@@ -230,18 +233,20 @@ def test_a_call_for_a_mac_with_no_reservation_is_rejected(server):
 
 def test_user_data_only_for_the_reserved_address(server):
     install_node(server)
-    status, body = request(server, "GET", f"/cloud-init/{MAC}/user-data", source=STRANGER)
+    status, body = request(server, "GET", f"/cloud-init/{MAC}/{TOKEN}/user-data", source=STRANGER)
     assert status == 403 and b"per-node" not in body
     assert [a["what"] for a in server.seen(MAC).rejected] == ["user-data"]
-    assert request(server, "GET", f"/cloud-init/{MAC}/user-data")[1].startswith(b"#cloud-config")
+    assert request(server, "GET", f"/cloud-init/{MAC}/{TOKEN}/user-data")[1].startswith(b"#cloud-config")
 
 
-def test_a_script_still_boots_any_node(server):
-    # The iPXE script is what the node asks for before it has its own address: not restricted.
+def test_the_nodes_script_goes_only_to_its_reserved_address(server):
+    # iPXE asks for its script after its own DHCP, from the reserved address; the script carries
+    # the attempt's token, so another host gets the "not being provisioned" script instead.
     install_node(server)
     status, body = request(server, "GET", f"/node.ipxe?mac={MAC}", source=STRANGER)
-    assert status == 200 and body == b"#!ipxe\n"
-    assert scripts.safe_mac(MAC) == MAC
+    assert status == 403 and body.decode() == scripts.unknown_script(MAC)
+    assert [(a["what"], a["peer"]) for a in server.seen(MAC).rejected] == [("ipxe-script", STRANGER)]
+    assert request(server, "GET", f"/node.ipxe?mac={MAC}") == (200, b"#!ipxe\n")
 
 
 def test_a_request_that_trickles_in_is_cut_at_the_deadline(server):

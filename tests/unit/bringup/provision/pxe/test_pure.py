@@ -29,18 +29,19 @@ def test_chain_script_reports_the_firmware_view():
 
 
 def test_agent_script_boots_the_ramdisk_with_the_callback():
-    text = scripts.agent_script(BASE, MAC)
+    text = scripts.agent_script(BASE, MAC, "tok-1")
     kernel = next(line for line in text.splitlines() if line.startswith("kernel "))
     assert kernel.startswith(f"kernel {BASE}/files/vmlinuz initrd=initrd.gz ")  # old iPXE on UEFI needs this
     assert f"bringup.url={BASE}" in kernel and f"bringup.mac={MAC}" in kernel
+    assert "bringup.token=tok-1" in kernel  # the attempt's token, for the agent to send back
     assert f"initrd --name initrd.gz {BASE}/files/initrd.gz" in text and text.rstrip().endswith("boot")
 
 
 def test_install_script_points_the_installer_at_this_nodes_seed():
     text = scripts.install_script(
-        BASE, MAC, "http://mirror/vmlinuz", "http://mirror/initrd", "http://mirror/x.iso"
+        BASE, MAC, "tok-1", "http://mirror/vmlinuz", "http://mirror/initrd", "http://mirror/x.iso"
     )
-    assert f"ds=nocloud-net;s={BASE}/cloud-init/{MAC}/" in text and "autoinstall" in text
+    assert f"ds=nocloud-net;s={BASE}/cloud-init/{MAC}/tok-1/" in text and "autoinstall" in text
     assert "url=http://mirror/x.iso" in text and "kernel http://mirror/vmlinuz" in text
 
 
@@ -107,18 +108,20 @@ def test_user_data_installs_by_rule_with_keys_ntp_and_phone_home():
         ssh_keys=["ssh-ed25519 AAAA ops"],
         ntp_servers=["10.0.0.5"],
         agent_script="#!/bin/sh\necho hi\n",
+        token="tok-1",
     )
     text = scripts.user_data(spec)
     assert text.startswith("#cloud-config\n") and "/dev/sd" not in text
     doc = yaml.safe_load(text)["autoinstall"]
     assert doc["storage"]["layout"] == {"name": "direct", "match": {"serial": "S3EV1"}}
     assert doc["ssh"]["authorized-keys"] == ["ssh-ed25519 AAAA ops"]
-    assert doc["reporting"]["bringup"]["endpoint"] == f"{BASE}/progress/{MAC}"
-    assert any(f"{BASE}/installed/{MAC}" in c for c in doc["late-commands"])
+    # Every call back carries the attempt's token (the installer's webhook: in its URL).
+    assert doc["reporting"]["bringup"]["endpoint"] == f"{BASE}/progress/{MAC}?token=tok-1"
+    assert any(f"{BASE}/installed/{MAC}?token=tok-1" in c for c in doc["late-commands"])
     first = doc["user-data"]
     assert first["hostname"] == "gpu001" and first["ntp"]["servers"] == ["10.0.0.5"]
     assert first["write_files"][0]["content"] == "#!/bin/sh\necho hi\n"
-    assert f"BRINGUP_URL={BASE} BRINGUP_MAC={MAC}" in first["runcmd"][0][2]
+    assert f"BRINGUP_URL={BASE} BRINGUP_MAC={MAC} BRINGUP_TOKEN=tok-1" in first["runcmd"][0][2]
 
 
 def test_safe_mac():

@@ -49,7 +49,7 @@ def _rendered(s: PxeSettings) -> list[str]:
     base = f"http://{s.server_ip}:{s.http_port}"
     mac = "02:00:00:00:00:01"
     ipxe = scripts.install_script(
-        base, mac, s.install_kernel or "", s.install_initrd or "", s.install_iso or ""
+        base, mac, "tok", s.install_kernel or "", s.install_initrd or "", s.install_iso or ""
     )
     spec = scripts.InstallSpec(
         "gpu001", mac, base, {"size": "smallest"}, s.ssh_keys, s.ntp_servers, s.admin_user
