@@ -180,9 +180,10 @@ def hcas_of(fact: NodeFacts) -> list[dict[str, Any]]:
 
     row = _result(fact.rows, "ib_ports")
     layer = fact.profile.ib.link_layer if fact.profile else "InfiniBand"
-    if row is not None and row.evidence:
+    text = fact.evidence.get("ib_ports") if row is not None else None
+    if text:
         try:
-            report = parse_ibstat(row.evidence)
+            report = parse_ibstat(text)
         except ParseError:
             report = None
         if report is not None and report.hcas:

@@ -277,6 +277,10 @@ def plan_move(decision: Decision, rules: GoldenRules) -> Move | None:
 # ---- the store edge ----------------------------------------------------------------------------
 
 
+# The checks whose raw output the exports read (the HCAs' GUIDs and firmware from ibstat).
+EVIDENCE_READ = ("ib_ports",)
+
+
 @dataclass
 class NodeFacts:
     """What the selection and the exports read about one node (gathered from store + inventory)."""
@@ -290,6 +294,9 @@ class NodeFacts:
     state_reason: str = ""  # the last transition's reason
     golden_event: Any | None = None  # the transition that made it golden (bringup.fleet.models.Event)
     unfinished_run: int | None = None  # the run that moved it to burnin, when that run has not finished
+    # check -> the raw output of its latest result, for the checks the exports read (ib_ports);
+    # the rest stays in the store (FleetStore.evidence)
+    evidence: dict[str, str] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -301,6 +308,7 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
     hosts = {h.name: h for h in rack.hosts}
     facts: list[NodeFacts] = []
     seen = set()
+    latest = store.latest_results_of_rack(rack.name)  # one query for the rack, no evidence
     for node in store.list_nodes(rack=rack.name):
         seen.add(node.name)
         host = hosts.get(node.name)
@@ -310,11 +318,16 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
             node,
             profile,
             dict(host.vars) if host else {},
-            store.latest_results(node.name),
+            latest.get(node.name, []),
             in_inventory=host is not None,
         )
         _read_history(store, fact)
         facts.append(fact)
+    wanted = [(f, r) for f in facts for r in f.rows if r.check in EVIDENCE_READ]
+    texts = store.evidence_of([r for _, r in wanted]) if wanted else {}
+    for fact, row in wanted:
+        if row.id in texts and not row.evidence_pruned_at:
+            fact.evidence[row.check] = texts[row.id]
     for name, host in hosts.items():
         if name not in seen:
             facts.append(NodeFacts(name, None, rack.profiles.get(host.profile), dict(host.vars), []))

@@ -4,6 +4,7 @@
     redfish.py    discover, power, boot, bmc jobs (library: bringup/redfish/rack.py)
     provision.py  provision (library: bringup/provision/orchestrator.py)
     configure.py  configure (library: bringup/configure/)
+    store.py      store prune (library: bringup/fleet/prune.py)
     common.py     the group class (one-line errors), global options, the store
 
 The `lab` group (bringup/lab/cli.py) is registered lazily: `bringup --help` and
@@ -24,6 +25,7 @@ from bringup.cli.configure import configure
 from bringup.cli.fleet import inventory, nodes
 from bringup.cli.provision import provision_cmd
 from bringup.cli.redfish import COMMANDS as REDFISH_COMMANDS
+from bringup.cli.store import store_group
 
 
 class LazyGroup(FriendlyGroup):
@@ -87,7 +89,7 @@ def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None
     set_global_options(ctx, db, inventory_dir)
 
 
-for _command in (inventory, nodes, *REDFISH_COMMANDS, configure, provision_cmd):
+for _command in (inventory, nodes, *REDFISH_COMMANDS, configure, provision_cmd, store_group):
     main.add_command(_command)
 
 __all__ = ["main"]

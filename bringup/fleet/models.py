@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # A schema change is a model change here plus an Alembic revision in bringup/fleet/migrations/.
@@ -142,6 +142,19 @@ class Event(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
+class EvidenceBlob(Base):
+    """One distinct tool output, compressed, stored once however many results point at it
+    (bringup/fleet/evidence.py)."""
+
+    __tablename__ = "evidence_blobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True, doc="of the text as stored")
+    size: Mapped[int] = mapped_column(Integer, doc="bytes of the text (UTF-8), before compression")
+    codec: Mapped[str] = mapped_column(String(16), doc="how data is compressed: zlib")
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class CheckResult(Base):
     __tablename__ = "check_results"
     # The newest result per (node, stage, check) is max(id) of an index range: one index-only
@@ -156,7 +169,12 @@ class CheckResult(Base):
     verdict: Mapped[str] = mapped_column(String(16))
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     findings: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
-    evidence: Mapped[str | None] = mapped_column(Text, doc="raw tool output, kept to judge again")
+    # The raw tool output, kept to judge again: a blob shared by every result with the same
+    # output, read only when asked (FleetStore.evidence); never loaded with the result.
+    evidence_id: Mapped[int | None] = mapped_column(ForeignKey("evidence_blobs.id"), index=True)
+    evidence_pruned_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime, doc="when `bringup store prune` dropped its evidence (verdict and findings kept)"
+    )
     time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     def as_dict(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bringup.errors import UserError
-from bringup.fleet import schema
+from bringup.fleet import evidence, schema
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow
 from burnin.result import Verdict
@@ -392,6 +392,7 @@ class FleetStore:
         for row in rows:
             if row["verdict"] not in VERDICTS:
                 raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {row['verdict']!r}")
+        blobs: dict[str, int] = {}  # the stage's shared outputs (nvidia-smi -q) stored once
         with self.session() as s:
             node = self._find(s, key)
             results = [
@@ -403,7 +404,7 @@ class FleetStore:
                     verdict=row["verdict"],
                     metrics=row.get("metrics") or {},
                     findings=list(row.get("findings") or ()),
-                    evidence=row.get("evidence"),
+                    evidence_id=evidence.store_text(s, row.get("evidence"), blobs),
                     time=row.get("time") or utcnow(),
                 )
                 for row in rows
@@ -412,16 +413,32 @@ class FleetStore:
             return results
 
     def latest_results(self, key: str) -> list[CheckResult]:
-        """The newest result of every (stage, check) of a node."""
+        """The newest result of every (stage, check) of a node, without its evidence (one
+        indexed query: ix_results_latest)."""
         with self.reading() as s:
             node = self._find(s, key)
-            rows = s.execute(
-                select(CheckResult).where(CheckResult.node_id == node.id).order_by(CheckResult.id.desc())
-            ).scalars()
-            latest: dict[tuple[str, str], CheckResult] = {}
-            for row in rows:
-                latest.setdefault((row.stage, row.check), row)
-            return sorted(latest.values(), key=lambda r: (r.stage, r.check))
+            return evidence.latest(s, [node.id]).get(node.id, [])
+
+    def latest_results_of_rack(self, rack: str) -> dict[str, list[CheckResult]]:
+        """Node name -> the newest result of each of its (stage, check), for every node of the
+        rack, in one query (golden selection, reports); no evidence is read."""
+        with self.reading() as s:
+            nodes = dict(s.execute(select(Node.id, Node.name).where(Node.rack == rack)).all())
+            found = evidence.latest(s, list(nodes))
+            return {name: found.get(node_id, []) for node_id, name in nodes.items()}
+
+    def evidence(self, result: CheckResult) -> str | None:
+        """The raw output kept with ``result``, read now; a pruned one is a line saying so;
+        None when it kept none."""
+        return self.evidence_of([result]).get(result.id)
+
+    def evidence_of(self, results: Sequence[CheckResult]) -> dict[int, str]:
+        """Result id -> its evidence text (or the line saying it was pruned), read in one go."""
+        with self.reading() as s:
+            texts = evidence.texts(s, [r.evidence_id for r in results if r.evidence_id is not None])
+        out = {r.id: texts[r.evidence_id] for r in results if r.evidence_id in texts}
+        out.update({r.id: evidence.pruned_note(r.evidence_pruned_at) for r in results if r.evidence_pruned_at})
+        return out
 
     # -- discovery (added by the Redfish layer) -------------------------------------------
 

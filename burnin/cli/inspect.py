@@ -66,25 +66,22 @@ def _print_result(result: Result) -> None:
 @click.command("results")
 @click.argument("node")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--evidence", "with_evidence", is_flag=True, help="Also show each result's raw tool output.")
 @click.pass_context
-def results_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
+def results_cmd(ctx: click.Context, node: str, as_json: bool, with_evidence: bool) -> None:
     """Show NODE's latest result of every check, with findings."""
     store = store_from(ctx)
     record = store.get_node(node)
     rows = store.latest_results(node)
     order = {s: i for i, s in enumerate(STAGE_ORDER)}
     rows.sort(key=lambda r: (order.get(r.stage, 99), r.check))
+    evidence = store.evidence_of(rows) if with_evidence else {}
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "node": record.name,
-                    "state": record.state,
-                    "results": [r.as_dict() for r in rows],
-                },
-                indent=2,
-            )
-        )
+        results = [r.as_dict() for r in rows]
+        if with_evidence:
+            for r, out in zip(rows, results, strict=True):
+                out["evidence"] = evidence.get(r.id)
+        click.echo(json.dumps({"node": record.name, "state": record.state, "results": results}, indent=2))
         return
     console.print(f"[bold]{record.name}[/bold] ({record.state})", highlight=False)
     if not rows:
@@ -101,6 +98,9 @@ def results_cmd(ctx: click.Context, node: str, as_json: bool) -> None:
         if r.findings:
             console.print(f"[bold]{r.stage}/{r.check}[/bold]", highlight=False)
             print_findings([Finding.from_dict(f) for f in r.findings])
+    for r in rows if with_evidence else ():
+        console.print(f"[bold]{r.stage}/{r.check} raw evidence[/bold] (run {r.run_id})", highlight=False)
+        click.echo(evidence.get(r.id, "(none kept)"))
 
 
 @click.command("checks")

@@ -18,7 +18,7 @@ from burnin.stages import STAGE_ORDER
 
 IB_STAGE, IB_CHECK = "ib", "ib_bandwidth"
 NCCL_STAGE, NCCL_CHECK = "nccl", "nccl_soak"
-EVIDENCE_LIMIT = 6000  # characters of raw evidence per result in a report; the store keeps it all
+EVIDENCE_LIMIT = 6000  # characters of raw evidence per result in a report; the store keeps more
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,9 @@ class RackReport:
     nodes: list[NodeReport]
     ib: list[IbPortBar]
     nccl: list[NcclSeries]
+    # result id -> its raw output, read from the store for the problems alone (reports show the
+    # evidence of what failed, warned or was unknown; a clean PASS's stays in the store)
+    evidence: dict[int, str] = field(default_factory=dict)
 
     @property
     def golden(self) -> list[NodeReport]:
@@ -204,7 +207,9 @@ def collect(
     from bringup.fleet.store import redact_url
 
     judged = decide(gather(store, rack), now, max_age, stages)
-    return build_report(rack.name, judged, now, redact_url(store.url))
+    report = build_report(rack.name, judged, now, redact_url(store.url))
+    report.evidence = store.evidence_of([r for _, r in report.problems])
+    return report
 
 
 def clip_evidence(text: str | None, limit: int = EVIDENCE_LIMIT) -> tuple[str, bool]:

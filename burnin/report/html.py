@@ -319,7 +319,7 @@ def _problems(report: RackReport) -> str:
             anchored.add(node.name)
             anchor = f' id="{_anchor("problems", node.name)}"'
         summary = first_problem([r]).removeprefix(f"{r.check}: ") or r.verdict
-        evidence, cut = clip_evidence(r.evidence)
+        evidence, cut = clip_evidence(report.evidence.get(r.id))
         note = f" (last {len(evidence)} characters; `burnin results {node.name}` has it all)" if cut else ""
         when = r.time.strftime("%Y-%m-%d %H:%M:%S") if r.time else "?"
         reason = (r.metrics or {}).get("reason", "") if isinstance(r.metrics, dict) else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from typing import Any
 
 from burnin.golden import first_problem
@@ -28,7 +29,8 @@ def _x(value: Any) -> str:
     return _CONTROL.sub("", "" if value is None else str(value))
 
 
-def _details(results: list[Any], with_evidence: bool) -> str:
+def _details(results: list[Any], evidence: Mapping[int, str] | None) -> str:
+    """The results' lines, with each one's raw evidence (its tail) when ``evidence`` is given."""
     lines = []
     for r in results:
         lines.append(f"{r.check}: {r.verdict} (run {r.run_id}, {r.time.isoformat(timespec='seconds')})")
@@ -40,14 +42,16 @@ def _details(results: list[Any], with_evidence: bool) -> str:
             lines.append(f"  - {f.get('severity')}: {f.get('message')} -> {f.get('action')}{subject}")
             for ev in str(f.get("evidence") or "").splitlines()[:5]:
                 lines.append(f"      | {ev}")
-        if with_evidence and r.evidence:
-            text, cut = clip_evidence(r.evidence, 2000)
+        if evidence is not None and evidence.get(r.id):
+            text, cut = clip_evidence(evidence[r.id], 2000)
             lines.append("  raw evidence" + (" (tail)" if cut else "") + ":")
             lines += [f"    {line}" for line in text.splitlines()]
     return "\n".join(lines)
 
 
-def _testcase(parent: ET.Element, rack: str, node: NodeReport, stage: str) -> str:
+def _testcase(
+    parent: ET.Element, rack: str, node: NodeReport, stage: str, evidence: Mapping[int, str]
+) -> str:
     """Add the stage's test case; returns its outcome: pass, failure, error or skipped."""
     case = ET.SubElement(parent, "testcase", classname=f"burnin.{rack}.{node.name}", name=stage, time="0")
     st = node.stages.get(stage)
@@ -60,14 +64,14 @@ def _testcase(parent: ET.Element, rack: str, node: NodeReport, stage: str) -> st
     outcome = "pass"
     if st.verdict == Verdict.FAIL:
         el = ET.SubElement(case, "failure", message=_x(first_problem(results)), type="FAIL")
-        el.text = _x(_details(bad, True))
+        el.text = _x(_details(bad, evidence))
         outcome = "failure"
     elif st.verdict == Verdict.UNKNOWN:
         el = ET.SubElement(case, "error", message=_x(first_problem(results)), type="UNKNOWN")
-        el.text = _x(_details(bad, True))
+        el.text = _x(_details(bad, evidence))
         outcome = "error"
     out = ET.SubElement(case, "system-out")
-    out.text = _x(_details(results, False))
+    out.text = _x(_details(results, None))
     return outcome
 
 
@@ -96,7 +100,7 @@ def render_junit(report: RackReport) -> str:
             ET.SubElement(props, "property", name=key, value=_x(value))
         counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
         for stage in report.stages:
-            outcome = _testcase(suite, report.rack, node, stage)
+            outcome = _testcase(suite, report.rack, node, stage, report.evidence)
             counts["tests"] += 1
             if outcome != "pass":
                 counts[outcome] += 1

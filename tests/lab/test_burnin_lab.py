@@ -120,7 +120,8 @@ def assert_as_expected(rack, outcome: dict) -> None:
     saved = {r.check: r for r in store.latest_results(node)}
     assert set(saved) == set(results)  # every result is in the store, with its evidence
     assert all(saved[c].verdict == results[c]["verdict"] for c in results)
-    assert all(saved[c].evidence for c in results)
+    evidence = store.evidence_of(list(saved.values()))
+    assert all(evidence.get(saved[c].id) for c in results)
 
 
 def test_four_nodes_one_healthy_three_faulty(rack):
@@ -147,7 +148,8 @@ def test_results_and_evaluate_again_from_the_store(rack, tmp_path: Path):
     shown = {r["check"]: r for r in json.loads(res.stdout)["results"]}
     assert shown["kernel_log"]["verdict"] == "FAIL"
     assert any(f["action"] == "REBOOT" for f in shown["kernel_log"]["findings"])
-    evidence = {r.check: r.evidence for r in store.latest_results("node02")}["kernel_log"]
+    (kernel_log,) = [r for r in store.latest_results("node02") if r.check == "kernel_log"]
+    evidence = store.evidence(kernel_log)
     saved = tmp_path / "dmesg.txt"
     saved.write_text(evidence)
     res = CliRunner().invoke(

@@ -99,11 +99,10 @@ def test_degraded_port_fails_exactly_that_port_and_names_both_ends(rack):
         assert outcomes[other]["state"] == "burnin"
     assert store.get_node(node).state == "failed"
     (saved,) = [r for r in store.latest_results(node) if r.check == "ib_bandwidth"]
-    assert saved.verdict == "FAIL" and "RDMA_Write Bidirectional BW Test" in saved.evidence
-    assert re.search(
-        rf"\$ ib_write_bw -d {hca} -i 1 -p \d+ --report_gbits -D 2 -F -b --out_json", saved.evidence
-    )
-    assert "# Port extended counters: Lid 104 port 1" in saved.evidence  # perfquery before and after
+    evidence = store.evidence(saved)
+    assert saved.verdict == "FAIL" and "RDMA_Write Bidirectional BW Test" in evidence
+    assert re.search(rf"\$ ib_write_bw -d {hca} -i 1 -p \d+ --report_gbits -D 2 -F -b --out_json", evidence)
+    assert "# Port extended counters: Lid 104 port 1" in evidence  # perfquery before and after
 
 
 def test_symbol_errors_under_load_fail_the_port_on_an_odd_rack(rack):

@@ -193,9 +193,10 @@ def test_culprit_found_and_others_pass(labs, launcher, fault, symptom):
     assert any(symptom in m for m in messages), messages
     assert bad.metrics["localisation"]["confirmed"] is True
     # the evidence is the raw output of the runs node03 was in, the failing ones first
-    first = bad.evidence.split("\n", 1)[0]
+    evidence = store.evidence(bad)
+    first = evidence.split("\n", 1)[0]
     assert first.startswith("=== ") and "FAIL on" in first and FAULTY in first
-    assert bad.evidence.count("\n=== ") >= 2 and "# Using devices" in bad.evidence
+    assert evidence.count("\n=== ") >= 2 and "# Using devices" in evidence
 
     for node in NODES:
         if node == FAULTY:
@@ -203,5 +204,5 @@ def test_culprit_found_and_others_pass(labs, launcher, fault, symptom):
         (good,) = [r for r in store.latest_results(node) if r.stage == "nccl"]
         assert good.verdict == "PASS", (node, good.findings, good.metrics)
         assert good.metrics["localisation"]["passed_trials"] >= 1
-        assert "# Avg bus bandwidth" in good.evidence  # a run it passed is in its evidence
+        assert "# Avg bus bandwidth" in store.evidence(good)  # a run it passed is in its evidence
     _nothing_left(lab, launcher)

@@ -114,10 +114,10 @@ def facts(rows, hardware=None, host_vars=None, ip=None):
 
 def test_hcas_from_the_ibstat_evidence_skip_ethernet_ports():
     ibstat = (SAMPLES / "ibstat_h100_ethernet_ports_disabled.txt").read_text()
-    row = CheckResult(
-        stage="preflight", check="ib_ports", verdict="PASS", time=NOW, metrics={}, evidence=ibstat
-    )
-    hcas = export.hcas_of(facts([row]))
+    row = CheckResult(stage="preflight", check="ib_ports", verdict="PASS", time=NOW, metrics={})
+    fact = facts([row])
+    fact.evidence["ib_ports"] = ibstat  # as golden.gather reads it for the exports
+    hcas = export.hcas_of(fact)
     names = [h["name"] for h in hcas]
     assert not {"mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"} & set(names)  # the Ethernet ones
     assert len(hcas) == 8 and all(h["node_guid"].startswith("0x") and h["port_guids"] for h in hcas)

@@ -36,7 +36,6 @@ def row(stage, check, verdict="PASS", *, at=NOW - timedelta(hours=1), run=1, fin
         run_id=run,
         metrics=metrics,
         findings=list(findings),
-        evidence="",
     )
 
 

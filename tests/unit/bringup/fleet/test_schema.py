@@ -90,6 +90,17 @@ def test_a_store_made_by_the_previous_main_is_upgraded_with_its_history(tmp_path
         assert con.execute("PRAGMA foreign_keys").fetchone() == (0,)  # a fresh connection's default
         assert con.execute("PRAGMA foreign_key_check").fetchall() == []
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    # Evidence moved into blobs (0003): six results shared one nvidia-smi -q, stored once now.
+    smi = "==============NVSMI LOG==============\nAttached GPUs : 8\n" + "x" * 5000
+    assert store.evidence(latest["preflight", "gpu_versions"]) == smi
+    assert store.evidence(store.latest_results("node01")[0]) == smi + "second"  # the newest
+    with sqlite3.connect(path) as con:
+        blobs = con.execute("SELECT count(*), sum(size) FROM evidence_blobs").fetchone()
+        assert blobs == (2, 2 * len(smi) + 6)
+        assert con.execute("SELECT count(DISTINCT evidence_id) FROM check_results").fetchone() == (2,)
+        assert con.execute("SELECT count(*) FROM check_results WHERE evidence_id IS NULL").fetchone() == (0,)
+        columns = {r[1] for r in con.execute("PRAGMA table_info(check_results)")}
+        assert "evidence" not in columns and {"evidence_id", "evidence_pruned_at"} <= columns
     # The store works on: a claim, a new result.
     store.add_result("node03", "preflight", "gpu_ecc", "PASS")
     assert {r.verdict for r in store.latest_results("node03")} == {"PASS"}

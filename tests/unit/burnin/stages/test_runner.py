@@ -73,7 +73,7 @@ def test_failing_stage_fails_the_node_and_stops_it(monkeypatch, store) -> None:
     assert last.to_state == "failed" and "it is bad" in last.reason and last.run_id == run.id
     results = {r.check: r for r in store.latest_results("n1")}
     assert results["a"].verdict == "PASS" and results["b"].verdict == "FAIL"
-    assert results["b"].findings[0]["action"] == "RESEAT" and results["b"].evidence.strip() == "bad"
+    assert results["b"].findings[0]["action"] == "RESEAT" and store.evidence(results["b"]).strip() == "bad"
     assert "c" not in results
 
 
