@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import IllegalTransition, State
-from bringup.fleet.store import StoreError
+from bringup.fleet.models import utcnow
+from bringup.fleet.runs import live_holders
 from bringup.profiles import Profile
 from burnin.result import PASSING, Verdict, verdict_of, worst
 from burnin.stages import STAGE_ORDER, parse_stages
@@ -194,12 +195,13 @@ def judge(
     now: datetime,
     *,
     state_reason: str = "",
-    unfinished_run: int | None = None,
+    in_run: str | None = None,
 ) -> Decision:
     """Is this node golden now? Every reason it is not, in the order an operator fixes them.
 
-    ``unfinished_run``: the burn-in run that moved the node to ``burnin`` has not finished (it is
-    still running, or it was interrupted): its later stages may still fail the node.
+    ``in_run``: the live run that holds the node now (``Holder.what``): a node in burn-in that a
+    run is still testing waits for it. A run that ended, however it ended (interrupted, abandoned:
+    its results are real), holds nothing, and the latest results decide.
     """
     rows = list(rows)
     reasons: list[str] = []
@@ -207,8 +209,8 @@ def judge(
         reasons.append("retired")
     elif state not in ELIGIBLE_STATES:
         reasons.append(f"state {state}" + (f" ({state_reason})" if state_reason else ""))
-    elif state == State.BURNIN.value and unfinished_run is not None:
-        reasons.append(f"burn-in run {unfinished_run} has not finished (still running or interrupted)")
+    elif state == State.BURNIN.value and in_run is not None:
+        reasons.append(f"in burn-in now: {in_run}")
     stages = {s: stage_status(s, rows) for s in rules.stages}
     failed = aged = False
     for st in stages.values():
@@ -293,7 +295,7 @@ class NodeFacts:
     in_inventory: bool = True
     state_reason: str = ""  # the last transition's reason
     golden_event: Any | None = None  # the transition that made it golden (bringup.fleet.models.Event)
-    unfinished_run: int | None = None  # the run that moved it to burnin, when that run has not finished
+    in_run: str | None = None  # the live run holding it now, described (bringup.fleet.runs.Holder.what)
     # check -> the raw output of its latest result, for the checks the exports read (ib_ports);
     # the rest stays in the store (FleetStore.evidence)
     evidence: dict[str, str] = field(default_factory=dict)
@@ -331,13 +333,14 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
     for name, host in hosts.items():
         if name not in seen:
             facts.append(NodeFacts(name, None, rack.profiles.get(host.profile), dict(host.vars), []))
+    _mark_in_run(store, facts)
     return facts
 
 
 def refresh(store: Any, fact: NodeFacts) -> None:
     """Re-read a node's record and history (after ``apply`` moved it)."""
     fact.node = store.get_node(fact.name)
-    fact.unfinished_run = None
+    fact.in_run = None
     _read_history(store, fact)
 
 
@@ -348,13 +351,15 @@ def _read_history(store: Any, fact: NodeFacts) -> None:
     last = transitions[-1]
     fact.state_reason = last.reason
     fact.golden_event = next((e for e in reversed(transitions) if e.to_state == State.GOLDEN.value), None)
-    if last.to_state == State.BURNIN.value and last.run_id is not None:
-        try:
-            status = store.get_run(last.run_id).status
-        except StoreError:
-            return
-        if status == "running":
-            fact.unfinished_run = last.run_id
+
+
+def _mark_in_run(store: Any, facts: Sequence[NodeFacts]) -> None:
+    """Each node a live run holds now (its claim), with that run described."""
+    now = utcnow()
+    held = live_holders(store, [f.name for f in facts if f.node is not None])
+    for f in facts:
+        if f.name in held:
+            f.in_run = held[f.name].what(now)
 
 
 def decide(
@@ -377,7 +382,7 @@ def decide(
                 rules,
                 now,
                 state_reason=f.state_reason,
-                unfinished_run=f.unfinished_run,
+                in_run=f.in_run,
             )
             if not f.in_inventory:
                 decision = Decision(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bringup.fleet.runs import sweep_abandoned
 from bringup.fleet.store import FleetStore, redact_url
 from bringup.inventory import Rack
 from burnin import export, golden
@@ -43,6 +44,8 @@ def select_and_apply(
 ) -> GoldenSelection:
     """Decide every node of ``rack``, apply the moves (unless ``dry_run``), and return the golden
     and excluded records. A node whose move to golden could not be recorded is excluded."""
+    if not dry_run:  # runs whose controller is gone are recorded abandoned (a dry run only ignores them)
+        sweep_abandoned(store)
     judged = golden.decide(golden.gather(store, rack), now, max_age, list(stages) if stages else None)
     moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
     applied = [] if dry_run else golden.apply(store, list(moves.values()))

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State, Step, gate_refusal, parse_state
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.profiles import apply_overrides, find_profile
-from bringup.remote import DEFAULT_CONCURRENCY, target_from_vars
+from bringup.remote import DEFAULT_CONCURRENCY, target_for_node
 from bringup.select import select
 from burnin.launch import group_settings
 from burnin.result import Verdict
@@ -43,6 +45,7 @@ class RackRunRequest:
     force: bool = False  # also re-test golden nodes
     overrides: Sequence[str] = ()  # --set KEY=VALUE
     launch: LaunchOptions = field(default_factory=LaunchOptions)
+    wait: timedelta | None = None  # --wait: queue this long behind a run holding the nodes
 
 
 @dataclass(frozen=True)
@@ -74,39 +77,45 @@ def previous_check_time(store: FleetStore, node: str, check: str) -> str | None:
 def run_rack(
     store: FleetStore, inventory_dir: Path | None, request: RackRunRequest, progress: Progress | None = None
 ) -> list[BurninOutcome]:
-    """Burn in the rack's nodes the gate admits; the refused ones come back skipped, first."""
+    """Burn in the rack's nodes the gate admits; the refused ones come back skipped, first.
+
+    The run claims the admitted nodes (a live run holding one of them: NodesBusy, or with
+    ``request.wait`` the run queues) and records how it ended, whatever happens (run_ledger)."""
     selection = select(store, request.rack, inventory_dir, list(request.nodes), Step.BURNIN, request.force)
     stages = list(request.stages)
-    run = store.start_run(
-        "burnin",
-        request.rack,
-        {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)},
-    )
+    admitted = selection.gate.admitted
+    # --set is checked before anything is recorded: a bad value starts no run and moves no node.
+    profiles = {
+        a.host.name: apply_overrides(selection.rack.profiles[a.host.profile], request.overrides)
+        for a in admitted
+    }
     skipped = [BurninOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
-    jobs = []
-    for admitted in selection.gate.admitted:
-        host, node = admitted.host, admitted.node
-        if node.state != State.BURNIN.value:
-            store.transition(
-                host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
-            )
-        previous = previous_check_time(store, host.name, "bmc_event_log")
-        target = target_from_vars(host.name, host.vars, selection.rack.path.parent, ip=node.ip)
-        profile = apply_overrides(selection.rack.profiles[host.profile], request.overrides)
-        jobs.append(NodeJob(host.name, profile, target, record_for(node.hardware, previous)))
-    launch = request.launch
-    settings = group_settings(  # rack-wide vars + the command line
-        selection.hosts[0].vars if selection.hosts else {},
-        burnin_launcher=launch.launcher,
-        slurm_partition=launch.partition,
-        slurm_reservation=launch.reservation,
-    )
-    runner = BurninRun(
-        store, run.id, stages, request.concurrency, not request.keep_going, group_settings=settings
-    )
-    outcomes = _execute(runner, jobs, progress)
-    failed = sum(o.verdict is Verdict.FAIL for o in outcomes)
-    store.finish_run(run.id, "failed" if failed else "done")
+    params = {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)}
+    with run_ledger(
+        store, "burnin", request.rack, nodes=[a.host.name for a in admitted], params=params, wait=request.wait
+    ) as run:
+        jobs = []
+        for a in admitted:
+            host, node = a.host, store.get_node(a.host.name)  # fresh: a queued run waited
+            if node.state != State.BURNIN.value:
+                store.transition(
+                    host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
+                )
+            previous = previous_check_time(store, host.name, "bmc_event_log")
+            target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
+            jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
+        launch = request.launch
+        settings = group_settings(  # rack-wide vars + the command line
+            selection.hosts[0].vars if selection.hosts else {},
+            burnin_launcher=launch.launcher,
+            slurm_partition=launch.partition,
+            slurm_reservation=launch.reservation,
+        )
+        runner = BurninRun(
+            store, run.id, stages, request.concurrency, not request.keep_going, group_settings=settings
+        )
+        outcomes = _execute(runner, jobs, progress)
+        run.finish("failed" if any(o.verdict is Verdict.FAIL for o in outcomes) else "done")
     return skipped + outcomes
 
 
@@ -114,7 +123,8 @@ def run_local(
     store: FleetStore | None, profiles_dir: Path, request: LocalRunRequest, progress: Progress | None = None
 ) -> list[BurninOutcome]:
     """Burn in this machine. With ``request.node`` (and its ``store``) the results are recorded
-    under that fleet node, which must pass the gate; without, they are only returned."""
+    under that fleet node, which must pass the gate and is claimed like a rack run's; without,
+    they are only returned."""
     if request.node is not None and store is None:
         raise ValueError("run_local: a node to record under needs the fleet store")
     node = store.get_node(request.node) if store is not None and request.node is not None else None
@@ -126,20 +136,21 @@ def run_local(
         raise BadInput("--local needs --profile P (or --node N of the fleet store)")
     profile = apply_overrides(profile, request.overrides)
     stages = list(request.stages)
-    run_id, record = None, record_for({}, None)
-    if store is not None and node is not None:
-        # --force is not offered here: a golden node is re-tested from the rack, on purpose.
-        why = gate_refusal(Step.BURNIN, parse_state(node.state), False)
-        if why is not None:
-            raise BadInput(f"node {request.node} cannot start a burn-in: {why}")
-        run_id = store.start_run("burnin", node.rack, {"stages": stages, "local": True}).id
-        if node.state != State.BURNIN.value:
-            store.transition(request.node, State.BURNIN, f"local burn-in run {run_id}", run_id=run_id)
+    if store is None or node is None or request.node is None:
+        job = NodeJob("localhost", profile, None, record_for({}, None))
+        return _execute(BurninRun(None, None, stages, 1, not request.keep_going), [job], progress)
+    # --force is not offered here: a golden node is re-tested from the rack, on purpose.
+    why = gate_refusal(Step.BURNIN, parse_state(node.state), False)
+    if why is not None:
+        raise BadInput(f"node {request.node} cannot start a burn-in: {why}")
+    params = {"stages": stages, "local": True, "nodes": [request.node], "set": list(request.overrides)}
+    with run_ledger(store, "burnin", node.rack, nodes=[request.node], params=params) as run:
+        if store.get_node(request.node).state != State.BURNIN.value:
+            store.transition(request.node, State.BURNIN, f"local burn-in run {run.id}", run_id=run.id)
         record = record_for(node.hardware, previous_check_time(store, request.node, "bmc_event_log"))
-    job = NodeJob(request.node or "localhost", profile, None, record)
-    outcomes = _execute(BurninRun(store, run_id, stages, 1, not request.keep_going), [job], progress)
-    if store is not None and run_id is not None:
-        store.finish_run(run_id, "done")
+        job = NodeJob(request.node, profile, None, record)
+        outcomes = _execute(BurninRun(store, run.id, stages, 1, not request.keep_going), [job], progress)
+        run.finish("failed" if any(o.verdict is Verdict.FAIL for o in outcomes) else "done")
     return outcomes
 
 

@@ -410,6 +410,7 @@ class FleetStore:
                 for row in rows
             ]
             s.add_all(results)
+            _leave_golden_on_fail(s, node, results, run_id)
             return results
 
     def latest_results(self, key: str) -> list[CheckResult]:
@@ -545,3 +546,36 @@ class FleetStore:
                 return outcome or "discovered"
             event("discovery", f"discovery refreshed (serial {serial})")
             return outcome or "refreshed"
+
+
+def _leave_golden_on_fail(s: Session, node: Node, results: Sequence[CheckResult], run_id: int | None) -> None:
+    """A golden node whose new result is FAIL leaves golden now, in the results' transaction, with
+    the finding as the reason: a trainer must not get it from the next export. (A node in burn-in
+    is failed by its run, with the stage's findings.)"""
+    failed = [r for r in results if r.verdict == Verdict.FAIL.value]
+    if not failed or node.state != State.GOLDEN.value:
+        return
+    stmt = select(Node).where(Node.id == node.id).with_for_update().execution_options(populate_existing=True)
+    node = s.execute(stmt).scalar_one()  # re-read under the row lock
+    if node.state != State.GOLDEN.value:
+        return
+    first = failed[0]
+    finding = next((f for f in first.findings if f.get("severity") == "critical"), None)
+    finding = finding or next(iter(first.findings), None)
+    what = (
+        f"{finding.get('message', '')} -> {finding.get('action', '')}" if finding else "no finding recorded"
+    )
+    check_transition(node.key, State.GOLDEN, State.FAILED)
+    node.state = State.FAILED.value
+    s.add(
+        Event(
+            node_id=node.id,
+            run_id=run_id,
+            kind="transition",
+            from_state=State.GOLDEN.value,
+            to_state=State.FAILED.value,
+            reason=f"left golden: {first.stage} {first.check} FAIL: {what}",
+            actor=default_actor(),
+            details={"stage": first.stage, "check": first.check, "findings": list(first.findings)},
+        )
+    )

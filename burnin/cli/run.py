@@ -13,6 +13,7 @@ from bringup.remote import DEFAULT_CONCURRENCY
 from bringup.select import InvalidRack, UnknownNodes, split_nodes
 from bringup.ui import console, err_console, node_progress, table
 from burnin.cli.render import styled, usage_error
+from burnin.golden import parse_age
 from burnin.result import PASSING, Verdict
 from burnin.session import LaunchOptions, LocalRunRequest, Progress, RackRunRequest, run_local, run_rack
 from burnin.stages import STAGE_ORDER, parse_stages
@@ -40,6 +41,15 @@ from burnin.stages.jobs import BurninOutcome, StageOutcome
 )
 @click.option("--partition", default=None, help="Slurm partition for srun (inventory slurm_partition).")
 @click.option("--reservation", default=None, help="Slurm reservation for srun (inventory slurm_reservation).")
+@click.option(
+    "--wait",
+    is_flag=False,
+    flag_value="1h",
+    default=None,
+    metavar="[DURATION]",
+    help="When another run holds some of the nodes, queue behind it for up to DURATION "
+    "(30m, 2h; --wait alone: 1h) instead of refusing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 @click.pass_context
 def run_cmd(
@@ -57,10 +67,15 @@ def run_cmd(
     launcher: str | None,
     partition: str | None,
     reservation: str | None,
+    wait: str | None,
     as_json: bool,
 ) -> None:
     """Run burn-in stages on a rack's nodes (or, with --local, on this machine)."""
     stage_list = parse_stages(stages)
+    try:
+        wait_for = parse_age(wait) if wait else None
+    except ValueError as exc:
+        raise usage_error(exc, "--wait") from None
     progress_bar = node_progress()
     progress = _progress(progress_bar, as_json)
     if local:
@@ -82,6 +97,7 @@ def run_cmd(
             force,
             overrides,
             LaunchOptions(launcher, partition, reservation),
+            wait_for,
         )
         try:
             with progress_bar:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import CheckResult, utcnow
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
 from burnin import golden
 from burnin.cli import main
@@ -160,9 +161,10 @@ def test_state_rules():
     assert judge("n1", "retired", rows, GoldenRules(), NOW).reasons == ("retired",)
     d = judge("n1", "failed", rows, GoldenRules(), NOW, state_reason="burn-in stage gpu failed: x")
     assert d.reasons == ("state failed (burn-in stage gpu failed: x)",)
-    d = judge("n1", "burnin", rows, GoldenRules(), NOW, unfinished_run=9)
-    assert not d.golden and "burn-in run 9 has not finished" in d.reason
-    assert judge("n1", "golden", rows, GoldenRules(), NOW, unfinished_run=9).golden  # only burnin waits
+    busy = "burnin run 9 (controller h1 pid 42, started 3 min ago)"
+    d = judge("n1", "burnin", rows, GoldenRules(), NOW, in_run=busy)
+    assert not d.golden and d.reasons == (f"in burn-in now: {busy}",)
+    assert judge("n1", "golden", rows, GoldenRules(), NOW, in_run=busy).golden  # only burnin waits
 
 
 def test_moves():
@@ -362,25 +364,31 @@ def test_max_age_from_the_inventory(tmp_path):
     assert "results older than 2 d" in res.stdout and fleet.store.get_node("gpu001").state == "burnin"
 
 
-def test_a_later_failure_moves_a_golden_node_to_failed(fleet):
+def test_a_later_failure_moves_a_golden_node_to_failed_at_once(fleet):
+    """The failing result itself moves it (the store, in the result's transaction): no golden
+    run in between, so no export lists it after its failure."""
     fleet.results("gpu001")
     assert fleet.run("golden", "--rack", RACK).exit_code == 0
     run2 = fleet.results("gpu001", stages=("gpu",), fail="gpu")  # e.g. a result saved by another tool
-    res = fleet.run("golden", "--rack", RACK)
-    assert res.exit_code == 0, res.output
     event = fleet.store.history("gpu001")[-1]
     assert (event.from_state, event.to_state, event.run_id) == ("golden", "failed", run2)
-    assert "left golden: stage gpu FAIL" in event.reason and "RESEAT" in event.reason
+    assert event.reason == f"left golden: gpu gpu_stress FAIL: {CRIT['message']} -> RESEAT"
+    res = fleet.run("golden", "--rack", RACK)
+    assert res.exit_code == 0, res.output
+    assert "gpu001" not in res.stdout and "excluded gpu001 (failed)" in res.stderr
 
 
 def test_a_running_burnin_is_not_golden_yet(fleet):
+    """A live run holding the node (this test's process) keeps it out; once it ended it does not."""
     fleet.results("gpu001")
-    run = fleet.store.start_run("burnin", RACK)
     fleet.store.transition("gpu001", State.GOLDEN, "test")
-    fleet.store.transition("gpu001", State.BURNIN, "re-test", run_id=run.id)
-    res = fleet.run("golden", "--rack", RACK, "--excluded")
-    assert f"burn-in run {run.id} has not finished" in res.stdout
-    assert fleet.store.get_node("gpu001").state == "burnin"
+    with run_ledger(fleet.store, "burnin", RACK, nodes=["gpu001"]) as run:
+        fleet.store.transition("gpu001", State.BURNIN, "re-test", run_id=run.id)
+        res = fleet.run("golden", "--rack", RACK, "--excluded")
+        assert f"in burn-in now: burnin run {run.id} (controller " in res.stdout
+        assert fleet.store.get_node("gpu001").state == "burnin"
+    assert fleet.run("golden", "--rack", RACK).exit_code == 0
+    assert fleet.store.get_node("gpu001").state == "golden"
 
 
 def test_errors_are_one_line(fleet):
