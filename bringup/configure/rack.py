@@ -22,6 +22,7 @@ from bringup.configure.outcome import HostOutcome
 from bringup.configure.record import ConfigureResult, record_outcome
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, run_playbook
 from bringup.fleet.lifecycle import Step
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.select import select
 
@@ -86,9 +87,10 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
         "timeout": req.timeout,
         "task_timeout": req.task_timeout,
     }
-    run = store.start_run("configure", rack.name, params)
-    report.run_id = run.id
-    try:
+    # The run claims its nodes (a burn-in or provision holding one refuses this run) and records
+    # how it ended, whatever happens (bringup/fleet/runs.py).
+    with run_ledger(store, "configure", rack.name, nodes=names, params=params) as run:
+        report.run_id = run.id
         with (watch or _no_watch)(names) as on_event:
             result = run_playbook(
                 inventory,
@@ -100,21 +102,18 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
                 timeout=req.timeout,
                 task_timeout=req.task_timeout,
             )
-    except BaseException:
-        store.finish_run(run.id, "error")
-        raise
-    said_why = any(o.status in ("failed", "unreachable", "timed-out") for o in result.outcomes.values())
-    if result.rc != 0 and not said_why:
-        # ansible-playbook failed and no host says why (a syntax error, a missing role...).
-        store.finish_run(run.id, "error", evidence=result.stdout)
-        tail = "\n".join(result.stdout.splitlines()[-15:])
-        report.playbook_failure = f"ansible-playbook failed (rc={result.rc}, {result.status}):\n{tail}"
-        return report
-    for a in targets:
-        node = store.get_node(a.name)  # fresh: the run took a while
-        outcome = result.outcomes[a.name]
-        report.results.append(
-            record_outcome(store, node, outcome, run.id, check=req.check, full=not req.tags)
-        )
-    store.finish_run(run.id, "failed" if report.bad else "done", evidence=result.stdout)
+        said_why = any(o.status in ("failed", "unreachable", "timed-out") for o in result.outcomes.values())
+        if result.rc != 0 and not said_why:
+            # ansible-playbook failed and no host says why (a syntax error, a missing role...).
+            run.finish("error", f"ansible-playbook failed (rc={result.rc})", evidence=result.stdout)
+            tail = "\n".join(result.stdout.splitlines()[-15:])
+            report.playbook_failure = f"ansible-playbook failed (rc={result.rc}, {result.status}):\n{tail}"
+            return report
+        for a in targets:
+            node = store.get_node(a.name)  # fresh: the run took a while
+            outcome = result.outcomes[a.name]
+            report.results.append(
+                record_outcome(store, node, outcome, run.id, check=req.check, full=not req.tags)
+            )
+        run.finish("failed" if report.bad else "done", evidence=result.stdout)
     return report

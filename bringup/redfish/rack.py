@@ -19,6 +19,7 @@ from typing import Any
 
 from bringup.fleet.enroll import enroll_host
 from bringup.fleet.lifecycle import Step
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
 from bringup.redfish.boot import set_boot_once
@@ -198,15 +199,6 @@ def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResul
     gate = gate_hosts(store, Step.DISCOVER, [t.host for t in targets])
     skipped = gate.reasons()
     targets = [t for t in targets if t.name not in skipped]
-    run = store.start_run(
-        "discover",
-        rack_name,
-        params={
-            "nodes": [t.name for t in targets],
-            "concurrency": job.concurrency,
-            **run_tls_details(options, targets),
-        },
-    )
     results: dict[str, str] = {}
     by_name = {t.name: t for t in targets}
 
@@ -236,14 +228,18 @@ def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResul
             )
 
     tasks = [_task(t, lambda c, t=t: discover(c, t.rule), options) for t in targets]
-    try:
+    params = {
+        "nodes": [t.name for t in targets],
+        "concurrency": job.concurrency,
+        **run_tls_details(options, targets),
+    }
+    # Reading BMCs changes nothing on a node, so discovery claims none; the ledger still records
+    # how the run ended, whatever happens (bringup/fleet/runs.py).
+    with run_ledger(store, "discover", rack_name, params=params) as run:
         outcomes = _run(job, "discover", tasks, save)
-    except BaseException:
-        store.finish_run(run.id, "error")
-        raise
-    flagged = [n for n, r in results.items() if r in FLAGGED]
-    failed = sum(not o.ok for o in outcomes) + len(flagged)
-    store.finish_run(run.id, "ok" if not failed else ("failed" if failed == len(outcomes) else "partial"))
+        flagged = [n for n, r in results.items() if r in FLAGGED]
+        failed = sum(not o.ok for o in outcomes) + len(flagged)
+        run.finish("ok" if not failed else ("failed" if failed == len(outcomes) else "partial"))
     rows = [_discovery_row(o, results, flagged, by_name[o.name]) for o in outcomes]
     return RackResult(rack_name, rows, enrolled, skipped, run.id, warnings=plain_http_warnings(targets))
 
