@@ -545,7 +545,7 @@ class GpuStress(Check):
         findings += _tflops_findings(gpus, profile)
         samples_text = parts.get("throttle", "")
         samples = parse_throttle_samples(samples_text) if samples_text.strip() else []
-        findings += _throttle_findings(samples)
+        findings += throttle_findings(samples)
         tflops = {f"GPU {g.get('index')}": g.get("tflops") for g in gpus if isinstance(g, dict)}
         temps = [s.temperature_c for s in samples if s.temperature_c is not None]
         power = [s.power_draw_w for s in samples if s.power_draw_w is not None]
@@ -657,7 +657,8 @@ def _tflops_findings(gpus: list, profile: Profile) -> list[Finding]:
     return findings
 
 
-def _throttle_findings(samples: list) -> list[Finding]:
+def throttle_findings(samples: list) -> list[Finding]:
+    """Findings for throttle-reason samples taken under load (also read by burnin evaluate)."""
     seen: dict[int, set[str]] = {}
     evidence: dict[int, str] = {}
     for s in samples:

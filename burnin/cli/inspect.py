@@ -12,8 +12,8 @@ from bringup.cli.common import inventory_dir_from, store_from
 from bringup.profiles import Profile, apply_overrides, find_profile
 from bringup.ui import console, table
 from burnin.checks import ALL_CHECKS
-from burnin.checks.base import CommandOutput, judge
 from burnin.cli.render import print_findings, styled
+from burnin.evaluate import MAX_BYTES, Evaluation, evaluate_evidence
 from burnin.result import PASSING, Finding, Result
 from burnin.stages import STAGE_ORDER, stage_checks
 
@@ -24,8 +24,13 @@ def _profile(ctx: click.Context, name: str) -> Profile:
 
 
 @click.command("evaluate")
-@click.option("--check", "check_name", required=True, help="The check whose judgement to apply.")
 @click.option("--profile", "profile_name", required=True, help="Profile name or .yml path.")
+@click.option(
+    "--check",
+    "check_name",
+    default=None,
+    help="The check whose judgement to apply; by default the tool is recognised from the content.",
+)
 @click.option("--rc", default=0, show_default=True, help="The exit code the tool had.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
 @click.option("--json", "as_json", is_flag=True)
@@ -33,25 +38,42 @@ def _profile(ctx: click.Context, name: str) -> Profile:
 @click.pass_context
 def evaluate_cmd(
     ctx: click.Context,
-    check_name: str,
+    check_name: str | None,
     profile_name: str,
     rc: int,
     overrides: tuple[str, ...],
     as_json: bool,
     file: str,
 ) -> None:
-    """Judge a saved tool output FILE ('-' for stdin) offline, as CHECK would on a node."""
-    check = ALL_CHECKS.get(check_name)
-    if check is None:
-        raise click.UsageError(f"unknown check {check_name!r} (checks: {', '.join(sorted(ALL_CHECKS))})")
+    """Judge a saved tool output FILE ('-' for stdin) offline: the tool is recognised from its
+    content (or named with --check) and judged against the profile as on a node."""
     profile = apply_overrides(_profile(ctx, profile_name), overrides)
-    text = click.open_file(file, encoding="utf-8", errors="replace").read()
-    result = judge(check, CommandOutput(stdout=text, rc=rc), profile)
+    with click.open_file(file, "rb") as stream:
+        data = stream.read(MAX_BYTES + 1)
+    source = "stdin" if file == "-" else file
+    evaluation = evaluate_evidence(data, profile, source=source, check_name=check_name, rc=rc)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json.dumps(evaluation.to_dict(), indent=2))
     else:
+        _print_evaluation(evaluation)
+    sys.exit(0 if evaluation.verdict in PASSING else 1)
+
+
+def _print_evaluation(evaluation: Evaluation) -> None:
+    rec = evaluation.recognition
+    if rec.tool is not None:
+        console.print(
+            f"tool: [bold]{rec.tool.name}[/bold] (confidence {rec.confidence:.2f}: {rec.reason})", highlight=False
+        )
+    elif not evaluation.given:
+        console.print(f"tool: {rec.reason}", highlight=False)
+    if evaluation.given:
+        console.print(f"judged by --check {evaluation.checks[0]}", highlight=False)
+    if not evaluation.results:
+        console.print(f"verdict: {styled(evaluation.verdict)}", highlight=False)
+        console.print(f"  {evaluation.reason}", highlight=False)
+    for result in evaluation.results:
         _print_result(result)
-    sys.exit(0 if result.verdict in PASSING else 1)
 
 
 def _print_result(result: Result) -> None:

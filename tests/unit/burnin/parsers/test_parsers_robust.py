@@ -63,7 +63,7 @@ PARSERS = [
     parse_gpu_burn,
 ]
 
-SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file()]
+SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name != "INDEX.md"]
 
 # Tokens that steer random lines into the parsers' deeper branches.
 TOKENS = [

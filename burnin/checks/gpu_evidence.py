@@ -1,0 +1,194 @@
+"""GPU tool outputs judged offline (burnin evaluate), not run by a stage: `nvidia-smi --query-gpu
+... --format=csv` and gpu-burn logs.
+
+``--query-gpu`` CSV: the columns it knows are judged, the others are listed. A GPU's link width
+below the profile is a failure at any time; its current generation drops at idle (power saving),
+so only ``pcie.link.gen.max`` (what the GPU and the slot can reach) is held to the profile, and the
+best current generation over the captures is reported. Throttle reasons are judged as the
+gpu_stress check judges its sampler. Without a header the columns are unknown, except the
+burn-in's own throttle sampler (index, 0x mask, temperature, power).
+
+gpu-burn: its exit status lies and its summary may say OK for a GPU that never ran (INDEX.md,
+section 8), so a GPU passes only with a summary of OK, iterations done, no error and no death.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bringup.profiles import Profile
+from burnin.checks.base import Check, CommandOutput
+from burnin.checks.gpu import THROTTLE_SAMPLER, throttle_findings
+from burnin.parsers import ParseError
+from burnin.parsers.gpu_burn import parse_gpu_burn
+from burnin.parsers.nvidia_smi import ThrottleSample, parse_query_gpu_csv, parse_throttle_samples
+from burnin.result import Action, Finding, Result, critical, info
+
+_SAMPLER_ROW = re.compile(r"^\d+, 0x[0-9A-Fa-f]{16}, ")
+_MASK_FIELDS = ("clocks_throttle_reasons.active", "clocks_event_reasons.active")
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*(\d{1,3})\s*x?\s*", value)
+    return int(m.group(1)) if m else None
+
+
+def _rows(text: str) -> list[dict[str, str | None]]:
+    try:
+        return parse_query_gpu_csv(text)
+    except ParseError:
+        if not any(_SAMPLER_ROW.match(line) for line in text.splitlines()):
+            raise ParseError(
+                "a --query-gpu CSV without its header: the columns cannot be told (run it with --format=csv)"
+            ) from None
+    fields = THROTTLE_SAMPLER.split("--query-gpu=")[1].split()[0].split(",")
+    return parse_query_gpu_csv(text, fields)
+
+
+def _gpu_key(row: dict[str, str | None]) -> str:
+    if row.get("index") is not None:
+        return f"GPU {row['index']}"
+    if row.get("pci.bus_id"):
+        return f"GPU {row['pci.bus_id']}"
+    return "a GPU (no index or pci.bus_id column)"
+
+
+def _pcie_findings(readings: dict[str, list[dict[str, str | None]]], profile: Profile) -> list[Finding]:
+    want_gen, want_width = profile.pcie.gpu.gen, profile.pcie.gpu.width
+    findings: list[Finding] = []
+    for gpu, rows in readings.items():
+        widths = [w for r in rows if (w := _int(r.get("pcie.link.width.current"))) is not None]
+        gens = [g for r in rows if (g := _int(r.get("pcie.link.gen.current"))) is not None]
+        max_gens = [g for r in rows if (g := _int(r.get("pcie.link.gen.max"))) is not None]
+        evidence = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in r.items() if k.startswith("pcie.")) for r in rows[:3]
+        )
+        if widths and min(widths) < want_width:
+            findings.append(
+                critical(
+                    f"{gpu} link is x{min(widths)}, expected x{want_width}", Action.RESEAT, evidence, gpu
+                )
+            )
+        if max_gens and max(max_gens) < want_gen:
+            findings.append(
+                critical(
+                    f"{gpu} can reach only Gen{max(max_gens)} (pcie.link.gen.max), expected Gen{want_gen}: "
+                    "the slot, riser or a BIOS PCIe speed setting",
+                    Action.RESEAT,
+                    evidence,
+                    gpu,
+                )
+            )
+        if gens and max(gens) < want_gen and not (max_gens and max(max_gens) < want_gen):
+            findings.append(
+                info(
+                    f"{gpu} link at Gen{max(gens)} in these captures: GPUs slow their link at idle",
+                    evidence,
+                    gpu,
+                )
+            )
+    return findings
+
+
+def _throttle_samples(rows: list[dict[str, str | None]]) -> list[ThrottleSample]:
+    lines = []
+    for position, row in enumerate(rows):
+        mask = next((row[f] for f in _MASK_FIELDS if row.get(f)), None)
+        if mask is None:
+            continue
+        index = row.get("index") or str(position)
+        lines.append(f"{index}, {mask}, {row.get('temperature.gpu') or ''}, {row.get('power.draw') or ''}")
+    return parse_throttle_samples("\n".join(lines)) if lines else []
+
+
+class GpuQueryCsv(Check):
+    name = "gpu_query_csv"
+    stage = "gpu"  # judged offline only (burnin evaluate)
+    description = "nvidia-smi --query-gpu CSV: PCIe link width and reachable generation, throttle reasons"
+
+    def command(self, profile: Profile) -> str:
+        return (
+            "nvidia-smi --query-gpu=index,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,"
+            "pcie.link.width.current,pcie.link.width.max,clocks_throttle_reasons.active --format=csv"
+        )
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        rows = _rows(output.stdout)
+        if not rows:
+            raise ParseError("a --query-gpu CSV header with no data row under it")
+        columns = sorted({k for r in rows for k in r})
+        readings: dict[str, list[dict[str, str | None]]] = {}
+        for row in rows:
+            readings.setdefault(_gpu_key(row), []).append(row)
+        judged_pcie = any(c.startswith("pcie.link.") for c in columns)
+        samples = _throttle_samples(rows)
+        if not judged_pcie and not samples:
+            raise ParseError(
+                f"no column this check judges (pcie.link.*, clocks_throttle_reasons.active) in: {', '.join(columns)}"
+            )
+        findings = _pcie_findings(readings, profile) if judged_pcie else []
+        findings += throttle_findings(samples)
+        metrics: dict[str, Any] = {"gpus": len(readings), "rows": len(rows), "columns": columns}
+        return Result.judged(self.name, findings, metrics)
+
+
+class GpuBurnLog(Check):
+    name = "gpu_burn"
+    stage = "gpu"  # judged offline only (burnin evaluate); the gpu stage runs burnin-stress
+    description = "gpu-burn log: every GPU ran, made progress, had no error, and the summary says OK"
+    judge_any_rc = True  # gpu-burn exits 0 with FAULTY GPUs: the log decides
+
+    def command(self, profile: Profile) -> str:
+        return "gpu_burn -d 600"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        run = parse_gpu_burn(output.stdout)
+        findings: list[Finding] = []
+        for err in dict.fromkeys(run.init_errors):
+            findings.append(critical(f"a GPU test could not start: {err}", Action.RESET_GPU, err))
+        if run.no_clients_alive:
+            findings.append(critical("every gpu-burn worker died ('No clients are alive')", Action.REBOOT))
+        for g in run.gpus:
+            subject = f"GPU {g.index}"
+            if g.status == "FAULTY" or (g.errors or 0) > 0 or g.warning:
+                findings.append(
+                    critical(
+                        f"{subject}: {g.errors} computation error(s) (gpu-burn: {g.status or 'no summary'})",
+                        Action.RMA,
+                        f"GPU {g.index}: {g.status}, errors: {g.errors}",
+                        subject,
+                    )
+                )
+            elif g.died or (g.iterations is not None and g.iterations < 0):
+                findings.append(
+                    critical(f"{subject}: its gpu-burn worker died", Action.RESET_GPU, "", subject)
+                )
+            elif run.summary_complete and (not g.iterations or not g.max_gflops):
+                findings.append(
+                    critical(
+                        f"{subject}: no work done ({g.iterations} iterations, {g.max_gflops} Gflop/s) "
+                        f"although the summary says {g.status}",
+                        Action.RESET_GPU,
+                        f"proc'd: {g.iterations} ({g.gflops} Gflop/s)",
+                        subject,
+                    )
+                )
+        tested = run.tested if run.tested is not None else len(run.gpus)
+        if tested < profile.gpu.count and run.summary_complete:
+            findings.append(
+                critical(
+                    f"gpu-burn tested {tested} GPU(s), the profile has {profile.gpu.count}", Action.RESEAT
+                )
+            )
+        incomplete = "" if run.summary_complete else "no 'Tested N GPUs' summary: the run did not finish"
+        metrics = {
+            "gpus": len(run.gpus),
+            "gflops": {f"GPU {g.index}": g.max_gflops for g in run.gpus},
+            "max_temp_c": max(
+                (g.max_temperature_c for g in run.gpus if g.max_temperature_c is not None), default=None
+            ),
+        }
+        return Result.judged(self.name, findings, metrics, incomplete=incomplete)

@@ -1,0 +1,426 @@
+"""Which tool printed this text? (pure) The answer `burnin evaluate` gives before judging a file.
+
+Each tool has markers: patterns of lines it prints, each with a weight. 3 is a line only that
+tool prints (``==============NVSMI LOG==============``, ``CA 'mlx5_0'``, ``# nccl-tests
+version``), 2 a characteristic line (a counter line ``PortXmitData:......``, a ``LnkSta:``), 1 a
+weak sign. A tool's score is the sum of the weights of the distinct markers found. The tool
+with the highest score wins (an operator's paste often holds a prompt or a second tool's lines:
+the stronger evidence wins); two tools with the same best score are ambiguous, and an ambiguous
+or unrecognised text is judged by nobody (UNKNOWN, never a pass). A tool is recognised only
+with a marker of weight 2 or more: weak signs alone are not enough.
+
+The registry names, per tool, the checks that judge its output (burnin.checks and
+burnin.checks.evidence); a tool with no check is still recognised and the answer says what to
+run instead. Nothing here imports a check: the names are resolved by burnin.evaluate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from burnin.parsers import ParseError
+from burnin.parsers.kernel_log import require_kernel_log
+
+SMI_Q_CHECKS = ("gpu_inventory", "gpu_ecc", "gpu_memory", "gpu_versions")
+MIN_STRONGEST = 2  # a tool needs at least one marker of this weight to be recognised
+
+
+@dataclass(frozen=True)
+class Marker:
+    pattern: re.Pattern[str]
+    weight: int  # 3: only this tool prints it; 2: characteristic; 1: a weak sign
+    what: str  # how the reason names it: "the 'NVSMI LOG' banner"
+
+
+def mark(pattern: str, weight: int, what: str, flags: int = 0) -> Marker:
+    return Marker(re.compile(pattern, re.MULTILINE | flags), weight, what)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # 'nvidia-smi -q', as the answer names it
+    checks: tuple[str, ...]  # the checks that judge its output; () = recognised, not judged
+    markers: tuple[Marker, ...] = ()
+    # Extra signs that a pattern cannot express (a kernel log is a proportion of its lines).
+    detect: Callable[[str], list[tuple[int, str]]] | None = None
+    instead: str = ""  # for a tool no check judges: what to run to get a judged output
+    section: str = ""  # wrap a bare output in this burnin section before judging it
+    includes: tuple[str, ...] = ()  # tools whose lines this tool prints too (gpu-burn: nvidia-smi -L's)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tool: Tool
+    score: int
+    strongest: int
+    found: tuple[str, ...]  # the markers found, strongest first
+
+    def reason(self) -> str:
+        return ", ".join(self.found[:3]) + (f" and {len(self.found) - 3} more" if len(self.found) > 3 else "")
+
+
+@dataclass(frozen=True)
+class Recognition:
+    tool: Tool | None  # None: not recognised, or ambiguous
+    confidence: float  # 0..1: how sure (the strongest marker, and the margin over the runner-up)
+    reason: str  # "the 'NVSMI LOG' banner, 'Attached GPUs'" or why nothing was recognised
+    candidates: tuple[Candidate, ...] = ()  # every tool with a marker, best first
+
+
+def _kernel_lines(text: str) -> list[tuple[int, str]]:
+    try:
+        count = require_kernel_log(text)
+    except ParseError:
+        return []
+    return [(3, f"{count} kernel-log line(s) (timestamp, level or 'kernel:' prefix)")]
+
+
+def _one_section(text: str) -> list[tuple[int, str]]:
+    if "NVSMI LOG" in text and not re.search(r"^\s+Product Name\s+:", text, re.MULTILINE):
+        return [(1, "no 'Product Name' (a -d section)")]
+    return []
+
+
+_SYSTEMCTL_STATES = {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown"}
+
+
+def _systemctl_state(text: str) -> list[tuple[int, str]]:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) == 1 and lines[0] in _SYSTEMCTL_STATES:
+        return [(2, f"a lone unit state '{lines[0]}' (systemctl is-active)")]
+    return []
+
+
+_CSV_FIELD = r"(?:index|name|uuid|serial|pci\.bus_id|driver_version|pcie\.link\.[\w.]+|clocks?[\w.]*|temperature\.\w+|power\.[\w.]+|memory\.\w+|ecc\.[\w.]+|utilization\.\w+|retired_pages\.[\w.]+|remapped_rows\.[\w.]+|persistence_mode|pstate|fan\.speed)(?: \[[^\]]+\])?"
+
+TOOLS: tuple[Tool, ...] = (
+    # ---- nvidia-smi --------------------------------------------------------------------------
+    Tool(
+        "nvidia-smi -q",
+        SMI_Q_CHECKS,
+        (
+            mark(r"^=+NVSMI LOG=+\s*$", 3, "the 'NVSMI LOG' banner"),
+            mark(r"^Attached GPUs\s*:\s*\d+", 3, "'Attached GPUs'"),
+            mark(
+                r"^GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$",
+                2,
+                "a 'GPU 00000000:xx:00.0' block",
+            ),
+            mark(r"^\s+Product Name\s+:", 1, "'Product Name'"),
+        ),
+    ),
+    Tool(
+        # `nvidia-smi -q -d PAGE_RETIREMENT` (or ROW_REMAPPER, ECC...): one section per GPU, no
+        # product name; the memory-health check reads it, the inventory checks have nothing to read.
+        "nvidia-smi -q -d",
+        ("gpu_memory",),
+        (
+            mark(r"^=+NVSMI LOG=+\s*$", 3, "the 'NVSMI LOG' banner"),
+            mark(r"^Attached GPUs\s*:\s*\d+", 3, "'Attached GPUs'"),
+            mark(
+                r"^GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$",
+                2,
+                "a 'GPU 00000000:xx:00.0' block",
+            ),
+        ),
+        detect=_one_section,
+    ),
+    Tool(
+        "nvidia-smi nvlink -s",
+        ("nvlink",),
+        (
+            mark(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>)", 3, "'Link N: xx GB/s' lines"),
+            mark(
+                r"NVML: Unable to retrieve NVLink information", 3, "'Unable to retrieve NVLink information'"
+            ),
+        ),
+        includes=("nvidia-smi -L",),
+    ),
+    Tool(
+        "nvidia-smi -L",
+        ("container_gpu",),
+        (
+            mark(r"^GPU \d+: .+ \(UUID: GPU-[0-9a-fA-F-]+\)\s*$", 2, "'GPU N: <name> (UUID: GPU-...)' lines"),
+            mark(r"^\s+MIG \S+\s+Device\s+\d+: \(UUID: MIG-", 2, "'MIG ... Device N' lines"),
+        ),
+    ),
+    Tool(
+        "nvidia-smi --query-gpu CSV",
+        ("gpu_query_csv",),
+        (
+            mark(rf"^{_CSV_FIELD}(?:, ?{_CSV_FIELD})+\s*$", 3, "a --query-gpu CSV header"),
+            mark(r"--query-gpu=", 2, "the --query-gpu command line"),
+            mark(
+                r"^\d+, 0x[0-9A-Fa-f]{16}, \d+(?: C)?, [\d.]+(?: W)?\s*$",
+                2,
+                "throttle-sampler rows (noheader)",
+            ),
+        ),
+    ),
+    Tool(
+        "nvidia-smi (default table)",
+        (),
+        (
+            mark(r"^\|\s*NVIDIA-SMI \d+\.\d+", 3, "the 'NVIDIA-SMI' table title"),
+            mark(r"Persistence-M\s*\|", 2, "the 'Persistence-M' column"),
+        ),
+        instead="no check judges the table: give `nvidia-smi -q`",
+    ),
+    Tool(
+        "nvidia-smi topo -m",
+        (),
+        (
+            mark(r"^\s+GPU0\s+(?:GPU1|NIC0|mlx5_0|CPU Affinity)", 3, "the topology matrix header"),
+            mark(r"^\s*Legend:\s*$", 2, "the 'Legend:' of the matrix"),
+        ),
+        instead="no check judges the topology matrix",
+    ),
+    # ---- DCGM --------------------------------------------------------------------------------
+    Tool(
+        "dcgmi diag",
+        ("dcgm_diag",),
+        (
+            mark(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", 3, "the 'Diagnostic | Result' table header"),
+            mark(
+                r"^[|+]-{3,}\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+\+",
+                3,
+                "a category row",
+            ),
+            mark(r"^\|\s*DCGM Version\s*\|", 2, "'DCGM Version'"),
+            mark(r'"DCGM (?:GPU )?Diagnostic"\s*:', 3, "the 'DCGM Diagnostic' JSON key"),
+            mark(r'"test_categories"\s*:', 2, "'test_categories'"),
+        ),
+    ),
+    # ---- kernel log ---------------------------------------------------------------------------
+    Tool(
+        "dmesg / journalctl -k",
+        ("kernel_log",),
+        (
+            mark(r"NVRM: Xid \(|SXid \(|\bpcieport\b|\bmlx5_core\b", 1, "kernel driver messages"),
+            # dmesg's own prefixes: "[  12.345678]", "kern  :warn  : ", "kernel: ", "<4>", ISO, -T, journalctl -k
+            mark(
+                r"^(?:\[\s*[+-]?\d+\.\d{6}\]|kern\s*:\s*\w+\s*: |kernel: |<[0-7]>|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.,]\d{6}[+-]\d\d:?\d\d |"
+                r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |"
+                r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: )",
+                3,
+                "dmesg time stamps",
+            ),
+        ),
+        detect=_kernel_lines,
+    ),
+    # ---- PCIe ---------------------------------------------------------------------------------
+    Tool(
+        "lspci -vv",
+        ("pcie_lspci",),
+        (
+            mark(r"^\s*LnkSta:\s+Speed", 3, "'LnkSta:' lines"),
+            mark(r"^\s*LnkCap:\s+Port #", 3, "'LnkCap:' lines"),
+            mark(r"^\s+Capabilities: \[[0-9a-f]+\]", 2, "'Capabilities: [..]' lines"),
+        ),
+    ),
+    Tool(
+        "burnin PCIe collector (sysfs)",
+        ("pcie_links",),
+        (
+            mark(r"^@@burnin-section (?:idle|load\d+|after)\s*$", 3, "burnin's PCIe sections"),
+            mark(r'"current_link_speed"\s*:', 2, "sysfs link fields in JSON"),
+        ),
+        section="idle",
+    ),
+    # ---- InfiniBand ---------------------------------------------------------------------------
+    Tool(
+        "ibstat",
+        ("ib_ports",),
+        (
+            mark(r"^CA '[^']+'\s*$", 3, "\"CA 'mlx5_N'\" lines"),
+            mark(r"^\s+CA type:", 2, "'CA type:'"),
+            mark(r"^\s+Physical state:\s", 2, "'Physical state:'"),
+        ),
+    ),
+    Tool(
+        "ibstatus",
+        (),
+        (
+            mark(r"^Infiniband device '[^']+' port \d+ status:", 3, "'Infiniband device ... status:' lines"),
+            mark(r"^\s+phys state:\s+\d:", 2, "'phys state: N:'"),
+        ),
+        instead="the ib_ports check reads `ibstat`",
+    ),
+    Tool(
+        "ibv_devinfo",
+        (),
+        (
+            mark(r"^hca_id:\s", 3, "'hca_id:' lines"),
+            mark(r"^\s+state:\s+PORT_\w+", 2, "'state: PORT_...'"),
+        ),
+        instead="the ib_ports check reads `ibstat`",
+    ),
+    Tool(
+        "ibnetdiscover -p",
+        (),
+        (mark(r"^(?:CA|SW)\s+\d+\s+\d+\s+0x[0-9a-f]{16}\s+\d+x\s", 3, "'CA/SW lid port guid 4x ...' rows"),),
+        instead="the ib stage reads the fabric map; no check judges it alone",
+    ),
+    Tool(
+        "sysfs /sys/class/infiniband",
+        (),
+        (
+            mark(
+                r"^\w+/ports/\d+/(?:counters/\w+|state|phys_state|rate):\s",
+                3,
+                "'mlx5_N/ports/1/...' file dumps",
+            ),
+        ),
+        instead="the ib_ports check reads `ibstat`; counters are judged from `perfquery -x`",
+    ),
+    Tool(
+        "ib_write_bw / ib_read_bw (perftest)",
+        ("perftest_bw",),
+        (
+            mark(r"^\s{2,}\S.*(?:BW|Latency) Test\s*$", 3, "a perftest title ('RDMA_Write BW Test')"),
+            mark(r"#bytes\s+#iterations\s+(?:BW peak|t_min)", 3, "the '#bytes #iterations' table header"),
+            mark(r"^\s*(?:local|remote) address:\s*LID", 2, "'local address: LID' lines"),
+            mark(r"Waiting for client to connect", 2, "the server's wait banner"),
+            mark(
+                r"^\s*(?:Couldn't connect to \S+:\d+|Unable to create QP|Failed to create QP|Couldn't create IB "
+                r"resources|Completion with error at|Port number \d+ state is|IB device \S+ not found)",
+                2,
+                "a perftest error line",
+            ),
+            mark(r'"test_info"\s*:', 3, "the --out_json 'test_info' object"),
+            mark(r'"BW_average"\s*:', 2, "'BW_average'"),
+        ),
+    ),
+    Tool(
+        "perfquery",
+        ("perfquery_counters",),
+        (
+            mark(
+                r"^#\s*[\w ]*counters:\s*Lid\s+\d+\s+port\s+(?:\d+|all)",
+                3,
+                "'# Port counters: Lid N port N'",
+                re.I,
+            ),
+            mark(
+                r"^(?:PortXmitData|PortRcvData|SymbolErrorCounter|PortSelect):\.{3,}",
+                2,
+                "'Counter:.....N' lines",
+            ),
+        ),
+    ),
+    # ---- NCCL ---------------------------------------------------------------------------------
+    Tool(
+        "nccl-tests",
+        ("nccl_tests",),
+        (
+            mark(r"^# nccl-tests version", 3, "'# nccl-tests version'"),
+            mark(r"^# nThread \d+ nGpus \d+", 3, "the '# nThread N nGpus N' line"),
+            mark(r"^#?\s+size\s+count\s+type", 3, "the '# size count type' table header"),
+            mark(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on", 3, "'# Rank N Group N Pid N on' lines"),
+            mark(r"^#?\s*Avg bus bandwidth\s*:", 3, "'# Avg bus bandwidth'"),
+            mark(r"^#?\s*Out of bounds values\s*:", 2, "'# Out of bounds values'"),
+            mark(r"Test (?:CUDA|NCCL) failure common\.cu", 3, "a 'Test ... failure common.cu' line"),
+            mark(r"\bNCCL (?:INFO|WARN)\b", 1, "NCCL INFO/WARN lines"),
+            mark(r'"average_bus_bandwidth"\s*:', 3, "the -J 'average_bus_bandwidth' key"),
+            mark(r'"(?:nthreads|ngpus|minimum_bytes)"\s*:', 2, "the -J 'config' keys"),
+        ),
+    ),
+    # ---- GPU load -----------------------------------------------------------------------------
+    Tool(
+        "gpu-burn",
+        ("gpu_burn",),
+        (
+            mark(r"proc'd:", 3, "progress lines ('proc'd: N (X Gflop/s)')"),
+            mark(r"^Tested \d+ GPUs:", 3, "'Tested N GPUs:'"),
+            mark(r"No clients are alive", 3, "'No clients are alive'"),
+            mark(r"^\s*GPU \d+: (?:OK|FAULTY)\s*$", 2, "'GPU N: OK|FAULTY'"),
+            mark(r"Initialized device \d+ with \d+ MB of memory", 2, "'Initialized device N'"),
+        ),
+        includes=("nvidia-smi -L",),
+    ),
+    Tool(
+        "burnin-stress",
+        ("gpu_stress",),
+        (
+            mark(r'"tool"\s*:\s*"burnin-stress"', 3, "a burnin-stress report"),
+            mark(r"^@@burnin-section (?:stress|throttle)\s*$", 3, "burnin's stress sections"),
+        ),
+        section="stress",
+    ),
+    # ---- COPY BANDWIDTH SLOT: the copy_bandwidth check's engineer adds the nvbandwidth and
+    # bandwidthTest entries here (markers of their outputs -> the "copy_bandwidth" check), and
+    # sets the expected tool of their samples in tests/unit/burnin/test_recognise.py (EXPECT). ----
+    # ---- host ---------------------------------------------------------------------------------
+    Tool(
+        "df -Pk",
+        ("disk_usage",),
+        (
+            mark(
+                r"^Filesystem\s+1024-blocks\s+Used\s+Available\s+Capacity\s+Mounted on",
+                3,
+                "the 'df -Pk' header",
+            ),
+            mark(r"^Filesystem\s+.*\bMounted on\s*$", 2, "a 'df' header"),
+        ),
+    ),
+    Tool(
+        "ofed_info -s",
+        ("ofed_version",),
+        (
+            mark(
+                r"^(?:MLNX_OFED_LINUX|OFED-internal|DOCA[\w]*|mlnx-ofa_kernel)-[\w.\-]+:?\s*$",
+                3,
+                "an OFED version line",
+            ),
+        ),
+    ),
+    Tool(
+        "zpool status -x",
+        ("zfs_pool",),
+        (
+            mark(r"^all pools are healthy\s*$", 3, "'all pools are healthy'"),
+            mark(r"^\s*pool: \S+", 2, "'pool:' lines"),
+            mark(r"^\s*state: (?:ONLINE|DEGRADED|FAULTED|OFFLINE|UNAVAIL|SUSPENDED)", 2, "'state:' lines"),
+        ),
+    ),
+    Tool("systemctl is-active", ("fabric_manager",), detect=_systemctl_state),
+)
+
+
+def _candidate(tool: Tool, text: str) -> Candidate | None:
+    found: list[tuple[int, str]] = [(mk.weight, mk.what) for mk in tool.markers if mk.pattern.search(text)]
+    if tool.detect is not None:
+        found += tool.detect(text)
+    if not found:
+        return None
+    found.sort(key=lambda wf: -wf[0])
+    return Candidate(tool, sum(w for w, _ in found), found[0][0], tuple(what for _, what in found))
+
+
+def tool_names() -> list[str]:
+    return [t.name for t in TOOLS]
+
+
+def find_tool(name: str) -> Tool | None:
+    return next((t for t in TOOLS if t.name == name), None)
+
+
+def recognise(text: str) -> Recognition:
+    """The tool that printed ``text``, with a confidence and the markers that say so."""
+    candidates = sorted(
+        (c for t in TOOLS if (c := _candidate(t, text)) is not None and c.strongest >= MIN_STRONGEST),
+        key=lambda c: (-c.score, -c.strongest),
+    )
+    if not candidates:
+        return Recognition(None, 0.0, f"not recognised: looks like none of {', '.join(tool_names())}")
+    best = candidates[0]
+    runner_up = candidates[1] if len(candidates) > 1 else None
+    if runner_up and (runner_up.score, runner_up.strongest) == (best.score, best.strongest):
+        tied = [c for c in candidates if (c.score, c.strongest) == (best.score, best.strongest)]
+        looks = " or ".join(f"{c.tool.name} ({c.reason()})" for c in tied)
+        return Recognition(None, 0.0, f"ambiguous: looks like {looks}", tuple(candidates))
+    margin = best.score / (best.score + (runner_up.score if runner_up else 0))
+    confidence = round(min(1.0, best.strongest / 3) * margin, 2)
+    return Recognition(best.tool, confidence, best.reason(), tuple(candidates))

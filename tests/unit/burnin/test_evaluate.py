@@ -1,0 +1,165 @@
+"""`burnin evaluate` without --check (issue 15): no input that is not a recognisable output of a
+tool gets PASS, the evidence-only checks refuse other tools' outputs as the stage checks do, and
+the command (click's runner) says which tool it recognised, reads stdin, and refuses binary
+files with one line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from burnin.checks.base import CommandOutput, judge
+from burnin.checks.evidence import EVIDENCE_CHECKS
+from burnin.cli import main
+from burnin.evaluate import evaluate_text
+from burnin.recognise import recognise
+from burnin.result import Verdict
+from tests.paths import REPO
+from tests.profiles import shipped
+from tests.unit.burnin.checks.test_no_foreign_pass import SAMPLES
+
+PROFILE = shipped()
+robust = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Which samples are each evidence-only check's own tool output (file name prefixes).
+OWN = {
+    "gpu_query_csv": ("nvidia_smi_query_",),
+    "gpu_burn": ("gpu_burn_",),
+    "pcie_lspci": ("lspci_",),
+    "perftest_bw": ("ib_write_bw_", "perftest_"),
+    "perfquery_counters": ("perfquery_",),
+    "nccl_tests": ("nccl_tests_",),
+}
+
+
+def test_every_evidence_check_says_which_samples_are_its_own() -> None:
+    assert sorted(OWN) == sorted(EVIDENCE_CHECKS)
+
+
+@pytest.mark.parametrize("check", sorted(EVIDENCE_CHECKS))
+def test_no_evidence_check_passes_another_tools_sample(check: str) -> None:
+    foreign = [name for name in SAMPLES if not name.startswith(OWN[check])]
+    text = {n: SAMPLES[n] if SAMPLES[n].endswith("\n") else SAMPLES[n] + "\n" for n in foreign}
+    passed = [
+        n
+        for n in foreign
+        if judge(EVIDENCE_CHECKS[check], CommandOutput(text[n]), PROFILE).verdict is Verdict.PASS
+    ]
+    assert passed == [], f"{check} passes other tools' output: {passed}"
+
+
+@robust
+@given(check=st.sampled_from(sorted(EVIDENCE_CHECKS)), text=st.text(max_size=600))
+def test_no_evidence_check_passes_random_text(check: str, text: str) -> None:
+    out = CommandOutput(text if text.endswith("\n") else text + "\n")
+    assert judge(EVIDENCE_CHECKS[check], out, PROFILE).verdict is not Verdict.PASS, (check, text)
+
+
+@robust
+@given(text=st.text(max_size=800))
+def test_random_text_never_passes_evaluate(text: str) -> None:
+    """The issue's defect: kernel_log passed random base64. Without --check, nothing is assumed."""
+    for candidate in (text, text + "\n"):
+        assert evaluate_text(candidate, PROFILE).verdict is not Verdict.PASS, candidate
+
+
+@robust
+@given(names=st.lists(st.sampled_from(sorted(SAMPLES)), min_size=2, max_size=3, unique=True))
+def test_outputs_of_different_tools_run_together_never_pass(names: list[str]) -> None:
+    """Two or three tools' outputs in one file: one tool's output is not all of it."""
+    parts = [recognise(SAMPLES[n]) for n in names]
+    if any(p.tool is None or p.candidates[0].strongest < 3 for p in parts) or len(
+        {p.tool for p in parts}
+    ) < len(names):
+        # an unrecognised part (judged alone elsewhere); a part without a line only its tool prints
+        # (`active`, `GPU 0: ... (UUID: ...)`) cannot be told from noise; two captures of one tool
+        return
+    text = "".join(SAMPLES[n] if SAMPLES[n].endswith("\n") else SAMPLES[n] + "\n" for n in names)
+    evaluation = evaluate_text(text, PROFILE)
+    assert evaluation.verdict is not Verdict.PASS, (names, evaluation.tool, evaluation.reason)
+
+
+def test_base64_is_not_a_clean_kernel_log() -> None:
+    text = "aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IGFuZCBub3QgYSBrZXJuZWwgbG9n\n" * 20
+    evaluation = evaluate_text(text, PROFILE)
+    assert evaluation.verdict is Verdict.UNKNOWN and evaluation.reason.startswith("not recognised")
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+
+def _run(*args: str, stdin: bytes | None = None):
+    base = ["--inventory-dir", str(REPO / "inventories"), "evaluate", "--profile", "h100-sxm-8x400g"]
+    return CliRunner().invoke(main, [*base, *args], input=stdin)
+
+
+def _sample(tmp_path: Path, name: str) -> Path:
+    saved = tmp_path / name
+    saved.write_text(SAMPLES[name], encoding="utf-8")
+    return saved
+
+
+def test_cli_recognises_the_tool_and_says_so(tmp_path: Path) -> None:
+    saved = _sample(tmp_path, "lspci_vv_cx7_downtrained_16gt_x8.txt")
+    res = _run(str(saved))
+    assert res.exit_code == 1, res.output
+    assert "tool: lspci -vv (confidence 1.00: 'LnkSta:' lines" in res.stdout
+    assert "pcie_lspci: FAIL" in res.stdout and "link is x8, expected x16" in res.stdout
+
+
+def test_cli_json_has_check_tool_confidence_verdict_findings_at_the_top(tmp_path: Path) -> None:
+    saved = _sample(tmp_path, "nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt")
+    res = _run("--json", str(saved))
+    doc = json.loads(res.stdout)
+    assert {"check", "tool", "confidence", "verdict", "findings"} <= set(doc)
+    assert (doc["check"], doc["tool"], doc["verdict"]) == ("nccl_tests", "nccl-tests", "FAIL")
+    assert doc["results"][0]["metrics"]["floor"] == "multi-node (2 nodes)"
+    assert any("below the floor 360" in f["message"] and f["check"] == "nccl_tests" for f in doc["findings"])
+    assert res.exit_code == 1
+
+
+def test_cli_reads_stdin() -> None:
+    res = _run("--json", "-", stdin=SAMPLES["nvidia_smi_q_8xh100_535_183.txt"].encode())
+    doc = json.loads(res.stdout)
+    assert doc["tool"] == "nvidia-smi -q" and doc["verdict"] == "PASS" and res.exit_code == 0
+    assert doc["check"] == ["gpu_inventory", "gpu_ecc", "gpu_memory", "gpu_versions"]
+
+
+def test_cli_unrecognised_file_is_unknown(tmp_path: Path) -> None:
+    saved = tmp_path / "notes.txt"
+    saved.write_text("aGVsbG8gd29ybGQ=\n")
+    res = _run(str(saved))
+    assert res.exit_code == 1
+    assert "not recognised: looks like none of" in res.stdout and "UNKNOWN" in res.stdout
+
+
+def test_cli_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
+    saved = tmp_path / "core.bin"
+    saved.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    res = _run(str(saved))
+    assert res.exit_code == 1
+    assert "binary file" in res.output and str(saved) in res.output.replace("\n", "")
+    assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_cli_with_check_judges_with_that_check(tmp_path: Path) -> None:
+    saved = _sample(tmp_path, "ibstat_h100_ndr_all_active.txt")
+    res = _run("--check", "kernel_log", "--json", str(saved))
+    doc = json.loads(res.stdout)
+    assert (doc["check"], doc["check_given"], doc["tool"], doc["verdict"]) == (
+        "kernel_log",
+        True,
+        "ibstat",
+        "UNKNOWN",
+    )
+
+
+def test_cli_unknown_check_is_an_error_listing_the_checks(tmp_path: Path) -> None:
+    saved = _sample(tmp_path, "ibstat_h100_ndr_all_active.txt")
+    res = _run("--check", "nope", str(saved))
+    assert res.exit_code == 1 and "unknown check 'nope'" in res.output and "perftest_bw" in res.output
