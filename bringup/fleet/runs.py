@@ -135,14 +135,35 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def gone_reason(run: Run, now: datetime, host: str, alive: Callable[[int], bool] = pid_alive) -> str | None:
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), None where
+    that cannot be read: with its pid it names one process, even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def gone_reason(
+    run: Run,
+    now: datetime,
+    host: str,
+    alive: Callable[[int], bool] = pid_alive,
+    started: Callable[[int], int | None] = process_start,
+) -> str | None:
     """Why a running run's controller is gone, or None while it may be alive (or cannot be told:
     a run recorded without controller, by an older bringup)."""
     if run.controller_host is None or run.controller_pid is None:
         return None
     if run.controller_host == host:
-        if not alive(run.controller_pid):
-            return f"its controller (pid {run.controller_pid} on {host}) is gone"
+        pid = run.controller_pid
+        if not alive(pid):
+            return f"its controller (pid {pid} on {host}) is gone"
+        recorded = (run.params or {}).get("controller_started")
+        now_started = started(pid) if recorded is not None else None
+        if now_started is not None and now_started != recorded:
+            return f"its controller (pid {pid} on {host}) is gone: that pid is another process now"
         return None
     beat = run.heartbeat_at or run.started_at
     interval = float((run.params or {}).get("heartbeat_s") or DEFAULT_HEARTBEAT_S)
@@ -313,7 +334,7 @@ def start_run(
     queues until the nodes are free (NodesBusy when ``wait`` runs out)."""
     names = list(dict.fromkeys(nodes))
     interval = heartbeat_s if heartbeat_s is not None else heartbeat_interval()
-    record = {**(params or {}), "heartbeat_s": interval}
+    record = {**(params or {}), "heartbeat_s": interval, "controller_started": process_start(os.getpid())}
     actor = actor or default_actor()
     deadline = clock() + (wait.total_seconds() if wait else 0.0)
     vanished = 0

@@ -138,6 +138,18 @@ def test_a_run_whose_pid_is_gone_on_this_host_is_marked_abandoned_by_the_next_ru
     assert [(h.run_id, h.nodes) for h in runs.holders(store)] == [(fresh.id, ("n1",))]
 
 
+def test_a_run_whose_pid_now_names_another_process_is_abandoned(store):
+    """A pid is reused after its process ends; the process's start time tells them apart."""
+    run = runs.start_run(store, "burnin", "r1", nodes=["n1"])
+    assert run.params["controller_started"] == runs.process_start(os.getpid())
+    assert runs.sweep_abandoned(store) == []  # this very process: alive
+    with store.session() as s:
+        params = {**run.params, "controller_started": run.params["controller_started"] - 1}
+        s.execute(update(Run).where(Run.id == run.id).values(params=params))
+    (marked,) = runs.sweep_abandoned(store)
+    assert "that pid is another process now" in store.get_run(marked.id).end_reason
+
+
 def test_another_hosts_run_is_abandoned_only_when_its_heartbeat_is_stale(store):
     run = runs.start_run(store, "burnin", "r1", nodes=["n1"], heartbeat_s=10)
     with store.session() as s:
