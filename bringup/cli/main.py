@@ -5,6 +5,7 @@
     provision.py  provision (library: bringup/provision/orchestrator.py)
     configure.py  configure (library: bringup/configure/)
     store.py      store prune (library: bringup/fleet/prune.py)
+    hostkeys.py   hostkeys scan|forget (library: bringup/hostkey_records.py)
     common.py     the group class (one-line errors), global options, the store
 
 The `lab` group (bringup/lab/cli.py) is registered lazily: `bringup --help` and
@@ -23,6 +24,7 @@ from bringup import __version__
 from bringup.cli.common import FriendlyGroup, global_options, set_global_options
 from bringup.cli.configure import configure
 from bringup.cli.fleet import inventory, nodes
+from bringup.cli.hostkeys import hostkeys_group
 from bringup.cli.provision import provision_cmd
 from bringup.cli.redfish import COMMANDS as REDFISH_COMMANDS
 from bringup.cli.store import store_group
@@ -89,7 +91,7 @@ def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None
     set_global_options(ctx, db, inventory_dir)
 
 
-for _command in (inventory, nodes, *REDFISH_COMMANDS, configure, provision_cmd, store_group):
+for _command in (inventory, nodes, *REDFISH_COMMANDS, configure, provision_cmd, store_group, hostkeys_group):
     main.add_command(_command)
 
 __all__ = ["main"]

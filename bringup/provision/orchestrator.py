@@ -23,6 +23,9 @@
   usable serial or without MACs is such a mismatch too (``reconcile``), never a pass. Each call
   the boot server refused for the node (another address, a forged report, a body cut short)
   is a ``provision-rejected`` event naming the caller's address.
+- SSH host keys: the installed system reports them in its phone-home; they replace the node's
+  (``Node.ssh_host_keys``, an ``ssh-host-keys`` event), and configure and burn-in then connect
+  only to a host showing one of them (``bringup.hostkeys``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ from typing import Any
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State, Step, may_start
 from bringup.fleet.models import Node, utcnow
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
+from bringup.hostkey_records import record as record_host_keys
+from bringup.hostkeys import clean_keys
 from bringup.inventory import InventoryHost, Rack
 from bringup.provision.backend import ProvisionBackend, ProvisionOutcome, ProvisionTarget
 from bringup.provision.reconcile import reconcile
@@ -322,12 +328,13 @@ class Orchestrator:
     def run(self, targets: Sequence[ProvisionTarget], params: dict[str, Any]) -> list[ProvisionResult]:
         """Provision ``targets`` batch by batch (preflight already passed). An interrupt leaves the
         current batch in ``provisioning``: the next run resumes it."""
-        run = self.store.start_run(PROVISION, self.rack, params={**params, "backend": self.backend.name})
-        self.run_id = run.id
         names = {t.key: t.name for t in targets}
         results: list[ProvisionResult] = []
-        status = "interrupted"
-        try:
+        # The run claims its nodes (a burn-in or configure holding one refuses it) and records how
+        # it ended, whatever happens: interrupted, error, or the outcome below (bringup/fleet/runs.py).
+        params = {**params, "backend": self.backend.name}
+        with run_ledger(self.store, PROVISION, self.rack, nodes=list(names.values()), params=params) as run:
+            self.run_id = run.id
             for batch in batches(list(targets), self.batch_size):
                 started = self._start_batch(batch)
 
@@ -340,9 +347,7 @@ class Orchestrator:
                     results.append(result)
                     self.on_result(result)
             failed = sum(not r.ok for r in results)
-            status = "ok" if not failed else ("failed" if failed == len(results) else "partial")
-        finally:
-            self.store.finish_run(run.id, status)
+            run.finish("ok" if not failed else ("failed" if failed == len(results) else "partial"))
         return results
 
     def _start_batch(self, batch: Sequence[ProvisionTarget]) -> dict[str, tuple[str, float]]:
@@ -366,6 +371,18 @@ class Orchestrator:
                 )
             started[t.key] = (node.state, self._clock())
         return started
+
+    def _record_host_keys(self, t: ProvisionTarget, outcome: ProvisionOutcome) -> list[str]:
+        """The installed system's SSH host keys, from its own (authenticated) report, replace the
+        node's; an install that reported none voids the old ones (that system is gone). The
+        agent ramdisk installs nothing: the keys recorded before stay. Returns notes."""
+        keys, problems = clean_keys(outcome.report.get("ssh_host_keys"))
+        notes = [f"SSH host key refused: {p}" for p in problems]
+        if not keys and outcome.details.get("mode") == "agent":
+            return notes
+        source = f"provision run {self.run_id} ({self.backend.name})"
+        notes.append(record_host_keys(self.store, t.key, keys, source, run_id=self.run_id))
+        return notes
 
     def _record(
         self, t: ProvisionTarget, outcome: ProvisionOutcome, started: tuple[str, float]
@@ -441,6 +458,7 @@ class Orchestrator:
 
         hw.pop("provision_flag", None)
         self.store.update_node(t.key, hardware=hw, ip=outcome.ip or t.ip, hostname=outcome.hostname or t.name)
+        result.notes += self._record_host_keys(t, outcome)
         matched = ", ".join(check.matched) or "nothing to compare"
         reason = f"provisioned via {self.backend.name}; the node's report matches Redfish ({matched})"
         self.store.transition(

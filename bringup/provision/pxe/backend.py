@@ -513,18 +513,25 @@ class PxeBackend:
         say(f"phone-home after {details['phone_home_after_s']} s")
         ip = report.get("ip") or (ack[1].ip if ack else None) or t.ip
         if s.mode == "install":
-            details["ssh"] = self._wait_ssh(t, ip, say)
+            details["ssh"] = self._wait_ssh(t, ip, report, say)
         details["seconds"] = round(self._clock() - t0, 1)
         return ProvisionOutcome(
             t.key, True, "provisioned", ip=ip, hostname=t.name, report=report, details=details
         )
 
-    def _wait_ssh(self, t: ProvisionTarget, ip: str | None, say: Callable[[str], None]) -> str:
+    def _wait_ssh(
+        self, t: ProvisionTarget, ip: str | None, report: Mapping[str, Any], say: Callable[[str], None]
+    ) -> str:
+        from bringup.hostkeys import PinnedKeys, clean_keys
         from bringup.remote import run_script, target_from_vars
 
         s = self.settings
         assert s is not None
-        target = target_from_vars(t.name, t.hostvars, self.inventory_dir, ip)
+        # Only the system that phoned home (with its token) is the node: its own keys, pinned.
+        keys, _ = clean_keys(report.get("ssh_host_keys"))
+        now = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        pinned = PinnedKeys(tuple(keys), now, "provision: its phone-home in this run")
+        target = target_from_vars(t.name, t.hostvars, self.inventory_dir, ip, pinned=pinned)
         deadline = self._clock() + s.ssh_timeout
         last = ""
         while self._clock() < deadline and not self._cancel.is_set():
