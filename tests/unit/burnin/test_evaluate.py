@@ -163,3 +163,40 @@ def test_cli_unknown_check_is_an_error_listing_the_checks(tmp_path: Path) -> Non
     saved = _sample(tmp_path, "ibstat_h100_ndr_all_active.txt")
     res = _run("--check", "nope", str(saved))
     assert res.exit_code == 1 and "unknown check 'nope'" in res.output and "perftest_bw" in res.output
+
+
+# ---- the issue's defects, through the command (each failed on the code before issue 15) ----------
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "verdict"),
+    [
+        # "cannot judge nccl-tests or perftest output at all (no check takes them)"
+        ("nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt", "nccl-tests", "FAIL"),
+        ("perftest_ndr_cx7_client_send_read_write_bw.txt", "ib_write_bw / ib_read_bw (perftest)", "WARN"),
+        ("ib_write_bw_out_json_ndr_cx7_DERIVED.json", "ib_write_bw / ib_read_bw (perftest)", "PASS"),
+        # "answers UNKNOWN for lspci -vv ... and for nvidia-smi --query-gpu ... --format=csv"
+        ("lspci_vv_cx7_downtrained_16gt_x8.txt", "lspci -vv", "FAIL"),
+        ("lspci_vv_h100_gpu_gen5_x16_ok.txt", "lspci -vv", "PASS"),
+        ("nvidia_smi_query_gpu_pcie_link_csv_8xl40s_idle_gen1.txt", "nvidia-smi --query-gpu CSV", "FAIL"),
+        (
+            "nvidia_smi_query_throttle_8xh100_load_gpu5_hw_slowdown_DERIVED.txt",
+            "nvidia-smi --query-gpu CSV",
+            "FAIL",
+        ),
+    ],
+)
+def test_issue15_outputs_no_check_took_are_judged(tmp_path: Path, name: str, tool: str, verdict: str) -> None:
+    res = _run("--json", str(_sample(tmp_path, name)))
+    doc = json.loads(res.stdout)
+    assert (doc["tool"], doc["verdict"]) == (tool, verdict), doc
+    assert res.exit_code == (0 if verdict in ("PASS", "WARN") else 1)
+
+
+def test_issue15_random_base64_is_not_passed_as_a_clean_kernel_log(tmp_path: Path) -> None:
+    """ "answers PASS for kernel_log on a file of random base64 text": without --check, nothing
+    takes it for a log."""
+    saved = tmp_path / "pasted.txt"
+    saved.write_text("aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IGFuZCBub3QgYSBrZXJuZWwgbG9n\n" * 40)
+    doc = json.loads(_run("--json", str(saved)).stdout)
+    assert doc["verdict"] == "UNKNOWN" and doc["tool"] is None and doc["check"] == []
