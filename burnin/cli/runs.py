@@ -12,7 +12,8 @@ from rich.markup import escape
 
 from bringup.cli.common import store_from
 from bringup.fleet.models import utcnow
-from bringup.fleet.runs import RunView, abort_run, format_duration, list_runs
+from bringup.fleet.run_list import RunView, list_runs
+from bringup.fleet.runs import abort_run, format_duration
 from bringup.ui import console, table
 from burnin.cli.render import note
 

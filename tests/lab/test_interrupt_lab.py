@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bringup.fleet import runs
+from bringup.fleet import run_list, runs
 from burnin.cli import main as burnin_main
 from tests.lab.conftest import REPO, ready_for_burnin
 
@@ -93,7 +93,9 @@ class RunningBurnin:
 
 def burnin_runs(store) -> list:
     """The burn-in runs of the store, oldest first (discovery made a run of its own)."""
-    return sorted((v for v in runs.list_runs(store, limit=None) if v.kind == "burnin"), key=lambda v: v.id)
+    return sorted(
+        (v for v in run_list.list_runs(store, limit=None) if v.kind == "burnin"), key=lambda v: v.id
+    )
 
 
 @pytest.fixture

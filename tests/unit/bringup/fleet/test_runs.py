@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import update
 
 from bringup.errors import UserError
-from bringup.fleet import runs
+from bringup.fleet import run_list, runs
 from bringup.fleet.models import Run, utcnow
 from bringup.fleet.store import FleetStore
 
@@ -238,11 +238,11 @@ def test_list_runs_marks_abandoned_ones_and_shows_what_each_holds(store):
     with store.session() as s:
         s.execute(update(Run).where(Run.id == gone.id).values(controller_pid=dead_pid()))
     live = runs.start_run(store, "configure", "r1", nodes=["n2", "n3"])
-    views = {v.id: v for v in runs.list_runs(store)}
+    views = {v.id: v for v in run_list.list_runs(store)}
     assert views[gone.id].status == "abandoned" and views[gone.id].held == ()
     assert views[live.id].status == "running" and views[live.id].held == ("n2", "n3")
-    assert [v.id for v in runs.list_runs(store, "other-rack")] == []
-    assert runs.list_runs(store, limit=1)[0].id == live.id  # running runs always shown
+    assert [v.id for v in run_list.list_runs(store, "other-rack")] == []
+    assert run_list.list_runs(store, limit=1)[0].id == live.id  # running runs always shown
 
 
 def test_the_heartbeat_interval_comes_from_the_environment(monkeypatch):
