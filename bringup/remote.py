@@ -22,6 +22,8 @@ from typing import Any
 
 import paramiko
 
+from bringup.capture import STREAM_CAP, HeadTail
+
 DEFAULT_CONCURRENCY = 64
 
 
@@ -45,6 +47,7 @@ class RemoteResult:
     error: str = ""  # could not connect / authenticate / finish in time: why
     started_at: float = 0.0  # this machine's clock before and after
     finished_at: float = 0.0
+    cut: str = ""  # what was cut out of stdout/stderr to keep within the bound ('' : nothing)
 
 
 def target_from_vars(
@@ -111,17 +114,28 @@ def describe_error(exc: BaseException, target: SshTarget) -> str:
     return f"SSH to {where} failed: {type(exc).__name__}: {exc}"
 
 
-def run_script(target: SshTarget, script: str, time_limit: float) -> RemoteResult:
+def run_script(
+    target: SshTarget, script: str, time_limit: float, max_output: int = STREAM_CAP
+) -> RemoteResult:
     """Run ``script`` with ``bash -s`` on the node; give up (keeping the output so far) after
-    ``time_limit`` seconds."""
+    ``time_limit`` seconds. Each stream keeps at most ``max_output`` bytes, its head and its tail
+    (``RemoteResult.cut`` says what was cut), so a node that prints without end costs the
+    controller a bounded amount."""
     started = time.time()
-    out, err = bytearray(), bytearray()
+    out, err = HeadTail(max_output), HeadTail(max_output)
     try:
         client = _connect(target)
     except Exception as exc:  # noqa: BLE001 - every failure is this node's result
         return RemoteResult(
             target.name, error=describe_error(exc, target), started_at=started, finished_at=time.time()
         )
+
+    def result(rc: int | None, error: str) -> RemoteResult:
+        cut = "; ".join(n for n in (out.note("output"), err.note("stderr")) if n)
+        return RemoteResult(
+            target.name, out.getvalue(), err.getvalue(), rc, error, started, time.time(), cut=cut
+        )
+
     try:
         channel = client.get_transport().open_session()  # type: ignore[union-attr]
         channel.exec_command("bash -s")
@@ -137,16 +151,15 @@ def run_script(target: SshTarget, script: str, time_limit: float) -> RemoteResul
                 break
             select.select([channel], [], [], min(left, 1.0))
             while channel.recv_ready():
-                out += channel.recv(65536)
+                out.write(channel.recv(65536))
             while channel.recv_stderr_ready():
-                err += channel.recv_stderr(65536)
+                err.write(channel.recv_stderr(65536))
             if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
                 rc = channel.recv_exit_status()
                 break
-        return RemoteResult(target.name, bytes(out), bytes(err), rc, error, started, time.time())
+        return result(rc, error)
     except Exception as exc:  # noqa: BLE001 - a dropped connection keeps what arrived
-        error = describe_error(exc, target)
-        return RemoteResult(target.name, bytes(out), bytes(err), None, error, started, time.time())
+        return result(None, describe_error(exc, target))
     finally:
         client.close()
 

@@ -32,9 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bringup.capture import STREAM_CAP, HeadTail
 from bringup.errors import UserError
 
 LAUNCHERS = ("mpirun", "srun")
+LINE_CAP = 65536  # bytes of one output line read at a time
 KILL_GRACE_S = 8.0  # srun waits up to KillWait (+ a little) for its step after SIGTERM
 
 
@@ -370,6 +372,7 @@ class LaunchOutcome:
     last_line: str = ""  # the last stdout line before the end
     after_kill: str = ""  # what came out once the watchdog ended it (the launcher's own dying words)
     started_up: bool = True  # False: it ended before start-up was over (see Watchdog)
+    cut: str = ""  # what was cut out of its output to keep within the bound ('' : nothing)
 
     @property
     def hung(self) -> bool:
@@ -381,7 +384,8 @@ Line = tuple[str, "str | None", float]  # (stream, line or None at EOF, when it 
 
 def _reader(stream: Any, name: str, out: queue.Queue[Line], clock: Callable[[], float]) -> None:
     try:
-        for raw in iter(stream.readline, b""):
+        # A line is read at most LINE_CAP bytes at a time: one endless line is many pieces.
+        for raw in iter(lambda: stream.readline(LINE_CAP), b""):
             out.put((name, raw.decode("utf-8", errors="replace"), clock()))
     finally:
         out.put((name, None, clock()))
@@ -396,6 +400,7 @@ def run_watched(
     clock: Callable[[], float] = time.monotonic,
     startup_s: float | None = None,
     ends_startup: Callable[[str], bool] | None = None,
+    max_output: int = STREAM_CAP,
 ) -> LaunchOutcome:
     """Run a launch to its end or until the watchdog ends it. A new stdout line is progress;
     the first one ``ends_startup`` accepts (any line, when not given) ends start-up."""
@@ -419,9 +424,8 @@ def run_watched(
         t.start()
     dog = Watchdog(idle_timeout_s, max_total_s, startup_s)
     dog.start(clock())
-    out: list[str] = []
-    err: list[str] = []
-    after: list[str] = []
+    # Bounded (bringup.capture): a launch that prints without end keeps its head and its tail.
+    out, err, after = HeadTail(max_output), HeadTail(max_output), HeadTail(max_output)
     open_streams = 2
     killed = ""
     killed_at = 0.0
@@ -441,14 +445,14 @@ def run_watched(
             open_streams -= 1
             continue
         if stream == "out":
-            out.append(line)
+            out.write(line.encode())
             dog.progress(clock(), ends_startup is None or ends_startup(line))
             if line.strip():
                 last_line = line.rstrip("\n")
             if on_line:
                 on_line(line.rstrip("\n"))
         else:
-            err.append(line)
+            err.write(line.encode())
     if killed:
         for t in threads:
             t.join(timeout=5)
@@ -457,9 +461,9 @@ def run_watched(
             if line is None:
                 continue
             if when > killed_at:
-                after.append(line)
+                after.write(line.encode())
             else:
-                (out if stream == "out" else err).append(line)
+                (out if stream == "out" else err).write(line.encode())
     rc = proc.wait() if not killed else None
     if killed:
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -468,15 +472,16 @@ def run_watched(
         with contextlib.suppress(OSError):
             os.unlink(launch.hostfile_path)
     return LaunchOutcome(
-        "".join(out),
-        "".join(err),
+        out.text(),
+        err.text(),
         rc,
         killed,
         clock() - dog.started,
         silent or dog.silent_s(clock()),
         last_line,
-        "".join(after),
+        after.text(),
         dog.started_up,
+        "; ".join(n for n in (out.note(), err.note("stderr")) if n),
     )
 
 

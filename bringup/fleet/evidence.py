@@ -24,26 +24,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bringup.capture import MIB, cut_marker
 from bringup.errors import BadInput
 from bringup.fleet.models import CheckResult, EvidenceBlob
 
-MIB = 1024 * 1024
 DEFAULT_CAP = 4 * MIB  # bytes of one output kept as evidence (half from its head, half from its tail)
 CAP_ENV = "BRINGUP_EVIDENCE_CAP_MB"  # sets the cap for every command (a number of MiB)
 CODEC = "zlib"
 _LEVEL = 6
-
-
-def mb(size: int) -> str:
-    """A byte count as the cut markers and findings write it: '100.0 MB' (MiB, one decimal)."""
-    return f"{size / MIB:.1f} MB"
-
-
-def cut_marker(total: int, dropped: int) -> str:
-    return (
-        f"\n[... output cut at {mb(total - dropped)}: {mb(dropped)} of {mb(total)} "
-        f"not kept, the head and the tail are ...]\n"
-    )
 
 
 @dataclass(frozen=True)
@@ -124,11 +112,12 @@ def put(session: Session, text: str, cache: dict[str, int] | None = None) -> int
 
 
 def store_text(session: Session, text: str | None, cache: dict[str, int] | None = None) -> int | None:
-    """``put`` a result's evidence, capped (a runner caps and tells the check first; this is the
-    store's own bound for any other caller); None stays None."""
+    """``put`` a result's evidence, capped: the runner caps each stream (stdout, stderr) and
+    tells the check first; this is the store's own bound, for any caller: both streams with
+    their cut markers fit. None stays None."""
     if text is None:
         return None
-    return put(session, cap(text, output_cap()).text, cache)
+    return put(session, cap(text, 2 * output_cap() + 4096).text, cache)
 
 
 def pruned_note(at: datetime) -> str:

@@ -33,6 +33,9 @@ class CommandOutput:
     error: str = ""  # it could not be run at all (SSH failed, the batch died): why
     started_at: float | None = None  # controller clock (epoch seconds) around the run
     finished_at: float | None = None
+    # The output was over the cap and its middle was not kept: what was cut ('output cut at
+    # 4.0 MB: ...'). The runner makes the verdict UNKNOWN unless what was kept shows a failure.
+    cut: str = ""
 
 
 class Check(ABC):

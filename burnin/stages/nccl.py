@@ -48,6 +48,7 @@ from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
+from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import GroupContext, GroupResults
 
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
@@ -225,6 +226,8 @@ class Executor:
             hang = Hang(self.plan.timeout_s, silent_nodes(text, run, addresses), outcome.last_line)
         floor = busbw_floor(self.profile, len(nodes))
         result = judge_output(text, floor, hang=hang, rc=outcome.rc, seconds=outcome.elapsed_s)
+        if outcome.cut:  # the launch printed past the bound: what its middle held was not judged
+            result = told_of_cut(result, outcome.cut)
         # Whether any rank ran: a device line or a row, or a hang (a rank that never joins hangs).
         launched = bool(outcome.killed) or (run is not None and bool(run.ranks or run.rows))
         return TestRun(label, tuple(nodes), result, outcome, launched)

@@ -10,12 +10,12 @@ ready for the next stage or the golden selection.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bringup.capture import run_bounded
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile
@@ -24,6 +24,7 @@ from burnin.checks.base import Check, CommandOutput, judge
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import group_stages, is_group_stage, stage_checks
 from burnin.stages.batch import Job, build_script, job_keys, parse_output
+from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import BurninOutcome, GroupContext, NodeJob, StageOutcome
 
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).
@@ -71,31 +72,31 @@ def judge_stage(
         else:
             output = CommandOutput(stdout=check.from_record(record))
         evidence = output.stdout + (f"\n--- stderr ---\n{output.stderr}" if output.stderr.strip() else "")
-        judged.append((judge(check, output, profile), evidence))
+        result = judge(check, output, profile)
+        judged.append((told_of_cut(result, output.cut) if output.cut else result, evidence))
     return judged
 
 
 # ---- I/O: sending batches ----------------------------------------------------------------------
 
 
-def run_local(script: str, time_limit: float) -> tuple[bytes, str, tuple[float, float]]:
+def run_local(script: str, time_limit: float) -> tuple[bytes, str, tuple[float, float], str]:
+    """The batch on this machine: (its stdout, an error, the time window, what was cut)."""
     started = time.time()
-    try:
-        proc = subprocess.run(["bash", "-s"], input=script.encode(), capture_output=True, timeout=time_limit)
-        return proc.stdout, "", (started, time.time())
-    except subprocess.TimeoutExpired as exc:
-        return exc.stdout or b"", f"time limit of {time_limit:.0f} s ran out", (started, time.time())
+    done = run_bounded(["bash", "-s"], script.encode(), time_limit)
+    return done.stdout.getvalue(), done.error, (started, time.time()), done.stdout.note()
 
 
 def _send(
     batches: dict[str, tuple[NodeJob, str]], time_limits: dict[str, float], concurrency: int
-) -> Iterator[tuple[str, bytes, str, tuple[float, float]]]:
-    """(node, raw answer, error, controller time window) as each node's answer arrives."""
+) -> Iterator[tuple[str, bytes, str, tuple[float, float], str]]:
+    """(node, raw answer, error, controller time window, what was cut) as each node's answer
+    arrives. The answer is bounded (bringup.capture): a node that prints without end loses the
+    middle of its answer, never the controller's memory."""
     remote = {}
     for name, (job, script) in batches.items():
         if job.target is None:
-            raw, error, window = run_local(script, time_limits[name])
-            yield name, raw, error, window
+            yield name, *run_local(script, time_limits[name])
         else:
             remote[job.target.name] = (name, script)
     if not remote:
@@ -103,7 +104,7 @@ def _send(
     targets = [batches[name][0].target for name, _ in remote.values()]
     limit = max(time_limits[name] for name, _ in remote.values())
     for res in fan_out(targets, lambda t: remote[t.name][1], limit, concurrency):  # type: ignore[arg-type]
-        yield remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at)
+        yield remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at), res.cut
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -139,9 +140,11 @@ class BurninRun:
                 script, tokens[name], keys[name] = stage_batch(plans[name], job.profile)
                 batches[name] = (job, script)
                 limits[name] = batch_time_limit(plans[name], job.profile)
-            for name, raw, error, window in _send(batches, limits, self.concurrency):
+            for name, raw, error, window, cut in _send(batches, limits, self.concurrency):
                 job = active[name]
                 outputs = parse_output(raw, tokens[name], sorted(set(keys[name].values())), window)
+                if cut:  # the answer was over the controller's bound: frames lost in its middle
+                    error = f"{cut}; {error}" if error else cut
                 if error:  # the batch did not finish: frames that came back still count
                     outputs = {
                         k: (o if not o.error else CommandOutput("", rc=None, error=error))

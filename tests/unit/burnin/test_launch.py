@@ -365,3 +365,14 @@ def test_run_watched_writes_and_removes_the_hostfile(tmp_path):
 def test_default_settings_are_frozen():
     with pytest.raises(AttributeError):
         LaunchSettings().launcher = "srun"  # type: ignore[misc]
+
+
+def test_run_watched_keeps_a_flood_to_its_bound_and_says_so():
+    """Issue 13: a launch's output was kept whole, however much it printed."""
+    from bringup.capture import MIB
+
+    flood = "echo '# nccl-tests'; head -c 20000000 /dev/zero | tr '\\0' z; echo; echo '# Avg bus bandwidth : 1'"
+    out = run_watched(_launch(["bash", "-c", flood]), idle_timeout_s=30, max_output=MIB)
+    assert out.rc == 0 and len(out.stdout.encode()) < MIB + 200
+    assert out.stdout.startswith("# nccl-tests\n") and out.stdout.endswith("# Avg bus bandwidth : 1\n")
+    assert out.cut.startswith("output cut at 1.0 MB: 19.1 MB printed")

@@ -93,7 +93,7 @@ def test_evidence_over_the_cap_is_stored_cut(store_url, monkeypatch):
         "gpu001", [{"stage": "s", "check": "c", "verdict": "PASS", "evidence": huge}]
     )
     text = store.evidence(saved)
-    assert text.startswith("start\n") and text.endswith("end\n") and "output cut at 1.0 MB" in text
+    assert text.startswith("start\n") and text.endswith("end\n") and "output cut at 2.0 MB" in text  # both streams of one output fit
 
 
 def test_no_evidence_is_none():

@@ -1,0 +1,17 @@
+"""A result judged on an output whose middle was cut (bringup/capture.py): what it may claim."""
+
+from __future__ import annotations
+
+from burnin.result import Action, Finding, Result, Severity, Verdict
+
+
+def told_of_cut(result: Result, cut: str) -> Result:
+    """A result judged on an output whose middle was not kept: a failure the kept part shows
+    stands; anything else is UNKNOWN (the part not kept may hold what the check looks for)."""
+    finding = Finding(f"{cut}; the part not kept was not judged", Severity.WARNING, Action.MONITOR)
+    findings = (*result.findings, finding)
+    if result.verdict is Verdict.FAIL:
+        return Result(result.check, result.verdict, result.metrics, findings, result.reason)
+    why = f"{cut}: the part not kept may hold what the check looks for"
+    reason = f"{why}; {result.reason}" if result.reason else why
+    return Result(result.check, Verdict.UNKNOWN, result.metrics, findings, reason)
