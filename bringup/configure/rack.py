@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bringup.configure.hostkeys import pinned_hosts
 from bringup.configure.inventory import build_inventory, host_vars
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.record import ConfigureResult, record_outcome
@@ -72,13 +73,10 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
         return report
 
     names = [a.name for a in targets]
-    inventory = build_inventory(
-        rack.name,
-        {
-            a.name: host_vars(a.name, a.host.vars, rack.path.parent, rack.profiles[a.host.profile], a.node.ip)
-            for a in targets
-        },
-    )
+    hosts = {
+        a.name: host_vars(a.name, a.host.vars, rack.path.parent, rack.profiles[a.host.profile], a.node.ip)
+        for a in targets
+    }
     params = {
         "nodes": names,
         "tags": req.tags,
@@ -89,7 +87,11 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
     }
     # The run claims its nodes (a burn-in or provision holding one refuses this run) and records
     # how it ended, whatever happens (bringup/fleet/runs.py).
-    with run_ledger(store, "configure", rack.name, nodes=names, params=params) as run:
+    with (
+        run_ledger(store, "configure", rack.name, nodes=names, params=params) as run,
+        pinned_hosts(hosts, {a.name: a.node for a in targets}) as pinned,  # the store's host keys
+    ):
+        inventory = build_inventory(rack.name, pinned)
         report.run_id = run.id
         with (watch or _no_watch)(names) as on_event:
             result = run_playbook(

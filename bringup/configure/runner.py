@@ -114,6 +114,8 @@ def run_playbook(
             "PATH": ansible_path(),
             "ANSIBLE_CONFIG": str(playbook_dir / "ansible.cfg"),
             "ANSIBLE_NOCOLOR": "1",
+            # Host keys checked: each node's against the store's keys (configure/hostkeys.py).
+            "ANSIBLE_HOST_KEY_CHECKING": "True",
             "ANSIBLE_LOCAL_TEMP": str(private / "tmp"),
             # SSH multiplexing sockets of this run only: a master left from an earlier run (up to
             # ControlPersist) must never serve a host that has since been re-imaged or renumbered.

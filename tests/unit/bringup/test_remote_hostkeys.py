@@ -38,11 +38,16 @@ class _Server(paramiko.ServerInterface):
     def check_channel_request(self, kind, chanid):  # noqa: ANN001
         return paramiko.OPEN_SUCCEEDED
 
+    def check_channel_pty_request(self, *args):  # noqa: ANN002 - Ansible's raw asks for a tty
+        return True
+
     def check_channel_exec_request(self, channel, command):  # noqa: ANN001
         def answer() -> None:
-            script = b""
-            while chunk := channel.recv(4096):
-                script += chunk
+            script = command  # a one-off command (Ansible's raw); `bash -s` reads the script
+            if command == b"bash -s":
+                script = b""
+                while chunk := channel.recv(4096):
+                    script += chunk
             self.ran.append(script.decode())
             channel.sendall(b"ran\n")
             channel.send_exit_status(0)
