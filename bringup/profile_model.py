@@ -256,7 +256,15 @@ class Floors(_Section):
     )
     h2d_gbps: PositiveNumber | None = Field(
         default=None,
-        description="nvbandwidth host<->device copy floor, GB/s (48: one cloud's H100 floor). Not judged yet.",
+        description="Host<->device copy floor per GPU and direction, GB/s, for the link pcie.gpu names (48 on "
+        "Gen5 x16, whose raw rate is 63 GB/s: one cloud's H100 floor with nvbandwidth, REFERENCE.md GPU). "
+        "Judged by copy_bandwidth; unset: only the fraction of the node's best applies.",
+    )
+    copy_fraction_of_best: Fraction = Field(
+        default=0.8,
+        description="A GPU's host<->device copy bandwidth must reach this fraction of the best GPU in the "
+        "same node (default 0.8: healthy GPUs of one node spread up to ~9% in a real nvbandwidth run, "
+        "nvbandwidth issue 15; a link trained to half its lanes moves half).",
     )
     d2d_gbps: PositiveNumber | None = Field(
         default=None,
@@ -356,6 +364,24 @@ class Host(_Section):
     )
 
 
+class Health(_Section):
+    """`burnin health`, the in-service check Slurm runs on the node (docs/in-service.md)."""
+
+    budget_s: PositiveNumber = Field(
+        default=10,
+        description="Seconds all its checks together may take; a check still running then is UNKNOWN, "
+        "never a pass. Default 10: it must end well inside HealthCheckInterval, and Slurm's "
+        "epilog/prolog wait on it (issue 14).",
+    )
+    drain_on_unknown: Bool = Field(
+        default=False,
+        description="Drain the node when a check is UNKNOWN (could not run, timed out, unparseable) and "
+        "none failed. Default false: a check that cannot look is not proof of a fault, and a "
+        "wedged tool would otherwise drain the whole fleet at once; the verdict still shows in the "
+        "node's metrics.",
+    )
+
+
 class Provisioning(_Section):
     nic: Str | None = Field(
         default=None,
@@ -385,6 +411,7 @@ class Profile(_Section):
     diag: Diag
     host: Host = Field(default_factory=Host)
     provisioning: Provisioning = Field(default_factory=Provisioning)
+    health: Health = Field(default_factory=Health)
 
     _path: Path | None = PrivateAttr(default=None)
 

@@ -65,8 +65,11 @@ def munge_dir(prefix: str) -> Path:
     return RUN_DIR / f"{prefix}-munge"
 
 
-def render_slurm_conf(state: LabState, controller_host: str, cpus: int) -> str:
-    """slurm.conf for the lab: pure, so it can be checked without a running lab."""
+def render_slurm_conf(
+    state: LabState, controller_host: str, cpus: int, health_check: dict[str, str] | None = None
+) -> str:
+    """slurm.conf for the lab: pure, so it can be checked without a running lab. ``health_check``
+    adds the HealthCheck* lines (Program, Interval, NodeState: the burnin_tools role's)."""
     ctld_port, slurmd_port = ports_for(state.run_id)
     base = Path(state.state_dir) / SERVICE_DIR
     lines = [
@@ -102,6 +105,7 @@ def render_slurm_conf(state: LabState, controller_host: str, cpus: int) -> str:
         "MinJobAge=60",
         "MessageTimeout=10",
     ]
+    lines += [f"HealthCheck{key}={value}" for key, value in (health_check or {}).items()]
     for node in state.nodes:
         lines.append(f"NodeName={node.name} NodeAddr={node.ip} CPUs={cpus} State=UNKNOWN")
     nodes = ",".join(n.name for n in state.nodes)

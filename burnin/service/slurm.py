@@ -1,0 +1,71 @@
+"""The Slurm edge of the in-service loop: read nodes (`sinfo`, `scontrol show node -o`) and drain
+one (`scontrol update NodeName=... State=DRAIN Reason=...`). Never a resume.
+
+Each call is one subprocess with a time limit; what it printed is parsed by
+``burnin.parsers.slurm``. ``slurm_conf`` (the rack's inventory var, as the launcher uses it) picks
+the cluster; without it Slurm's own default applies (/etc/slurm/slurm.conf or configless).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from bringup.errors import UserError
+from burnin.parsers import ParseError
+from burnin.parsers.slurm import SINFO_FORMAT, SlurmNode, parse_scontrol_nodes, parse_sinfo_nodes
+
+TIMEOUT_S = 10.0  # slurmctld answers in milliseconds; MessageTimeout defaults to 10 s
+
+
+class SlurmError(UserError, RuntimeError):
+    """A Slurm command could not run, failed, or printed what it never prints."""
+
+
+def _run(argv: list[str], slurm_conf: str | None, timeout_s: float) -> str:
+    env = dict(os.environ)
+    if slurm_conf:
+        env["SLURM_CONF"] = slurm_conf
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except FileNotFoundError as exc:
+        raise SlurmError(f"`{argv[0]}` is not installed here (the Slurm client tools are needed)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SlurmError(f"`{' '.join(argv[:3])}` did not answer in {timeout_s:g} s") from exc
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SlurmError(
+            f"`{' '.join(argv[:3])}` exited {proc.returncode}: {lines[-1] if lines else 'no output'}"
+        )
+    return proc.stdout
+
+
+def show_node(name: str, slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> SlurmNode:
+    """The node as slurmctld sees it now."""
+    try:
+        text = _run(["scontrol", "show", "node", "-o", name], slurm_conf, timeout_s)
+    except SlurmError as exc:
+        if "not found" in str(exc):
+            raise SlurmError(f"Slurm has no node {name!r} (scontrol show node: not found)") from exc
+        raise
+    try:
+        nodes = [n for n in parse_scontrol_nodes(text) if n.name == name]
+    except ParseError as exc:
+        raise SlurmError(f"scontrol show node {name}: {exc}") from exc
+    if not nodes:
+        raise SlurmError(f"Slurm has no node {name!r}")
+    return nodes[0]
+
+
+def drain(name: str, reason: str, slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> None:
+    """Drain the node with this reason (one argv word: no shell quoting involved)."""
+    _run(["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}"], slurm_conf, timeout_s)
+
+
+def cluster_nodes(slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> list[SlurmNode]:
+    """Every node of the cluster: state, drain, reason, who set it and when (one `sinfo` call)."""
+    text = _run(["sinfo", "-N", "-h", "-o", SINFO_FORMAT], slurm_conf, timeout_s)
+    try:
+        return parse_sinfo_nodes(text)
+    except ParseError as exc:
+        raise SlurmError(f"sinfo -N -o '{SINFO_FORMAT}': {exc}") from exc

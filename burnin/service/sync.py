@@ -1,0 +1,232 @@
+"""`burnin sync`, the controller side of the health loop: Slurm's drains into the fleet store.
+
+For every node of the rack it reads Slurm's view (one `sinfo` call: state, drain, reason, who set
+it and when) and, for a node a health check drained, that node's last health result (one SSH round
+trip per node, bounded, through ``bringup.remote.fan_out``; a node that does not answer is one
+row's note, the others carry on). Then, per drained node:
+
+- a drain not recorded yet is recorded once, as a ``slurm_drain`` event (a drain is its reason and
+  the time Slurm says it was set: the same drain seen again is not recorded again);
+- drained by a health check (reason ``bringup: <check>: <finding>``) and golden: the node moves
+  to ``failed`` with the finding as the reason, so the golden list and its exports drop it;
+- drained by an operator (any other reason): recorded as such, and nothing else happens.
+
+It never touches Slurm: no drain, no resume. ``apply_view`` is the store half, fed the parsed
+view, so the benchmark can run it on 1,000 simulated nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.models import Event, Node
+from bringup.fleet.store import FleetStore
+from bringup.inventory import load_rack
+from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_from_vars
+from bringup.select import InvalidRack
+from burnin.parsers.slurm import SlurmNode
+from burnin.service import slurm, state
+from burnin.service.reasons import DrainOrigin, drain_origin, health_finding
+
+DRAIN_EVENT = "slurm_drain"
+ACTOR = "burnin sync"
+HEALTH_FETCH_LIMIT_S = 20.0
+
+
+@dataclass(frozen=True)
+class SyncRow:
+    node: str
+    slurm: str  # Slurm's state as people read it ('idle', 'idle+drain', 'down*'), or 'not in Slurm'
+    state_before: str
+    state_after: str
+    action: str  # what sync did: 'recorded drain', 'failed', 'already recorded', '-'
+    origin: str = ""  # whose drain: health, project, operator ('' : not drained)
+    reason: str = ""
+    user: str = ""
+    since: str = ""
+    health: dict[str, Any] | None = None  # the node's last health result, in short
+    note: str = ""  # e.g. the health result could not be read
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SyncResult:
+    rack: str
+    rows: list[SyncRow] = field(default_factory=list)
+
+    @property
+    def recorded(self) -> int:
+        return sum(1 for r in self.rows if "recorded" in r.action and "already" not in r.action)
+
+    @property
+    def failed(self) -> list[str]:
+        return [r.node for r in self.rows if r.state_after != r.state_before and r.state_after == "failed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rack": self.rack,
+            "recorded": self.recorded,
+            "failed": self.failed,
+            "nodes": [r.to_dict() for r in self.rows],
+        }
+
+
+def drain_key(node: SlurmNode) -> str:
+    """One drain: when Slurm says it was set, and its reason."""
+    return f"{node.since.isoformat() if node.since else '-'}|{node.reason}"
+
+
+def recorded_drains(store: FleetStore, rack: str) -> set[tuple[str, str]]:
+    """(node, drain key) of every drain already recorded for the rack: one query."""
+    stmt = (
+        select(Node.name, Event.details)
+        .join(Event, Event.node_id == Node.id)
+        .where(Node.rack == rack, Event.kind == DRAIN_EVENT)
+    )
+    with store.reading() as s:
+        return {(name, str((details or {}).get("key", ""))) for name, details in s.execute(stmt)}
+
+
+def health_brief(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What sync keeps of a node's last health result."""
+    if not report:
+        return None
+    keys = ("verdict", "failed_check", "finding", "reason", "finished_at", "summary", "slurm")
+    return {k: report.get(k) for k in keys if k in report}
+
+
+def apply_view(
+    store: FleetStore,
+    rack: str,
+    view: Sequence[SlurmNode],
+    health: Mapping[str, Mapping[str, Any] | None] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> SyncResult:
+    """Record the rack's new drains and fail the golden nodes a health check drained."""
+    health, notes = health or {}, notes or {}
+    by_name = {n.name: n for n in view}
+    seen = recorded_drains(store, rack)
+    result = SyncResult(rack)
+    for node in store.list_nodes(rack=rack):
+        name, before = node.name, node.state
+        s = by_name.get(name)
+        if s is None:
+            result.rows.append(SyncRow(name, "not in Slurm", before, before, "-", note=notes.get(name, "")))
+            continue
+        if not s.drain:
+            result.rows.append(SyncRow(name, s.label, before, before, "-", note=notes.get(name, "")))
+            continue
+        origin = drain_origin(s.reason)
+        brief = health_brief(health.get(name))
+        since = s.since.isoformat() if s.since else ""
+        key = drain_key(s)
+        action = "already recorded"
+        if (name, key) not in seen:
+            details = {"key": key, "reason": s.reason, "user": s.user, "since": since, "origin": origin.value}
+            if brief:
+                details["health"] = brief
+            who = {DrainOrigin.HEALTH: "a health check", DrainOrigin.PROJECT: "this project"}.get(
+                origin, f"an operator ({s.user or 'unknown user'})"
+            )
+            store.record_event(
+                name, DRAIN_EVENT, f"drained in Slurm by {who}: {s.reason}", actor=ACTOR, details=details
+            )
+            action = "recorded drain"
+        after = before
+        if origin is DrainOrigin.HEALTH and before == State.GOLDEN.value:
+            finding = _finding(s, brief)
+            store.transition(
+                name,
+                State.FAILED,
+                f"health check drained it in Slurm: {finding}",
+                actor=ACTOR,
+                details={"slurm_reason": s.reason, "since": since, "health": brief or {}},
+            )
+            after = State.FAILED.value
+            action = f"{action}; golden -> failed"
+        result.rows.append(
+            SyncRow(
+                name,
+                s.label,
+                before,
+                after,
+                action,
+                origin.value,
+                s.reason,
+                s.user,
+                since,
+                brief,
+                notes.get(name, ""),
+            )
+        )
+    return result
+
+
+def _finding(s: SlurmNode, brief: Mapping[str, Any] | None) -> str:
+    """The whole finding from the node's own result when it is the one behind this drain (the
+    Slurm reason may be cut to 255 bytes), else the reason's."""
+    if brief and brief.get("reason") == s.reason and brief.get("finding"):
+        return f"{brief.get('failed_check')}: {brief['finding']}"
+    return health_finding(s.reason)
+
+
+# -- the edges: Slurm and the nodes ------------------------------------------------------------------
+
+
+def fetch_health(targets: Sequence[SshTarget], state_dir: str, concurrency: int) -> tuple[dict, dict]:
+    """Each node's last health JSON (name -> dict) and, for those that could not give it, why."""
+    path = f"{state_dir.rstrip('/')}/{state.LAST_RESULT}"
+    script = f"cat {json.dumps(path)}\n"
+    reports: dict[str, dict[str, Any]] = {}
+    notes: dict[str, str] = {}
+    for res in fan_out(targets, script, HEALTH_FETCH_LIMIT_S, concurrency):
+        if res.error:
+            notes[res.name] = f"health result not read: {res.error}"
+            continue
+        try:
+            data = json.loads(res.stdout.decode(errors="replace"))
+        except ValueError:
+            why = res.stderr.decode(errors="replace").strip().splitlines()
+            notes[res.name] = f"health result not read: {why[-1] if why else 'not JSON'}"
+            continue
+        if isinstance(data, dict):
+            reports[res.name] = data
+    return reports, notes
+
+
+def sync_rack(
+    store: FleetStore,
+    rack: str,
+    inventory_dir: Path | None,
+    *,
+    read_health: bool = True,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> SyncResult:
+    """Slurm's view of the rack (and the drained nodes' health results) into the store."""
+    loaded, problems = load_rack(rack, inventory_dir)
+    if loaded is None:
+        raise InvalidRack(rack, problems)
+    rack_vars = loaded.hosts[0].vars if loaded.hosts else {}
+    view = slurm.cluster_nodes(rack_vars.get("slurm_conf"))
+    health: dict[str, dict[str, Any]] = {}
+    notes: dict[str, str] = {}
+    if read_health:
+        drained = {n.name for n in view if n.drain and drain_origin(n.reason) is DrainOrigin.HEALTH}
+        nodes = {n.name: n for n in store.list_nodes(rack=rack)}
+        targets = [
+            target_from_vars(h.name, h.vars, loaded.path.parent, ip=nodes[h.name].ip)
+            for h in loaded.hosts
+            if h.name in drained and h.name in nodes
+        ]
+        state_dir = str(rack_vars.get("burnin_health_state_dir") or state.DEFAULT_STATE_DIR)
+        health, notes = fetch_health(targets, state_dir, concurrency)
+    return apply_view(store, rack, view, health, notes)

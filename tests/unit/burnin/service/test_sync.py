@@ -1,0 +1,113 @@
+"""`burnin sync`'s store half on Slurm's real output (tests/fixtures/slurm-capture.md): drains
+recorded once, a golden node a health check drained fails, an operator's drain is only recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.store import FleetStore
+from burnin.parsers.slurm import parse_sinfo_nodes
+from burnin.service.sync import DRAIN_EVENT, apply_view
+from tests.unit.burnin.parsers._samples import load
+
+RACK = "r07"
+GOLDEN_PATH = (
+    State.DISCOVERED,
+    State.PROVISIONING,
+    State.PROVISIONED,
+    State.CONFIGURED,
+    State.BURNIN,
+    State.GOLDEN,
+)
+
+
+@pytest.fixture
+def store(store_url):
+    store = FleetStore(store_url)
+    for name in ("node01", "node02", "node03", "node04"):
+        store.enroll(name, RACK, "h100-sxm-8x400g")
+        for target in GOLDEN_PATH:
+            store.transition(name, target, "test")
+    yield store
+    store.close()
+
+
+def drains(store: FleetStore, node: str) -> list:
+    return [e for e in store.history(node) if e.kind == DRAIN_EVENT]
+
+
+def test_health_drain_fails_the_golden_node_and_operator_drain_is_only_recorded(store):
+    view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
+    health = {
+        "node01": {
+            "verdict": "FAIL",
+            "failed_check": "gpu_inventory",
+            "finding": "7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)",
+            "reason": "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)",
+            "finished_at": "2026-11-24T06:41:03+00:00",
+        }
+    }
+    result = apply_view(store, RACK, view, health, {"node03": "health result not read: timed out"})
+    rows = {r.node: r for r in result.rows}
+    # node01 and node03: drained by a health check -> failed, with the finding as the reason
+    for node in ("node01", "node03"):
+        assert store.get_node(node).state == "failed" and rows[node].state_after == "failed"
+        assert rows[node].origin == "health" and rows[node].action == "recorded drain; golden -> failed"
+    last = store.history("node01")[-1]
+    assert last.to_state == "failed"
+    assert (
+        last.reason
+        == "health check drained it in Slurm: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
+    )
+    assert last.details["health"]["verdict"] == "FAIL"
+    assert store.history("node03")[-1].reason.endswith(
+        "ib_ports: mlx5_6 port 1 is Down (Polling), the profile wants Active"
+    )
+    assert rows["node03"].note == "health result not read: timed out"
+    # node02: an operator's drain, recorded as such; the node stays golden
+    assert store.get_node("node02").state == "golden"
+    (event,) = drains(store, "node02")
+    assert event.reason == "drained in Slurm by an operator (root): disk replaced, waiting on vendor"
+    assert event.details["origin"] == "operator" and event.details["since"] == "2026-11-24T06:40:40"
+    assert rows["node02"].action == "recorded drain"
+    # node04: not in Slurm's view
+    assert rows["node04"].slurm == "not in Slurm" and rows["node04"].action == "-"
+    assert result.recorded == 3 and sorted(result.failed) == ["node01", "node03"]
+
+
+def test_a_drain_is_recorded_once(store):
+    view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
+    apply_view(store, RACK, view)
+    again = apply_view(store, RACK, view)
+    assert again.recorded == 0 and again.failed == []
+    assert {r.node: r.action for r in again.rows if r.origin} == {
+        "node01": "already recorded",
+        "node02": "already recorded",
+        "node03": "already recorded",
+    }
+    assert [len(drains(store, n)) for n in ("node01", "node02", "node03")] == [1, 1, 1]
+
+
+def test_a_new_drain_of_the_same_node_is_recorded_again(store):
+    apply_view(store, RACK, parse_sinfo_nodes("node02|drained|root(0)|2026-11-24T06:40:40|disk replaced\n"))
+    apply_view(store, RACK, parse_sinfo_nodes("node02|drained|bob(1001)|2026-11-25T08:00:00|PSU swap\n"))
+    assert [e.details["reason"] for e in drains(store, "node02")] == ["disk replaced", "PSU swap"]
+    assert store.get_node("node02").state == "golden"
+
+
+def test_nodes_not_drained_are_left_alone(store):
+    result = apply_view(
+        store, RACK, parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason_idle.txt"))
+    )
+    row = next(r for r in result.rows if r.node == "node01")
+    assert (row.slurm, row.action, row.state_after) == ("idle", "-", "golden")
+    assert drains(store, "node01") == []
+
+
+def test_a_health_drain_of_a_node_not_golden_is_only_recorded(store):
+    store.transition("node01", State.FAILED, "test")
+    store.transition("node01", State.REPAIR, "repaired, waiting for the nightly")
+    view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
+    row = next(r for r in apply_view(store, RACK, view).rows if r.node == "node01")
+    assert (row.state_before, row.state_after, row.action) == ("repair", "repair", "recorded drain")
