@@ -1,7 +1,7 @@
 """One nccl-tests output (text or ``-J`` JSON) judged offline (burnin evaluate), as the nccl stage
 judges one iteration (burnin.checks.nccl.judge_iteration): bus bandwidth at the largest sizes
 against the profile's floor, ``#wrong``, out-of-bounds values, test failures, and a run cut
-before its footer.
+before its footer or its closing '#'.
 
 The floor is the single-node one (NVLink) when every rank is on one host and the multi-node one
 (network) otherwise, told from the ``# Rank N ... on <host>`` lines. Output without rank lines
@@ -34,6 +34,13 @@ class NcclTestsOutput(Check):
         floor = busbw_floor(profile, len(hosts)) if hosts else None
         result = judge_iteration(run, floor, rc=output.rc, check=self.name)
         metrics = {**result.metrics, "nodes": len(hosts) or None, "floor": _floor_name(len(hosts))}
+        if run.format == "text" and run.complete and not _closed(output.stdout):
+            return Result.judged(
+                self.name,
+                result.findings,
+                metrics,
+                incomplete="the output ends before nccl-tests' closing '#' line: it was cut short",
+            )
         if floor is None and result.verdict in (Verdict.PASS, Verdict.WARN) and run.rows:
             return Result.judged(
                 self.name,
@@ -49,3 +56,12 @@ def _floor_name(nodes: int) -> str | None:
     if not nodes:
         return None
     return "single-node (NVLink)" if nodes == 1 else f"multi-node ({nodes} nodes)"
+
+
+def _closed(text: str) -> bool:
+    """nccl-tests ends its text output with a lone '#' (or '# Collective test concluded') after
+    the 'Avg bus bandwidth' footer: without it the capture stopped at the footer's line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last_footer = max((i for i, line in enumerate(lines) if "Avg bus bandwidth" in line), default=None)
+    after = lines[last_footer + 1 :] if last_footer is not None else []
+    return any(line == "#" or line.startswith("# Collective test concluded") for line in after)

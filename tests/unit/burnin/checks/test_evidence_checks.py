@@ -97,6 +97,12 @@ def test_nccl_cut_before_the_footer_is_unknown() -> None:
     cut = text[: text.index("# Out of bounds")]
     result = _judge("nccl_tests", cut, "floors.nccl_busbw_single_node_gbps=228")
     assert result.verdict is Verdict.UNKNOWN and "footer" in result.reason
+    whole = _judge("nccl_tests", text, "floors.nccl_busbw_single_node_gbps=228")
+    assert whole.verdict is Verdict.PASS
+    unclosed = _judge(
+        "nccl_tests", text.rstrip("\n").removesuffix("#"), "floors.nccl_busbw_single_node_gbps=228"
+    )
+    assert unclosed.verdict is Verdict.UNKNOWN and "closing '#'" in unclosed.reason
 
 
 def test_gpu_burn_cut_before_its_summary_is_unknown() -> None:
