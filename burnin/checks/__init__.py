@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burnin.checks import gpu, host, ib, kernel, pcie
+from burnin.checks import copy_bandwidth, gpu, host, ib, kernel, nccl_local, pcie
 from burnin.checks.base import Check
 
 _CHECKS: list[Check] = [
@@ -24,6 +24,8 @@ _CHECKS: list[Check] = [
     # gpu: minutes to hours of load
     gpu.DcgmDiag(),
     gpu.GpuStress(),
+    nccl_local.NcclLocal(),
+    copy_bandwidth.CopyBandwidthCheck(),
     # pcie: links at idle and under load
     pcie.PcieLinks(),
 ]

@@ -162,9 +162,11 @@ def judge_iteration(
     seconds: float | None = None,
     check: str = CHECK,
     parse_error: str = "",
+    slow_cause: str = "a slow node, NIC or PCIe path in the group",
 ) -> Result:
     """One iteration of a group. ``run`` is None when the output did not parse (``parse_error``
-    says why); ``hang`` when the watchdog killed it; ``rc`` the launcher's exit status."""
+    says why); ``hang`` when the watchdog killed it; ``rc`` the launcher's exit status;
+    ``slow_cause`` what a bandwidth under the floor points at (NVLink within one node)."""
     findings: list[Finding] = []
     metrics: dict[str, Any] = {
         "busbw_gbps": None,
@@ -222,7 +224,7 @@ def judge_iteration(
         findings.append(
             critical(
                 f"bus bandwidth {busbw:g} GB/s at the largest sizes ({sizes}) is below the floor "
-                f"{floor_gbps:g} GB/s: a slow node, NIC or PCIe path in the group",
+                f"{floor_gbps:g} GB/s: {slow_cause}",
                 Action.RESEAT,
                 "; ".join(f"size {r['size']}: busbw {r['busbw_gbps']}" for r in rows),
             )

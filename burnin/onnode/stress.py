@@ -9,6 +9,10 @@ GPU's dense matmul TFLOP/s.
 Runs on torch (bf16) or, without torch, CuPy (fp16: CuPy has no bf16). With neither, or with no
 GPU, it prints an ``error`` and exits 2: the check says UNKNOWN, never PASS.
 
+``--copy-bandwidth`` measures each GPU's host-to-device and device-to-host copy GB/s instead
+(pinned memory, one GPU and direction at a time): the copy_bandwidth check's fallback where the
+node has no nvbandwidth.
+
 This file is also sent as-is to nodes that lack the installed package (``python3 - ARGS``), so
 it imports nothing from the project: standard library plus torch/CuPy only.
 """
@@ -167,6 +171,85 @@ def run_cupy(cupy, gpus: list[int], seconds: float, size: int, seeds: list[int])
     return results
 
 
+# -- --copy-bandwidth: host<->device copies, one GPU and one direction at a time (as nvbandwidth's
+# unidirectional testcases), pinned host memory, timed by CUDA events; GB/s = 1e9 bytes/s.
+COPY_BYTES = 256 << 20
+COPY_MIN_REPEATS = 4
+
+
+def copy_torch(torch, gpus: list[int], seconds: float) -> list[dict]:
+    results = []
+    host = torch.empty(COPY_BYTES, dtype=torch.uint8).pin_memory()
+    for index in gpus:
+        out: dict = {"index": index}
+        try:
+            device = torch.device("cuda", index)
+            props = torch.cuda.get_device_properties(index)
+            out.update(name=props.name, uuid=_uuid(props), pci_bus_id=_bus_id(props))
+            dev = torch.empty(COPY_BYTES, dtype=torch.uint8, device=device)
+            out["h2d_gbps"] = _time_copies(torch, device, dev, host, seconds)
+            out["d2h_gbps"] = _time_copies(torch, device, host, dev, seconds)
+            del dev
+        except Exception as exc:  # noqa: BLE001 - one GPU's failure is that GPU's result
+            out["error"] = f"{type(exc).__name__}: {exc}"
+        results.append(out)
+    return results
+
+
+def _time_copies(torch, device, dst, src, seconds: float) -> float:
+    """GB/s of ``dst.copy_(src)`` repeated for about ``seconds`` (at least COPY_MIN_REPEATS times)."""
+    with torch.cuda.device(device):
+        dst.copy_(src, non_blocking=True)  # warm-up: first-touch and page-table costs are not bandwidth
+        torch.cuda.synchronize(device)
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        repeats, began = 0, time.monotonic()
+        start.record()
+        while repeats < COPY_MIN_REPEATS or time.monotonic() - began < seconds:
+            for _ in range(COPY_MIN_REPEATS):
+                dst.copy_(src, non_blocking=True)
+            repeats += COPY_MIN_REPEATS
+            torch.cuda.synchronize(device)
+        stop.record()
+        torch.cuda.synchronize(device)
+        return round(COPY_BYTES * repeats / (start.elapsed_time(stop) / 1e3) / 1e9, 2)
+
+
+def copy_cupy(cupy, gpus: list[int], seconds: float) -> list[dict]:
+    import numpy  # noqa: PLC0415 - CuPy depends on it
+
+    results = []
+    pinned = cupy.cuda.alloc_pinned_memory(COPY_BYTES)
+    host = numpy.frombuffer(pinned, dtype=numpy.uint8, count=COPY_BYTES)
+    for index in gpus:
+        out: dict = {"index": index}
+        try:
+            with cupy.cuda.Device(index):
+                props = cupy.cuda.runtime.getDeviceProperties(index)
+                name = props["name"]
+                out["name"] = name.decode() if isinstance(name, bytes) else str(name)
+                dev = cupy.empty(COPY_BYTES, dtype=cupy.uint8)
+                for key in ("h2d_gbps", "d2h_gbps"):
+                    out[key] = _time_cupy_copies(cupy, index, dev, host, key == "h2d_gbps", seconds)
+        except Exception as exc:  # noqa: BLE001
+            out["error"] = f"{type(exc).__name__}: {exc}"
+        results.append(out)
+    return results
+
+
+def _time_cupy_copies(cupy, index: int, dev, host, to_device: bool, seconds: float) -> float:
+    def copy() -> None:
+        dev.set(host) if to_device else dev.get(out=host)
+
+    copy()  # warm-up
+    cupy.cuda.Device(index).synchronize()
+    repeats, began = 0, time.perf_counter()
+    while repeats < COPY_MIN_REPEATS or time.perf_counter() - began < seconds:
+        copy()
+        repeats += 1
+    cupy.cuda.Device(index).synchronize()
+    return round(COPY_BYTES * repeats / (time.perf_counter() - began) / 1e9, 2)
+
+
 def _uuid(props) -> str | None:
     value = getattr(props, "uuid", None)
     if value is None:
@@ -190,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=2, help="distinct input pairs, cycled")
     parser.add_argument("--gpus", default="all", help="comma-separated GPU indices, or all")
     parser.add_argument("--json", action="store_true", help="print one JSON document (the default)")
+    parser.add_argument(
+        "--copy-bandwidth",
+        action="store_true",
+        help="measure host-to-device and device-to-host copy GB/s per GPU instead (--seconds per copy)",
+    )
     args = parser.parse_args(argv)
     report: dict = {
         "tool": "burnin-stress",
@@ -199,14 +287,21 @@ def main(argv: list[str] | None = None) -> int:
         "error": None,
         "gpus": [],
     }
+    if args.copy_bandwidth:
+        report.update(mode="copy-bandwidth", bytes=COPY_BYTES)
+        del report["size"]
     try:
         backend, dtype, module = pick_backend()
         report.update(backend=backend, dtype=dtype)
         count = module.cuda.device_count() if dtype == "bf16" else module.cuda.runtime.getDeviceCount()
         gpus = list(range(count)) if args.gpus == "all" else [int(g) for g in args.gpus.split(",")]
-        seeds = list(range(max(1, args.seeds)))
-        runner = run_torch if dtype == "bf16" else run_cupy
-        report["gpus"] = runner(module, gpus, args.seconds, args.size, seeds)
+        if args.copy_bandwidth:
+            copier = copy_torch if dtype == "bf16" else copy_cupy
+            report["gpus"] = copier(module, gpus, args.seconds)
+        else:
+            seeds = list(range(max(1, args.seeds)))
+            runner = run_torch if dtype == "bf16" else run_cupy
+            report["gpus"] = runner(module, gpus, args.seconds, args.size, seeds)
     except Exception as exc:  # noqa: BLE001 - the check reads the error and says UNKNOWN
         report["error"] = str(exc)
     json.dump(report, sys.stdout, indent=1)

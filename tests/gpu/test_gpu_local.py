@@ -63,6 +63,7 @@ def test_gpu_and_pcie_stages_on_this_machine(tmp_path: Path) -> None:
             {c: {k: r[k] for k in ("verdict", "reason", "metrics")} for c, r in results.items()}, indent=1
         )
     )
+    single_node_checks(results, len(gpus))
     stress = results["gpu_stress"]
     if stress["verdict"] == "UNKNOWN":
         assert "neither torch nor CuPy" in stress["reason"] or "did not run" in stress["reason"]
@@ -71,3 +72,28 @@ def test_gpu_and_pcie_stages_on_this_machine(tmp_path: Path) -> None:
     assert all(v and v > 0 for v in stress["metrics"]["tflops"].values())
     links = results["pcie_links"]["metrics"].get("links", [])
     assert sum(1 for link in links if link["role"].startswith("GPU ")) == len(gpus)
+
+
+# Why nccl_local / copy_bandwidth may honestly be UNKNOWN on a machine that is not a configured node.
+MISSING_TOOL = ("not installed", "neither torch nor CuPy")
+
+
+def single_node_checks(results: dict, gpu_count: int) -> None:
+    """nccl_local (all_reduce_perf -g N over NVLink; with 1 GPU it says it ran trivially) and
+    copy_bandwidth (nvbandwidth, else burnin-stress --copy-bandwidth): figures for every GPU."""
+    nccl, copies = results["nccl_local"], results["copy_bandwidth"]
+    print(json.dumps({"nccl_local": nccl, "copy_bandwidth": copies}, indent=1))
+    if nccl["verdict"] == "UNKNOWN":
+        assert any(why in nccl["reason"] for why in MISSING_TOOL), nccl["reason"]
+    else:
+        assert nccl["metrics"]["gpus"] == gpu_count and nccl["metrics"]["wrong"] == 0
+        if gpu_count == 1:
+            assert any("1 GPU" in f["message"] for f in nccl["findings"]) and nccl["verdict"] == "PASS"
+        else:
+            assert nccl["metrics"]["busbw_gbps"] > 0
+    if copies["verdict"] == "UNKNOWN":
+        assert any(why in copies["reason"] for why in MISSING_TOOL), copies["reason"]
+    else:
+        for direction in ("h2d_gbps", "d2h_gbps"):
+            figures = copies["metrics"][direction]
+            assert len(figures) == gpu_count and all(v > 1 for v in figures.values()), figures

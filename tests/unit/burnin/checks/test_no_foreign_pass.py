@@ -44,6 +44,8 @@ OWN: dict[str, tuple[str, ...]] = {
     "bmc_event_log": (),
     "dcgm_diag": ("dcgmi_diag_",),
     "gpu_stress": ("burnin_stress_", "nvidia_smi_query_throttle_"),
+    "nccl_local": ("nccl_tests_",),
+    "copy_bandwidth": ("nvbandwidth_", "bandwidthTest_"),
     "pcie_links": (),
 }
 
