@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -53,6 +53,7 @@ DEFAULT_HEARTBEAT_S = 10.0
 GRACE_BEATS = 3  # a heartbeat this many intervals old means the controller is gone
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _WAIT_POLL_S = 2.0
+_CLAIM_CHUNK = 1000  # rows per INSERT: 3 parameters each, well under SQLite's 32766
 
 
 class NodesBusy(UserError):
@@ -306,12 +307,11 @@ def _open(
             )
             s.add(run)
             s.flush()
-            # One statement for all of them: a node already claimed fails it, and the run with it.
-            if ids:
-                s.execute(
-                    Claim.__table__.insert(),
-                    [{"node_id": i, "run_id": run.id, "claimed_at": utcnow()} for i in ids.values()],
-                )
+            # Multi-row INSERTs in the run's transaction: a node already claimed fails it, and the
+            # run with it. (Not executemany: psycopg's pipeline logs a warning when one fails.)
+            rows = [{"node_id": i, "run_id": run.id, "claimed_at": utcnow()} for i in ids.values()]
+            for at in range(0, len(rows), _CLAIM_CHUNK):
+                s.execute(insert(Claim).values(rows[at : at + _CLAIM_CHUNK]))
             return run
     except IntegrityError:
         taken = holders(store, names)
@@ -390,24 +390,28 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=max(5.0, self.interval))
 
+    def renew(self) -> tuple[str, str] | None:
+        """One beat: None when renewed, else how the run ended elsewhere (status, reason)."""
+        with self.store.session() as s:
+            renewed = s.execute(
+                update(Run).where(Run.id == self.run_id, Run.status == RUNNING).values(heartbeat_at=utcnow())
+            ).rowcount
+            if renewed:
+                return None
+            run = s.get(Run, self.run_id)
+            return (run.status, run.end_reason or "") if run else ("gone", "")
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                with self.store.session() as s:
-                    renewed = s.execute(
-                        update(Run)
-                        .where(Run.id == self.run_id, Run.status == RUNNING)
-                        .values(heartbeat_at=utcnow())
-                    ).rowcount
-                    if renewed:
-                        continue
-                    run = s.get(Run, self.run_id)
-                    status, reason = (run.status, run.end_reason or "") if run else ("gone", "")
+                ended = self.renew()
             except Exception as exc:  # noqa: BLE001 - a store hiccup must not kill the run; the next beat retries
                 log.warning("run %s: could not renew its heartbeat: %s", self.run_id, exc)
                 continue
+            if ended is None:
+                continue
             if not self._stop.is_set():
-                self.on_ended(status, reason)
+                self.on_ended(*ended)
             return
 
 
