@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -49,6 +50,16 @@ def test_a_run_claims_its_nodes_and_a_second_run_on_any_of_them_refuses(store):
     assert [h.nodes for h in runs.holders(store)] == [("n1", "n2")]
     other = runs.start_run(store, "burnin", "r1", nodes=["n3"])
     assert runs.live_holders(store, ["n3"])["n3"].run_id == other.id
+
+
+def test_a_refusal_logs_nothing(store, caplog):
+    """psycopg's pipeline (executemany) logged 'error ignored terminating ... pipeline aborted' on
+    every refused claim, on the operator's terminal."""
+    runs.start_run(store, "burnin", "r1", nodes=list(NODES))
+    caplog.set_level(logging.DEBUG, logger="psycopg")
+    with pytest.raises(runs.NodesBusy):
+        runs.start_run(store, "burnin", "r1", nodes=list(NODES))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_a_claim_dies_with_its_run(store):
