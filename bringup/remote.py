@@ -6,12 +6,25 @@ keeps whatever finished. One node that cannot be reached is a result with ``erro
 an exception that stops the others.
 
 Targets come from the same inventory variables Ansible uses (ansible_host, ansible_user,
-ansible_port, ansible_ssh_private_key_file, StrictHostKeyChecking in ansible_ssh_common_args).
+ansible_port, ansible_ssh_private_key_file, StrictHostKeyChecking and UserKnownHostsFile in
+ansible_ssh_common_args).
+
+Host keys (``_connect``), never accepted on first sight:
+
+- keys the fleet store recorded for the node (``SshTarget.pinned``, see ``bringup.hostkeys``):
+  the host must show one of exactly those (``RejectPolicy`` over an in-memory HostKeys);
+- none recorded: the known_hosts file (the inventory's ``UserKnownHostsFile``, else
+  ~/.ssh/known_hosts) must know it, else it is refused with a line that says how to record it;
+- ``StrictHostKeyChecking=no`` in the inventory, and nothing recorded: any key (an explicit
+  opt-out, logged as a warning). Recorded keys are checked even then.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
 import select
+import shlex
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,8 +36,11 @@ from typing import Any
 import paramiko
 
 from bringup.capture import STREAM_CAP, HeadTail
+from bringup.hostkeys import PinnedKeys, fingerprint, known_hosts_name
+from bringup.hostkeys import pinned as pinned_keys
 
 DEFAULT_CONCURRENCY = 64
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -34,8 +50,12 @@ class SshTarget:
     user: str = "root"
     port: int = 22
     key_file: str | None = None
-    host_key_policy: str = "accept-new"  # strict | accept-new | off
+    # The inventory's word (strict | accept-new | off), also for OpenSSH clients (mpirun). For
+    # this module only "off" changes anything, and only for a node with no recorded keys.
+    host_key_policy: str = "accept-new"
     connect_timeout: float = 15.0
+    pinned: PinnedKeys | None = None  # the keys the fleet store recorded for the node
+    known_hosts_file: str | None = None  # the inventory's UserKnownHostsFile (None: ~/.ssh/known_hosts)
 
 
 @dataclass(frozen=True)
@@ -50,10 +70,36 @@ class RemoteResult:
     cut: str = ""  # what was cut out of stdout/stderr to keep within the bound ('' : nothing)
 
 
+def _ssh_option(args: str, option: str) -> str | None:
+    """The value of ``-o Option=value`` (or ``-oOption=value``, ``-o 'Option value'``) in ssh args."""
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        words = args.split()
+    for i, word in enumerate(words):
+        if word == "-o" and i + 1 < len(words):
+            setting = words[i + 1]
+        elif word.startswith("-o") and len(word) > 2:
+            setting = word[2:]
+        else:
+            continue
+        key, sep, value = setting.partition("=")
+        if not sep:
+            key, _, value = setting.partition(" ")
+        if key.strip().lower() == option.lower():
+            return value.strip()
+    return None
+
+
 def target_from_vars(
-    name: str, hostvars: Mapping[str, Any], inventory_dir: Path, ip: str | None = None
+    name: str,
+    hostvars: Mapping[str, Any],
+    inventory_dir: Path,
+    ip: str | None = None,
+    pinned: PinnedKeys | None = None,
 ) -> SshTarget:
-    """An SshTarget from a host's inventory variables; ``ip`` (the fleet store's) wins."""
+    """An SshTarget from a host's inventory variables; ``ip`` (the fleet store's) wins, and
+    ``pinned`` (the keys the store recorded for the node) is what its host key must be."""
     key = hostvars.get("ansible_ssh_private_key_file") or hostvars.get("ansible_private_key_file")
     if key:
         key = str(key).replace("{{ inventory_dir }}", str(inventory_dir))
@@ -63,9 +109,14 @@ def target_from_vars(
         + " "
         + str(hostvars.get("ansible_ssh_extra_args", ""))
     )
-    policy = "off" if "StrictHostKeyChecking=no" in common.replace(" ", "") else "accept-new"
-    if "StrictHostKeyChecking=yes" in common.replace(" ", ""):
-        policy = "strict"
+    common = common.replace("{{ inventory_dir }}", str(inventory_dir))
+    checking = (_ssh_option(common, "StrictHostKeyChecking") or "").lower()
+    policy = {"no": "off", "off": "off", "yes": "strict"}.get(checking, "accept-new")
+    known = _ssh_option(common, "UserKnownHostsFile")
+    if known:
+        known = str(Path(known).expanduser())
+    if policy == "off" and not (pinned and pinned.keys):
+        log.warning("%s: SSH host key not checked (StrictHostKeyChecking=no in its inventory)", name)
     return SshTarget(
         name=name,
         host=ip or str(hostvars.get("ansible_host") or name),
@@ -73,17 +124,32 @@ def target_from_vars(
         port=int(hostvars.get("ansible_port") or 22),
         key_file=key,
         host_key_policy=policy,
+        pinned=pinned if pinned and pinned.keys else None,
+        known_hosts_file=known,
     )
+
+
+def target_for_node(name: str, hostvars: Mapping[str, Any], inventory_dir: Path, node: Any) -> SshTarget:
+    """``target_from_vars`` for a fleet node: the store's address and the keys it recorded."""
+    return target_from_vars(name, hostvars, inventory_dir, ip=node.ip, pinned=pinned_keys(node))
 
 
 def _connect(target: SshTarget) -> paramiko.SSHClient:
     client = paramiko.SSHClient()
-    if target.host_key_policy != "off":
-        client.load_system_host_keys()
-    # accept-new: an unknown host is accepted (fresh nodes are unknown); a known host whose key
-    # changed still raises BadHostKeyException. off: not even that (lab nodes, re-imaged racks).
-    policy = paramiko.RejectPolicy() if target.host_key_policy == "strict" else paramiko.AutoAddPolicy()
-    client.set_missing_host_key_policy(policy)
+    if target.pinned is not None and target.pinned.keys:
+        # Exactly the recorded keys, in memory: ~/.ssh/known_hosts neither adds nor is written.
+        name = known_hosts_name(target.host, target.port)
+        for line in target.pinned.keys:
+            kind, blob = line.split()[:2]
+            key = paramiko.PKey.from_type_string(kind, base64.b64decode(blob))
+            client.get_host_keys().add(name, kind, key)
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    elif target.host_key_policy == "off":  # the inventory's explicit opt-out (warned)
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    else:
+        if target.known_hosts_file is None or Path(target.known_hosts_file).is_file():
+            client.load_system_host_keys(target.known_hosts_file)  # None: ~/.ssh/known_hosts
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
     client.connect(
         target.host,
         port=target.port,
@@ -103,15 +169,40 @@ def describe_error(exc: BaseException, target: SshTarget) -> str:
     where = f"{target.user}@{target.host}:{target.port}"
     if isinstance(exc, paramiko.AuthenticationException):
         return f"SSH authentication failed for {where}"
-    if isinstance(exc, paramiko.BadHostKeyException):
-        return f"SSH host key of {where} changed (re-imaged? remove it from known_hosts if expected)"
-    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
-        return f"SSH host key of {where} is unknown and host key checking is strict"
+    unknown = isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc)
+    if isinstance(exc, paramiko.BadHostKeyException) or unknown:
+        return host_key_refusal(target, getattr(exc, "key", None))
     if isinstance(exc, socket.timeout | TimeoutError):
         return f"unreachable: SSH to {where} timed out"
     if isinstance(exc, OSError):
         return f"unreachable: SSH to {where}: {exc.strerror or exc}"
     return f"SSH to {where} failed: {type(exc).__name__}: {exc}"
+
+
+def host_key_refusal(target: SshTarget, shown: paramiko.PKey | None = None) -> str:
+    """The one line for a host whose key is not the one it must show."""
+    node = f"{target.name} ({target.host})" if target.name != target.host else target.host
+    seen = f" (it shows {fingerprint(f'{shown.get_name()} {shown.get_base64()}')})" if shown else ""
+    pinned = target.pinned
+    if pinned is not None and pinned.keys:
+        source = pinned.source or "an earlier run"
+        when = pinned.recorded_at[:10] or "an earlier date"
+        how = (
+            f"when it was provisioned on {when} ({source})"
+            if source.startswith("provision")
+            else f"on {when} by {source}"
+        )
+        return (
+            f"SSH host key of {node} does not match the key recorded {how}{seen}: re-imaged or "
+            f"impersonated? re-provision it, or once you know why, `bringup hostkeys forget {target.name}` "
+            "and `bringup hostkeys scan`"
+        )
+    where = target.known_hosts_file or "~/.ssh/known_hosts"
+    return (
+        f"SSH host key of {node} is not recorded{seen}: provisioning records it; for a node "
+        f"provisioned otherwise run `bringup hostkeys scan --rack RACK --nodes {target.name}` "
+        f"(trust on first use) or add it to {where}"
+    )
 
 
 def run_script(
