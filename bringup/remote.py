@@ -266,9 +266,14 @@ def fan_out(
     targets = list(targets)
     if not targets:
         return
-    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(targets)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(targets))))
+    try:
         futures = [
             pool.submit(run_script, t, script(t) if callable(script) else script, time_limit) for t in targets
         ]
         for future in as_completed(futures):
             yield future.result()
+    finally:
+        # Interrupted (Ctrl-C, the caller failing): start no other node, and return at once so the
+        # run's ending is recorded; the scripts already running end under their time limit.
+        pool.shutdown(wait=False, cancel_futures=True)
