@@ -485,11 +485,11 @@ def run_ledger(
         status, reason = "error", _one_line(exc)
         raise
     finally:
-        beat.stop()
-        if main:  # a second ^C while the ending is written must not lose it
+        if main:  # a second ^C (or the heartbeat's interrupt) while the ending is written must not lose it
             for sig in STOP_SIGNALS:
                 signal.signal(sig, signal.SIG_IGN)
         try:
+            beat.stop()
             end_run(store, opened.id, status, reason, active.evidence)
         except Exception as exc:  # noqa: BLE001 - the run's own error matters more; it will be found abandoned
             log.error("run %s: could not record its ending (%s): %s", opened.id, status, exc)
