@@ -93,7 +93,24 @@ def _systemctl_state(text: str) -> list[tuple[int, str]]:
     return []
 
 
-_CSV_FIELD = r"(?:index|name|uuid|serial|pci\.bus_id|driver_version|pcie\.link\.[\w.]+|clocks?[\w.]*|temperature\.\w+|power\.[\w.]+|memory\.\w+|ecc\.[\w.]+|utilization\.\w+|retired_pages\.[\w.]+|remapped_rows\.[\w.]+|persistence_mode|pstate|fan\.speed)(?: \[[^\]]+\])?"
+# A --query-gpu header: comma-separated field names (units in brackets), one of them a field
+# nvidia-smi's --help-query-gpu lists under these names or prefixes.
+_CSV_HEADER = re.compile(
+    r"^[a-z_][\w.]*(?: \[[^\]]+\])?(?:, ?[a-z_][\w.]*(?: \[[^\]]+\])?)+\s*$", re.MULTILINE
+)
+_CSV_KNOWN = re.compile(
+    r"(?:^|, ?)(?:index|uuid|pci\.bus_id|driver_version|pcie\.link\.|clocks|clocks_(?:throttle|event)_reasons\.|"
+    r"temperature\.|power\.|memory\.|ecc\.|utilization\.|retired_pages\.|remapped_rows\.|persistence_mode|"
+    r"pstate|fan\.speed|vbios_version|serial|mig\.mode\.|compute_mode|enforced\.power)"
+)
+
+
+def _csv_header(text: str) -> list[tuple[int, str]]:
+    for m in _CSV_HEADER.finditer(text):
+        if _CSV_KNOWN.search(m.group(0)):
+            return [(3, "a --query-gpu CSV header")]
+    return []
+
 
 TOOLS: tuple[Tool, ...] = (
     # ---- nvidia-smi --------------------------------------------------------------------------
@@ -150,7 +167,6 @@ TOOLS: tuple[Tool, ...] = (
         "nvidia-smi --query-gpu CSV",
         ("gpu_query_csv",),
         (
-            mark(rf"^{_CSV_FIELD}(?:, ?{_CSV_FIELD})+\s*$", 3, "a --query-gpu CSV header"),
             mark(r"--query-gpu=", 2, "the --query-gpu command line"),
             mark(
                 r"^\d+, 0x[0-9A-Fa-f]{16}, \d+(?: C)?, [\d.]+(?: W)?\s*$",
@@ -158,6 +174,7 @@ TOOLS: tuple[Tool, ...] = (
                 "throttle-sampler rows (noheader)",
             ),
         ),
+        detect=_csv_header,
     ),
     Tool(
         "nvidia-smi (default table)",
@@ -349,9 +366,26 @@ TOOLS: tuple[Tool, ...] = (
         ),
         section="stress",
     ),
-    # ---- COPY BANDWIDTH SLOT: the copy_bandwidth check's engineer adds the nvbandwidth and
-    # bandwidthTest entries here (markers of their outputs -> the "copy_bandwidth" check), and
-    # sets the expected tool of their samples in tests/unit/burnin/test_recognise.py (EXPECT). ----
+    # ---- copy bandwidth ---------------------------------------------------------------------
+    Tool(
+        "nvbandwidth / bandwidthTest",
+        ("copy_bandwidth",),
+        (
+            mark(r"^nvbandwidth Version: v?\d", 3, "the 'nvbandwidth Version:' header"),
+            mark(r"^memcpy (?:CE|SM) (?:CPU|GPU)\(row\)", 3, "a 'memcpy CE CPU(row) -> GPU(column)' title"),
+            mark(r"^Running \w+_(?:ce|sm|copy)\.$", 2, "'Running <testcase>.' lines"),
+            mark(r"^SUM \w+ \d+(?:\.\d+)?$", 2, "'SUM <testcase> N' lines"),
+            mark(r"^\[CUDA Bandwidth Test\] - Starting", 3, "bandwidthTest's banner"),
+            mark(
+                r"^\s*(?:Host to Device|Device to Host|Device to Device) Bandwidth, \d+ Device\(s\)",
+                3,
+                "'Host to Device Bandwidth, N Device(s)'",
+            ),
+            mark(r"^bandwidthTest-(?:H2D|D2H|D2D)", 3, "bandwidthTest --csv lines"),
+            mark(r'"mode"\s*:\s*"copy-bandwidth"', 3, "a burnin-stress --copy-bandwidth report"),
+            mark(r'"(?:h2d|d2h)_gbps"\s*:', 2, "'h2d_gbps' figures"),
+        ),
+    ),
     # ---- host ---------------------------------------------------------------------------------
     Tool(
         "df -Pk",

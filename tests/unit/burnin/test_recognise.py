@@ -29,7 +29,11 @@ PROFILE = shipped()
 # against that (an 8x A100 node, an HDR link, a Gen4 x8 consumer card); without them the
 # H100/NDR profile fails it, rightly. None: recognised as no tool (a reference table, source code).
 EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
-    "bandwidthTest_a100_sxm4_40gb_quick_pinned.txt": (None, "UNKNOWN", ()),
+    "bandwidthTest_a100_sxm4_40gb_quick_pinned.txt": (
+        "nvbandwidth / bandwidthTest",
+        "FAIL",
+        ("gpu.count=1",),
+    ),
     "dcgm_error_codes_severity_table.tsv": (None, "UNKNOWN", ()),
     "dcgmi_diag_json_dcgm3_per_gpu_nvidia_example.json": ("dcgmi diag", "FAIL", ()),
     "dcgmi_diag_json_dcgm4_schema.json": ("dcgmi diag", "UNKNOWN", ()),
@@ -110,9 +114,13 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     ),
     "nccl_tests_message_formats_from_source.txt": (None, "UNKNOWN", ()),
     "nccl_tests_test_nccl_failure_unhandled_cuda_error_with_warn.txt": ("nccl-tests", "FAIL", ()),
-    "nvbandwidth_v0_2_8x4090_h2d_d2h_ce_PARTIAL.txt": (None, "UNKNOWN", ()),
-    "nvbandwidth_v0_8_8xh20_device_local_copy.txt": (None, "UNKNOWN", ()),
-    "nvbandwidth_v0_8_a100_h2d_sm_1gpu.txt": (None, "UNKNOWN", ()),
+    "nvbandwidth_v0_2_8x4090_h2d_d2h_ce_PARTIAL.txt": (
+        "nvbandwidth / bandwidthTest",
+        "PASS",
+        ("floors.h2d_gbps=null",),
+    ),
+    "nvbandwidth_v0_8_8xh20_device_local_copy.txt": ("nvbandwidth / bandwidthTest", "UNKNOWN", ()),
+    "nvbandwidth_v0_8_a100_h2d_sm_1gpu.txt": ("nvbandwidth / bandwidthTest", "FAIL", ("gpu.count=1",)),
     "nvidia_smi_L_4xh100_with_mig.txt": ("nvidia-smi -L", "FAIL", ()),
     "nvidia_smi_nvlink_s_8xa100_ok.txt": ("nvidia-smi nvlink -s", "PASS", ("gpu.nvlink_links_per_gpu=12",)),
     "nvidia_smi_nvlink_s_all_links_inactive.txt": ("nvidia-smi nvlink -s", "FAIL", ()),
@@ -161,14 +169,8 @@ NOT_COPIED = {
     "mlxlink_show_mo_cx7_ndr_dac_active.txt",
     "xid_catalog_nvidia_selected.md",
 }
-# Samples in the directory that INDEX.md (the shared corpus's) does not list yet: the copy
-# bandwidth engineer's captures. Their tool's registry entry (the copy bandwidth slot in
-# burnin/recognise.py) is still empty, so they are not recognised yet.
+# Samples in the directory that INDEX.md (the shared corpus's) does not list yet.
 NOT_IN_INDEX = {
-    "bandwidthTest_a100_sxm4_40gb_quick_pinned.txt",
-    "nvbandwidth_v0_2_8x4090_h2d_d2h_ce_PARTIAL.txt",
-    "nvbandwidth_v0_8_8xh20_device_local_copy.txt",
-    "nvbandwidth_v0_8_a100_h2d_sm_1gpu.txt",
     # Slurm's outputs (the service engineer's): no check judges them offline.
     "slurm_22_05_scontrol_show_node_o.txt",
     "slurm_22_05_scontrol_show_node_o_idle.txt",
@@ -274,12 +276,16 @@ def test_an_unknown_check_name_is_refused_listing_the_checks() -> None:
 
 # One real capture of each tool a check judges (the lab's recordings where the corpus has none).
 LAB = SAMPLES_DIR.parents[2] / "bringup" / "lab" / "standins" / "samples"
-REPRESENTATIVE = {
-    tool.name: name
-    for tool in TOOLS
-    for name, (expected, _, _) in sorted(EXPECT.items(), reverse=True)
-    if expected == tool.name and tool.checks
-}
+
+
+# A healthy capture (PASS against the shipped profile) where there is one: cut, it must not pass.
+def _healthiest(tool: str) -> str | None:
+    """A capture of the tool that passes (against the shipped profile if one does), else any."""
+    names = sorted(n for n, (expected, _, _) in EXPECT.items() if expected == tool)
+    return min(names, key=lambda n: (EXPECT[n][1] != "PASS", bool(EXPECT[n][2])), default=None)
+
+
+REPRESENTATIVE = {t.name: name for t in TOOLS if t.checks and (name := _healthiest(t.name))}
 LAB_ONLY = {
     "burnin-stress": "burnin_stress_8xh100_SYNTHETIC.json",
     "df -Pk": "df_pk_8xh100_node_SYNTHETIC.txt",
@@ -321,6 +327,45 @@ def test_a_capture_cut_mid_line_is_unknown(tool: str) -> None:
         assert evaluation.verdict is Verdict.UNKNOWN, (tool, end, evaluation.reason)
 
 
+# Outputs that say how much of them there is (a count, a footer, a summary, a closed table):
+# their first lines then noise are cut outputs. A kernel log, df, lspci, perfquery, a CSV, the
+# one-line outputs (ofed_info, systemctl) have no end: their first lines are a shorter output.
+WITH_AN_END = sorted(
+    set(JUDGED)
+    - {
+        "dmesg / journalctl -k",
+        "df -Pk",
+        "lspci -vv",
+        "perfquery",
+        "nvidia-smi --query-gpu CSV",
+        "nvidia-smi -L",
+        "ofed_info -s",
+        "systemctl is-active",
+        # a log of several runs, each whole at its table's closing line (a cut inside a table is
+        # UNKNOWN: test_evidence_checks.py, the -a sweep sample)
+        "ib_write_bw / ib_read_bw (perftest)",
+    }
+)
+
+
+@pytest.mark.parametrize("tool", WITH_AN_END)
+def test_a_capture_cut_at_a_line_end_never_passes(tool: str) -> None:
+    """Every line end of the capture (60 spread over a long one): a cut output of a tool that says
+    how much of it there is, never a shorter healthy one. A cut that is whole output of another
+    tool is that tool's (gpu-burn's first lines are `nvidia-smi -L` of the same GPUs)."""
+    name = REPRESENTATIVE.get(tool) or LAB_ONLY[tool]
+    profile = apply_overrides(PROFILE, EXPECT[name][2] if name in EXPECT else ())
+    lines = _capture(tool).splitlines(keepends=True)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    passed = []
+    for end in range(1, len(lines), max(1, len(lines) // 60)):
+        evaluation = evaluate_text("".join(lines[:end]), profile)
+        if evaluation.verdict is Verdict.PASS and evaluation.tool == tool:
+            passed.append(end)
+    assert passed == [], f"{tool} ({name}) passes cut after {passed[:10]} lines"
+
+
 @pytest.mark.parametrize("tool", JUDGED)
 def test_a_capture_with_nul_bytes_is_refused_as_binary(tool: str) -> None:
     data = _capture(tool).encode()
@@ -336,24 +381,6 @@ def test_an_oversized_file_is_refused() -> None:
 
 
 robust = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-# Outputs that say how much of them there is (a count, a footer, a summary, a closed table):
-# their first lines then noise are cut outputs. A kernel log, df, lspci, perfquery, a CSV, the
-# one-line outputs (ofed_info, systemctl) have no end: their first lines are a shorter output.
-WITH_AN_END = sorted(
-    set(JUDGED)
-    - {
-        "dmesg / journalctl -k",
-        "df -Pk",
-        "lspci -vv",
-        "perfquery",
-        "nvidia-smi --query-gpu CSV",
-        "nvidia-smi -L",
-        "ofed_info -s",
-        "systemctl is-active",
-    }
-)
 
 
 @robust

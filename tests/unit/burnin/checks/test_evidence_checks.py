@@ -124,3 +124,17 @@ def test_query_gpu_csv_without_a_header_is_unknown_unless_it_is_the_throttle_sam
     assert result.verdict is Verdict.UNKNOWN and "without its header" in result.reason
     sampler = _judge("gpu_query_csv", _lab("nvidia_smi_query_throttle_8xh100_load_SYNTHETIC.txt"))
     assert sampler.verdict is Verdict.PASS and sampler.metrics["gpus"] == 8
+
+
+def test_query_gpu_csv_with_units_and_other_fields_is_recognised_and_judged() -> None:
+    from burnin.evaluate import evaluate_text
+
+    text = (
+        "timestamp, index, temperature.gpu, power.draw [W], pcie.link.gen.max, pcie.link.width.current\n"
+        "2026/11/24 06:00:00.000, 0, 45, 690.12 W, 5, 16\n"
+        "2026/11/24 06:00:00.000, 1, 47, 688.40 W, 5, 8\n"
+    )
+    evaluation = evaluate_text(text, PROFILE)
+    assert evaluation.tool == "nvidia-smi --query-gpu CSV" and evaluation.verdict is Verdict.FAIL
+    assert [f["message"] for f in evaluation.findings()] == ["GPU 1 link is x8, expected x16"]
+    assert evaluate_text(text.replace(", 8\n", ", 16\n"), PROFILE).verdict is Verdict.PASS
