@@ -138,3 +138,18 @@ def test_query_gpu_csv_with_units_and_other_fields_is_recognised_and_judged() ->
     assert evaluation.tool == "nvidia-smi --query-gpu CSV" and evaluation.verdict is Verdict.FAIL
     assert [f["message"] for f in evaluation.findings()] == ["GPU 1 link is x8, expected x16"]
     assert evaluate_text(text.replace(", 8\n", ", 16\n"), PROFILE).verdict is Verdict.PASS
+
+
+def test_nccl_tests_json_is_recognised_and_judged_against_the_multi_node_floor() -> None:
+    from burnin.evaluate import evaluate_text
+    from tests.unit.burnin.parsers.test_nccl_tests import JSON_DOC
+
+    text = json.dumps(JSON_DOC, indent=1) + "\n"
+    evaluation = evaluate_text(text, PROFILE)
+    assert evaluation.tool == "nccl-tests" and evaluation.checks == ("nccl_tests",)
+    (result,) = evaluation.results
+    assert result.metrics["floor"] == "multi-node (2 nodes)" and result.metrics["floor_gbps"] == 360
+    busbw = result.metrics["busbw_gbps"]
+    assert evaluation.verdict is (Verdict.PASS if busbw >= 360 else Verdict.FAIL)
+    cut = evaluate_text(text[: len(text) // 2] + "\n", PROFILE)
+    assert cut.verdict is Verdict.UNKNOWN and "does not decode" in cut.reason
