@@ -60,13 +60,22 @@ class NcclLocal(Check):
             raise ParseError(
                 "result rows without a reduction op: all_gather or alltoall, not all_reduce_perf"
             )
+        if len(run.hosts) > 1:
+            return Result.unknown(
+                self.name,
+                f"a run across {len(run.hosts)} hosts ({', '.join(run.hosts[:4])}): not one node's "
+                "all-reduce (the nccl stage and `burnin evaluate` judge multi-node runs)",
+            )
         count = profile.gpu.count
         single_gpu = count == 1
-        # One rank: busbw is 0 by definition, so no floor (0 is never under a floor of 0).
-        floor = 0.0 if single_gpu else profile.floors.nccl_busbw_single_node_gbps
+        shape = _shape_problems(run, count)
+        # One rank: busbw is 0 by definition, so no floor (0 is never under a floor of 0). A run on
+        # another number of GPUs is not held to this node's floor: only #wrong and errors count.
+        floor = 0.0 if single_gpu or shape else profile.floors.nccl_busbw_single_node_gbps
         result = judge_iteration(run, floor, rc=output.rc, check=self.name, slow_cause=SLOW_CAUSE)
         findings = list(result.findings)
-        metrics = {**result.metrics, "floor_gbps": None if single_gpu else floor, "gpus": len(run.ranks)}
+        judged_floor = None if single_gpu or shape else floor
+        metrics = {**result.metrics, "floor_gbps": judged_floor, "gpus": len(run.ranks)}
         reasons = [result.reason] if result.reason and result.verdict is Verdict.UNKNOWN else []
         if single_gpu:
             findings.append(
@@ -75,13 +84,13 @@ class NcclLocal(Check):
                     "definition); it ran to prove CUDA and NCCL work on the GPU, and #wrong was judged"
                 )
             )
-        reasons += _shape_problems(run, count)
+        reasons += shape
         if run.complete and not _closed(text):
             reasons.append(
                 "the output stops after 'Avg bus bandwidth', before nccl-tests' closing '#': cut short"
             )
         busbw = metrics.get("busbw_gbps")
-        if not single_gpu and isinstance(busbw, (int, float)) and busbw < floor and "nvlink" in parts:
+        if judged_floor and isinstance(busbw, (int, float)) and busbw < judged_floor and "nvlink" in parts:
             findings += _culprits(parts["nvlink"], profile.gpu.nvlink_links_per_gpu)
         return Result.judged(self.name, findings, metrics, incomplete="; ".join(reasons))
 
@@ -96,10 +105,6 @@ def _closed(text: str) -> bool:
 def _shape_problems(run: NcclTestRun, count: int) -> list[str]:
     """A run that is not one node's N GPUs is not this check's to pass."""
     problems = []
-    if len(run.hosts) > 1:
-        problems.append(
-            f"a run across {len(run.hosts)} hosts ({', '.join(run.hosts[:4])}): the nccl check judges multi-node runs"
-        )
     if run.ranks and len(run.ranks) != count:
         problems.append(f"the all-reduce ran on {len(run.ranks)} GPU(s), the profile has {count}")
     if not run.ranks:
