@@ -77,7 +77,7 @@ def judge_copy(data: CopyBandwidth, profile: Profile, check: str = "copy_bandwid
         "fraction_of_best": fraction,
         **{f"{d}_gbps": {f"GPU {i}": v for i, v in sorted(values.items())} for d, values in figures.items()},
     }
-    if not any(figures.values()):
+    if not any(figures.values()) and not any(g.error for g in data.gpus):
         why = "; ".join(data.errors) or "; ".join(data.problems)
         if data.cumulative:
             sums = ", ".join(f"{DIRECTIONS[d]} {v:g} GB/s over {n}" for d, (n, v) in data.cumulative.items())

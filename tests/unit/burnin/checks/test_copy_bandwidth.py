@@ -115,6 +115,12 @@ def test_burnin_stress_fallback_figures_are_judged_alike():
     assert finding.subject == "GPU 3" and finding.action is Action.RESET_GPU
 
 
+def test_every_gpu_failing_its_copy_fails_the_node():
+    gpus = [{"index": i, "error": "RuntimeError: CUDA error: unspecified launch failure"} for i in range(8)]
+    result = run(stress(gpus), rc=0)
+    assert result.verdict is Verdict.FAIL and len(criticals(result)) == 8
+
+
 def test_burnin_stress_without_a_gpu_is_unknown():
     result = run(stress([], error="neither torch nor CuPy can run on a GPU here"), rc=2)
     assert result.verdict is Verdict.UNKNOWN and "neither torch nor CuPy" in result.reason
