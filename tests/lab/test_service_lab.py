@@ -1,0 +1,211 @@
+"""The in-service loop on the virtual rack with its real Slurm (slurmctld on the host, slurmd in
+every node): slurmd itself runs `burnin health` as its HealthCheckProgram.
+
+Three nodes are burnt in (preflight) and made golden through the real CLI. Then each gets what
+the burnin_tools role installs with `burnin_tools_health: true` (bringup/lab/burnin_install.py:
+burnin, the profile, the role's health-check program, scontrol), and slurm.conf gets the role's
+HealthCheck lines (every 5 s here) through `scontrol reconfigure`. Then:
+
+- a fault switched on in golden node02 (a GPU gone) makes slurmd's health check drain it with
+  the project's reason; `burnin sync` moves it to failed with the finding, records the drain
+  once, and the golden export no longer lists it;
+- node03, drained by an operator with their own reason and then carrying a fault too, keeps
+  the operator's reason (the health check leaves it alone); sync records the operator's drain
+  and nothing else: node03 stays golden.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from burnin.cli import main as burnin_main
+from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
+
+pytestmark = pytest.mark.lab
+
+NODES = ["node01", "node02", "node03"]
+PROFILE = "h100-sxm-8x400g"
+HEALTH = {"Program": "/usr/local/sbin/bringup-health-check", "Interval": "5", "NodeState": "ANY"}
+WAIT_S = 90
+OPERATOR_REASON = "PSU swap, ticket 4711"
+
+
+def slurm(state, *args: str) -> str:
+    env = {**os.environ, "SLURM_CONF": state.inventory_vars["slurm_conf"]}
+    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def slurm_nodes(state) -> dict:
+    from burnin.service.slurm import cluster_nodes
+
+    return {n.name: n for n in cluster_nodes(state.inventory_vars["slurm_conf"])}
+
+
+def last_health(state, node: str) -> dict | None:
+    from bringup.lab.burnin_install import node_root
+
+    path = node_root(state.state_dir, node) / "var/lib/bringup/health/last.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for(what: str, probe, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(1)
+    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+
+
+def wire_health_checks(state, root: Path) -> None:
+    """The role's install on every node, then the role's slurm.conf lines, live."""
+    from bringup.lab.burnin_install import install_health, node_root
+    from bringup.lab.slurm import NODE_CONF, render_slurm_conf
+
+    profile_file = Path(state.inventory).parent / "profiles" / f"{PROFILE}.yml"
+    for node in NODES:
+        install_health(node_root(state.state_dir, node), root / "bundle", profile_file)
+    conf = Path(state.inventory_vars["slurm_conf"])
+    host, cpus = socket.gethostname().split(".")[0], os.cpu_count() or 1
+    wired = render_slurm_conf(state, host, cpus, HEALTH)
+    plain = render_slurm_conf(state, host, cpus)
+    assert conf.read_text() == plain  # the lab's own file: only the HealthCheck lines are added
+    for path in [conf, *(node_root(state.state_dir, n) / NODE_CONF for n in NODES)]:
+        path.write_text(wired)
+    slurm(state, "scontrol", "reconfigure")
+
+
+@pytest.fixture(scope="module")
+def service_lab(tmp_path_factory):
+    require_root()
+    from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
+
+    root = tmp_path_factory.mktemp("service")
+    inv = lab_inventory_dir(root / "inventories")
+    name = f"s{uuid.uuid4().hex[:7]}"
+    rack = VirtualRack(name, root / "state", inv, services=lab_services)
+    spec = root / "faults.yml"
+    spec.write_text("nodes: {}\n")  # healthy; faults are switched on in the tests
+    try:
+        state = rack.up(len(NODES), spec)
+        db = root / "fleet.db"
+        base, store = ready_for_burnin(name, inv, db, NODES)
+        runner = CliRunner()
+        res = runner.invoke(burnin_main, [*base, "run", "--rack", name, "--stages", "preflight", "--json"])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(burnin_main, [*base, "golden", "--rack", name, "--stages", "preflight"])
+        assert res.exit_code == 0, res.output
+        assert {n: store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
+        wire_health_checks(state, root)
+        yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner}
+    finally:
+        rack.down()
+
+
+def golden_hostfile(lab) -> str:
+    res = lab["runner"].invoke(
+        burnin_main,
+        [*lab["base"], "golden", "--rack", lab["rack"], "--stages", "preflight", "--format", "hostfile"],
+    )
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def sync(lab) -> dict:
+    res = lab["runner"].invoke(burnin_main, [*lab["base"], "sync", "--rack", lab["rack"], "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def switch_on(state, node: str, fault: str) -> None:
+    rc, _, err = node_ssh(state, node, f'echo \'{{"faults": ["{fault}"]}}\' > /etc/bringup-lab/faults.json')
+    assert rc == 0, err
+
+
+def test_slurm_runs_the_health_check_on_every_node_and_healthy_nodes_stay(service_lab):
+    state = service_lab["state"]
+    for node in NODES:
+        report = wait_for(f"{node}'s first health result", lambda n=node: last_health(state, n))
+        assert report["verdict"] == "PASS" and report["slurm"] == "none", report
+        assert report["node"] == node and report["wall_s"] < report["budget_s"]
+    assert not any(n.drain for n in slurm_nodes(state).values())
+
+
+def test_a_fault_drains_the_node_and_sync_fails_it(service_lab):
+    state, store = service_lab["state"], service_lab["store"]
+    ip = {n.name: n.ip for n in state.nodes}
+    assert ip["node02"] in golden_hostfile(service_lab)
+    switch_on(state, "node02", "gpu-missing")
+    drained = wait_for(
+        "node02 drained by its health check", lambda: (n := slurm_nodes(state)["node02"]).drain and n
+    )
+    want = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
+    assert drained.reason == want and drained.user == "root"
+    report = last_health(state, "node02")
+    assert report["verdict"] == "FAIL" and report["reason"] == want
+
+    result = sync(service_lab)
+    assert "node02" in result["failed"]
+    row = next(r for r in result["nodes"] if r["node"] == "node02")
+    assert (row["origin"], row["state_before"], row["state_after"]) == ("health", "golden", "failed")
+    assert row["health"]["failed_check"] == "gpu_inventory"
+    node = store.get_node("node02")
+    assert node.state == "failed"
+    last = store.history("node02")[-1]
+    assert (
+        last.reason
+        == "health check drained it in Slurm: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
+    )
+    hosts = golden_hostfile(service_lab)
+    assert ip["node02"] not in hosts and ip["node01"] in hosts
+    # the same drain, seen again, is not recorded again
+    again = sync(service_lab)
+    assert "node02" not in again["failed"]
+    assert sum(1 for e in store.history("node02") if e.kind == "slurm_drain") == 1
+    assert slurm_nodes(state)["node02"].drain  # the project never resumes it here
+
+
+def test_an_operators_drain_is_left_alone_and_only_recorded(service_lab):
+    state, store = service_lab["state"], service_lab["store"]
+    slurm(state, "scontrol", "update", "NodeName=node03", "State=DRAIN", f"Reason={OPERATOR_REASON}")
+    started = time.time()
+    switch_on(state, "node03", "ib-port-down")
+
+    def judged_after_fault():
+        report = last_health(state, "node03")
+        return (
+            report
+            if report and report["verdict"] == "FAIL" and report["finished_at_unix"] > started
+            else None
+        )
+
+    report = wait_for("node03's health check seeing its fault", judged_after_fault)
+    assert report["failed_check"] == "ib_ports"
+    assert report["slurm"] == f"left alone: already drained by root: {OPERATOR_REASON}"
+    node = slurm_nodes(state)["node03"]
+    assert node.drain and node.reason == OPERATOR_REASON  # not rewritten
+
+    result = sync(service_lab)
+    row = next(r for r in result["nodes"] if r["node"] == "node03")
+    assert (row["origin"], row["state_after"], row["action"]) == ("operator", "golden", "recorded drain")
+    assert store.get_node("node03").state == "golden"
+    (event,) = [e for e in store.history("node03") if e.kind == "slurm_drain"]
+    assert event.reason == f"drained in Slurm by an operator (root): {OPERATOR_REASON}"
+    assert slurm_nodes(state)["node03"].reason == OPERATOR_REASON
