@@ -6,6 +6,7 @@ while the nodes already running finish under their own time limit. Before, the p
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -20,19 +21,28 @@ def closed_port() -> int:
 
 
 def test_an_interrupted_fan_out_starts_no_more_nodes(monkeypatch):
-    port = closed_port()
-    targets = [SshTarget(f"n{i}", "127.0.0.1", port=port, connect_timeout=5) for i in range(6)]
-    started = []
-    real = remote.run_script
+    """n0 refuses at once; n1..n5 accept and never say a word (each would take its connect
+    timeout). With one at a time, n1 is running when the caller stops: the rest never start."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        targets = [SshTarget("n0", "127.0.0.1", port=closed_port(), connect_timeout=2)] + [
+            SshTarget(f"n{i}", "127.0.0.1", port=port, connect_timeout=2) for i in range(1, 6)
+        ]
+        started = []
+        real = remote.run_script
 
-    def recording(target, script, time_limit):
-        started.append(target.name)
-        return real(target, script, time_limit)
+        def recording(target, script, time_limit):
+            started.append(target.name)
+            return real(target, script, time_limit)
 
-    monkeypatch.setattr(remote, "run_script", recording)
-    results = remote.fan_out(targets, "true", 30, concurrency=1)
-    first = next(results)
-    assert first.error  # a refused connection is one failed row
-    with pytest.raises(KeyboardInterrupt):
-        results.throw(KeyboardInterrupt())
-    assert len(started) <= 2, started  # the one running when interrupted, at most one more
+        monkeypatch.setattr(remote, "run_script", recording)
+        results = remote.fan_out(targets, "true", 30, concurrency=1)
+        first = next(results)
+        assert first.name == "n0" and first.error  # a refused connection is one failed row
+        while len(started) < 2:  # n1 has started (it then waits 2 s for a banner)
+            time.sleep(0.01)
+        with pytest.raises(KeyboardInterrupt):
+            results.throw(KeyboardInterrupt())
+        assert started == ["n0", "n1"]  # n1 was running when interrupted; n2..n5 never start
