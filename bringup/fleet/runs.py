@@ -236,6 +236,14 @@ def sweep_abandoned(store: FleetStore, now: datetime | None = None, actor: str |
             for r in s.execute(select(Run).where(Run.status == RUNNING)).scalars()
             if gone_reason(r, now, host)
         ]
+        # A claim outliving its run (ended by an older bringup's finish_run) holds nothing.
+        orphaned = s.execute(
+            select(Claim.run_id).join(Run, Claim.run_id == Run.id).where(Run.status != RUNNING).limit(1)
+        ).first()
+    if orphaned is not None:
+        with store.session() as s:
+            ended = select(Run.id).where(Run.status != RUNNING).scalar_subquery()
+            s.execute(delete(Claim).where(Claim.run_id.in_(ended)))
     marked = []
     for run_id in candidates:
         with store.session() as s:

@@ -70,6 +70,14 @@ def test_a_claim_dies_with_its_run(store):
     runs.start_run(store, "burnin", "r1", nodes=["n1"])  # free again
 
 
+def test_a_claim_left_by_a_run_ended_elsewhere_holds_nothing(store):
+    """A run ended by the store's plain finish_run (an older caller) left its claims behind."""
+    run = runs.start_run(store, "burnin", "r1", nodes=["n1"])
+    store.finish_run(run.id, "done")
+    fresh = runs.start_run(store, "burnin", "r1", nodes=["n1"])
+    assert [(h.run_id, h.nodes) for h in runs.holders(store)] == [(fresh.id, ("n1",))]
+
+
 def test_unknown_nodes_are_refused(store):
     with pytest.raises(UserError, match="no node nope"):
         runs.start_run(store, "burnin", "r1", nodes=["n1", "nope"])
