@@ -100,3 +100,11 @@ def test_gpu_h2d_slow_is_caught_by_copy_bandwidth_naming_gpu_5(node):
     assert (
         verdict("nccl_local", run_tool(root, "all_reduce_perf", *ALL_REDUCE).stdout).verdict is Verdict.PASS
     )
+
+
+@pytest.mark.parametrize("fault", ["nccl-slow", "nccl-hang", "nccl-corrupt"])
+def test_multi_node_nccl_faults_leave_the_single_node_run_alone(node, fault):
+    """Those faults model a node's rank in a multi-node group: only the nccl stage may catch them."""
+    done = run_tool(node(fault), "all_reduce_perf", *ALL_REDUCE)
+    assert done.returncode == 0, done.stderr
+    assert verdict("nccl_local", done.stdout).verdict is Verdict.PASS
