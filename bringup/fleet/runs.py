@@ -253,6 +253,7 @@ def sweep_abandoned(store: FleetStore, now: datetime | None = None, actor: str |
                 continue
             _end(s, run, "abandoned", why, actor or default_actor(), event_kind="run-abandoned")
             marked.append(run)
+        log.warning("%s run %s marked abandoned: %s", run.kind, run.id, why)
     return marked
 
 
