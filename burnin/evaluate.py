@@ -9,6 +9,7 @@ reason, never a pass. With a check named, that check judges it, whatever it look
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,8 @@ from burnin.recognise import Recognition, recognise
 from burnin.result import PASSING, Result, Verdict, worst
 
 MAX_BYTES = 64 * 1024 * 1024  # the largest tool output judged (a long dmesg is a few MB)
-_TEXT_CONTROLS = {"\t", "\n", "\r", "\f", "\v", "\x1b", "\b"}  # what tools print besides text
+# Control characters no tool prints (tab, newline, CR, FF, VT, backspace and ESC they do).
+_ODD_CONTROLS = re.compile(r"[\x00-\x07\x0e-\x1a\x1c-\x1f]")
 
 
 def judging_checks() -> dict[str, Check]:
@@ -38,7 +40,7 @@ def read_evidence(data: bytes, source: str) -> str:
     if b"\x00" in data:
         raise BadInput(f"{source}: a binary file (it holds NUL bytes), not a tool's text output")
     text = data.decode("utf-8", errors="replace")
-    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in _TEXT_CONTROLS))
+    odd = text.count("\ufffd") + len(_ODD_CONTROLS.findall(text))
     if text and odd > max(8, len(text) // 100):
         raise BadInput(
             f"{source}: a binary file ({odd} of {len(text)} characters are not text), not a tool's output"

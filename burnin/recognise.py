@@ -25,6 +25,10 @@ from burnin.parsers.kernel_log import require_kernel_log
 
 SMI_Q_CHECKS = ("gpu_inventory", "gpu_ecc", "gpu_memory", "gpu_versions")
 MIN_STRONGEST = 2  # a tool needs at least one marker of this weight to be recognised
+# Recognition reads a long text's head and tail only: a 64 MiB dmesg is recognised as fast as a
+# 1 MiB one (about 0.5 s), where every marker over all of it took ~15 s for 20 MB (benchmarks/evaluate.py).
+HEAD_CHARS = 1 << 20
+TAIL_CHARS = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -441,8 +445,19 @@ def find_tool(name: str) -> Tool | None:
     return next((t for t in TOOLS if t.name == name), None)
 
 
+def _excerpt(text: str) -> str:
+    """What recognition reads: all of a text up to HEAD_CHARS + TAIL_CHARS, else its head and
+    tail (a tool says what it is at its start, and how it ended at its end)."""
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return text
+    head = text[:HEAD_CHARS].rsplit("\n", 1)[0]
+    tail = text[-TAIL_CHARS:].split("\n", 1)[-1]
+    return f"{head}\n{tail}"
+
+
 def recognise(text: str) -> Recognition:
     """The tool that printed ``text``, with a confidence and the markers that say so."""
+    text = _excerpt(text)
     candidates = sorted(
         (c for t in TOOLS if (c := _candidate(t, text)) is not None and c.strongest >= MIN_STRONGEST),
         key=lambda c: (-c.score, -c.strongest),

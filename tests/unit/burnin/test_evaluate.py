@@ -200,3 +200,14 @@ def test_issue15_random_base64_is_not_passed_as_a_clean_kernel_log(tmp_path: Pat
     saved.write_text("aGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IGFuZCBub3QgYSBrZXJuZWwgbG9n\n" * 40)
     doc = json.loads(_run("--json", str(saved)).stdout)
     assert doc["verdict"] == "UNKNOWN" and doc["tool"] is None and doc["check"] == []
+
+
+def test_a_long_output_is_recognised_from_its_head_and_tail() -> None:
+    """Recognition reads a long text's first 1 MiB and last 256 KiB (burnin.recognise.HEAD_CHARS)."""
+    dmesg = SAMPLES["dmesg_boot_mlx5_pcie_bw_nvswitch_h100.txt"]
+    long_log = dmesg * (3 * (1 << 20) // len(dmesg) + 1)
+    assert recognise(long_log).tool.name == "dmesg / journalctl -k"
+    ibstat = SAMPLES["ibstat_h100_ndr_all_active.txt"]
+    both = long_log + ibstat  # another tool's output at the end is still seen
+    assert "ibstat" in recognise(both).reason  # here: as likely as the kernel log, ambiguous
+    assert evaluate_text(both, PROFILE).verdict is not Verdict.PASS
