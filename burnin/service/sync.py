@@ -129,8 +129,21 @@ def apply_view(
         brief = health_brief(health.get(name))
         since = s.since.isoformat() if s.since else ""
         key = drain_key(s)
-        action = "already recorded"
+        action, after = "already recorded", before
         if (name, key) not in seen:
+            # A golden node a health check drained leaves the golden list. Only on a drain seen
+            # for the first time: a node someone made golden again after this drain was carried
+            # in is theirs to judge. The move comes first: if sync dies between the two, the
+            # next one finds the node failed and only records the drain.
+            if origin is DrainOrigin.HEALTH and before == State.GOLDEN.value:
+                store.transition(
+                    name,
+                    State.FAILED,
+                    f"health check drained it in Slurm: {_finding(s, brief)}",
+                    actor=ACTOR,
+                    details={"slurm_reason": s.reason, "since": since, "health": brief or {}},
+                )
+                after = State.FAILED.value
             details = {"key": key, "reason": s.reason, "user": s.user, "since": since, "origin": origin.value}
             if brief:
                 details["health"] = brief
@@ -140,19 +153,7 @@ def apply_view(
             store.record_event(
                 name, DRAIN_EVENT, f"drained in Slurm by {who}: {s.reason}", actor=ACTOR, details=details
             )
-            action = "recorded drain"
-        after = before
-        if origin is DrainOrigin.HEALTH and before == State.GOLDEN.value:
-            finding = _finding(s, brief)
-            store.transition(
-                name,
-                State.FAILED,
-                f"health check drained it in Slurm: {finding}",
-                actor=ACTOR,
-                details={"slurm_reason": s.reason, "since": since, "health": brief or {}},
-            )
-            after = State.FAILED.value
-            action = f"{action}; golden -> failed"
+            action = "recorded drain" + ("; golden -> failed" if after != before else "")
         result.rows.append(
             SyncRow(
                 name,

@@ -168,7 +168,7 @@ def test_a_fault_drains_the_node_and_sync_fails_it(service_lab):
     assert row["health"]["failed_check"] == "gpu_inventory"
     node = store.get_node("node02")
     assert node.state == "failed"
-    last = store.history("node02")[-1]
+    last = [e for e in store.history("node02") if e.kind == "transition"][-1]
     assert (
         last.reason
         == "health check drained it in Slurm: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"

@@ -54,14 +54,15 @@ def test_health_drain_fails_the_golden_node_and_operator_drain_is_only_recorded(
     for node in ("node01", "node03"):
         assert store.get_node(node).state == "failed" and rows[node].state_after == "failed"
         assert rows[node].origin == "health" and rows[node].action == "recorded drain; golden -> failed"
-    last = store.history("node01")[-1]
-    assert last.to_state == "failed"
+    history = store.history("node01")
+    last = [e for e in history if e.kind == "transition"][-1]
+    assert last.to_state == "failed" and history[-1].kind == DRAIN_EVENT  # moved, then recorded
     assert (
         last.reason
         == "health check drained it in Slurm: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
     )
     assert last.details["health"]["verdict"] == "FAIL"
-    assert store.history("node03")[-1].reason.endswith(
+    assert [e for e in store.history("node03") if e.kind == "transition"][-1].reason.endswith(
         "ib_ports: mlx5_6 port 1 is Down (Polling), the profile wants Active"
     )
     assert rows["node03"].note == "health result not read: timed out"
@@ -111,3 +112,17 @@ def test_a_health_drain_of_a_node_not_golden_is_only_recorded(store):
     view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
     row = next(r for r in apply_view(store, RACK, view).rows if r.node == "node01")
     assert (row.state_before, row.state_after, row.action) == ("repair", "repair", "recorded drain")
+
+
+def test_a_drain_seen_before_does_not_fail_a_node_made_golden_since(store):
+    """The drain was carried into the store once (node01 -> failed); a person then repaired the
+    node and took it back to golden without resuming it in Slurm. The same drain, seen again,
+    is that person's business: sync does not fail the node a second time."""
+    view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
+    apply_view(store, RACK, view)
+    assert store.get_node("node01").state == "failed"
+    for target in (State.REPAIR, State.BURNIN, State.GOLDEN):
+        store.transition("node01", target, "repaired and re-tested by hand")
+    row = next(r for r in apply_view(store, RACK, view).rows if r.node == "node01")
+    assert (row.state_after, row.action) == ("golden", "already recorded")
+    assert store.get_node("node01").state == "golden"
