@@ -12,6 +12,7 @@ from bringup.cli.common import inventory_dir_from, store_from
 from bringup.profiles import Profile, apply_overrides, find_profile
 from bringup.ui import console, table
 from burnin.checks import ALL_CHECKS
+from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.cli.render import print_findings, styled
 from burnin.evaluate import MAX_BYTES, Evaluation, evaluate_evidence
 from burnin.result import PASSING, Finding, Result
@@ -63,7 +64,8 @@ def _print_evaluation(evaluation: Evaluation) -> None:
     rec = evaluation.recognition
     if rec.tool is not None:
         console.print(
-            f"tool: [bold]{rec.tool.name}[/bold] (confidence {rec.confidence:.2f}: {rec.reason})", highlight=False
+            f"tool: [bold]{rec.tool.name}[/bold] (confidence {rec.confidence:.2f}: {rec.reason})",
+            highlight=False,
         )
     elif not evaluation.given:
         console.print(f"tool: {rec.reason}", highlight=False)
@@ -129,7 +131,7 @@ def results_cmd(ctx: click.Context, node: str, as_json: bool, with_evidence: boo
 @click.option("--profile", "profile_name", default=None, help="Only the checks that apply to this profile.")
 @click.pass_context
 def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
-    """List the checks of every stage."""
+    """List the checks of every stage, and those only `burnin evaluate` applies."""
     profile = _profile(ctx, profile_name) if profile_name else None
     out = table("checks", "stage", "check", "what it looks at")
     for stage in STAGE_ORDER:
@@ -138,6 +140,8 @@ def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
         )
         for c in checks:
             out.add_row(stage, c.name, c.description)
+    for c in EVIDENCE_CHECKS.values():  # no stage runs them: they judge handed-in outputs
+        out.add_row("(evaluate)", c.name, c.description)
     console.print(out)
 
 

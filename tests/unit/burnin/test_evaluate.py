@@ -211,3 +211,14 @@ def test_a_long_output_is_recognised_from_its_head_and_tail() -> None:
     both = long_log + ibstat  # another tool's output at the end is still seen
     assert "ibstat" in recognise(both).reason  # here: as likely as the kernel log, ambiguous
     assert evaluate_text(both, PROFILE).verdict is not Verdict.PASS
+
+
+def test_burnin_checks_lists_the_checks_only_evaluate_applies() -> None:
+    res = CliRunner(env={"COLUMNS": "200"}).invoke(
+        main, ["--inventory-dir", str(REPO / "inventories"), "checks"]
+    )
+    assert res.exit_code == 0, res.output
+    rows = [line for line in res.stdout.splitlines() if "(evaluate)" in line]
+    assert sorted(name for name in EVIDENCE_CHECKS if any(name in row for row in rows)) == sorted(
+        EVIDENCE_CHECKS
+    )
