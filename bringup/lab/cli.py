@@ -80,7 +80,8 @@ def lab_up(
         out.add_row(n.name, n.ip, n.mac, n.serial, n.bmc_address, ", ".join(n.faults) or "-")
     console.print(out)
     console.print(f"inventory: {state.inventory}")
-    console.print(f"ssh:       ssh -i {state.ssh_key} -o StrictHostKeyChecking=no root@{state.nodes[0].ip}")
+    known = Path(state.state_dir) / "known_hosts"  # the keys `lab up` gave the nodes' sshd
+    console.print(f"ssh:       ssh -i {state.ssh_key} -o UserKnownHostsFile={known} root@{state.nodes[0].ip}")
     console.print(f"next:      bringup inventory check {name}   |   bringup lab down --name {name}")
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from bringup.lab.state import LabState
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_FAULTS = REPO / "inventories" / "faults" / "demo.yml"
@@ -116,14 +117,18 @@ def clean(demo: Demo) -> None:
     shutil.copytree(REPO / "inventories" / "profiles", demo.inventory_dir / "profiles")
 
 
-def mark_preinstalled(demo: Demo) -> None:
-    """The namespace nodes come with their OS: record them as provisioned, saying why."""
+def mark_preinstalled(demo: Demo, state: LabState) -> None:
+    """The namespace nodes come with their OS: record them as provisioned, saying why, with the
+    SSH host keys the lab gave them (as provisioning records what a node reports)."""
+    from bringup.lab.rack import record_host_keys
+
     store = FleetStore.open(str(demo.db))
     try:
         for node in store.list_nodes(rack=demo.name, state=State.DISCOVERED):
             reason = "lab: a network-namespace node starts with its OS installed (it cannot PXE-boot)"
             store.transition(node.name, State.PROVISIONING, reason, actor="demo")
             store.transition(node.name, State.PROVISIONED, reason, actor="demo")
+        record_host_keys(store, state, actor="demo")
     finally:
         store.close()
 
@@ -162,7 +167,7 @@ def main(demo: Demo) -> int:
         say(f"$ bringup provision --rack {demo.pxe_name}   (one-time PXE through Redfish, dnsmasq + iPXE)")
         _show(pxe.bringup("provision", "--rack", demo.pxe_name, db=demo.db))
     say(f"the {demo.name} nodes are network namespaces: recorded as provisioned with their OS in place")
-    mark_preinstalled(demo)
+    mark_preinstalled(demo, state)
 
     step("configure: driver, fabric manager, DOCA-OFED, DCGM, container toolkit, burn-in tools (Ansible)")
     run(demo, ["bringup", "configure", "--rack", demo.name], ok_codes=(0, 1))

@@ -5,6 +5,10 @@ mount, is derived from the name. That makes ``lab down`` able to find and remove
 lab made even when its state file is gone, while two labs with different names (parallel test
 workers) never collide. State lives in ``<lab root>/<name>/``: ``lab.json``, the SSH key, the
 BMC password file, the nodes' overlay directories and logs.
+
+Host keys are checked in the lab as on a real rack: the lab knows the keys it gave its nodes'
+sshd, writes them to ``known_hosts`` (which its inventory names, for Ansible, paramiko and
+mpirun alike), and ``record_host_keys`` puts them in a fleet store the way provisioning would.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from urllib.parse import urlsplit
 import yaml
 
 from bringup.credentials import write_secret_file
+from bringup.fleet.store import FleetStore
+from bringup.hostkey_records import record
+from bringup.hostkeys import known_hosts_text
 from bringup.lab import network
 from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
@@ -37,6 +44,7 @@ from bringup.lab.service_hook import LabService
 from bringup.lab.standins import install_standins
 from bringup.lab.state import BMC_PORT, LabNode, LabState
 
+HOST_KEY = "etc/ssh/ssh_host_ed25519_key.pub"  # in a node's root (nodes.py writes it)
 DEFAULT_NAME = "lab"
 DEFAULT_PROFILE = "h100-sxm-8x400g"
 BMC_USER = "root"
@@ -61,10 +69,32 @@ def _make_ssh_key(state_dir: Path) -> tuple[Path, str]:
     return path, line
 
 
+KNOWN_HOSTS = "known_hosts"
+
+
+def write_known_hosts(state: LabState) -> Path:
+    """The nodes' host keys, as ssh reads them: the lab's inventory checks every node against it."""
+    path = Path(state.state_dir) / KNOWN_HOSTS
+    path.write_text(known_hosts_text([(n.ip, 22, [n.host_key]) for n in state.nodes if n.host_key]))
+    return path
+
+
+def record_host_keys(store: FleetStore, state: LabState, actor: str = "lab") -> None:
+    """Record each node's host key in the fleet store, as provisioning records what a node
+    reports: burn-in and configure then connect to the lab's nodes pinned, like any other."""
+    for n in state.nodes:
+        if n.host_key:
+            record(
+                store, n.name, [n.host_key], "lab up (the key it generated for the node's sshd)", actor=actor
+            )
+
+
 def render_inventory(state: LabState, inventory_path: Path, password_file: Path, profile: str) -> str:
     """The lab's rack inventory: the same shape as a production rack's (no faults in it)."""
     rel = os.path.relpath(password_file, inventory_path.parent.resolve())
     key_rel = os.path.relpath(state.ssh_key, inventory_path.parent.resolve())
+    known = Path(state.state_dir) / KNOWN_HOSTS
+    known_rel = os.path.relpath(known, inventory_path.parent.resolve())
     hosts = {
         n.name: {"bmc_address": n.bmc_address, "rack_unit": n.index + 1, "ansible_host": n.ip}
         for n in state.nodes
@@ -79,7 +109,9 @@ def render_inventory(state: LabState, inventory_path: Path, password_file: Path,
                 "bmc_password": f"file:{rel}",
                 "ansible_user": "root",
                 "ansible_ssh_private_key_file": "{{ inventory_dir }}/" + key_rel,
-                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+                # Host keys checked against the ones the lab generated (never trust on first use).
+                "ansible_ssh_common_args": "-o UserKnownHostsFile={{ inventory_dir }}/" + known_rel,
+                "mpirun_ssh_options": f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known} -o LogLevel=ERROR",
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "ansible_pipelining": True,
                 **state.inventory_vars,
@@ -196,7 +228,10 @@ class VirtualRack:
             return prepare
 
         specs = [NodeSpec(n.name, n.index, n.mac, node_prepare(n)) for n in state.nodes]
-        start_nodes(self.names, net, specs, base, self.state_dir, public_key)
+        started = start_nodes(self.names, net, specs, base, self.state_dir, public_key)
+        for n, fake in zip(state.nodes, started, strict=True):
+            n.host_key = " ".join((fake.root / HOST_KEY).read_text().split()[:2])
+        write_known_hosts(state)
 
         password = secrets.token_urlsafe(18)
         password_file = self.state_dir / "bmc-password"

@@ -80,11 +80,13 @@ def node_ssh(state, name: str, command: str, timeout: float = 30) -> tuple[int, 
         client.close()
 
 
-def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes) -> tuple[list[str], object]:
+def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes, state=None) -> tuple[list[str], object]:
     """Enroll and discover RACK through the real CLI, then record its nodes as configured.
 
     Lab nodes start with their OS and tools in place, so provisioning and configuring are
-    recorded rather than run. Returns the CLI's global options for this store and the store.
+    recorded rather than run; with the lab's ``state``, so are their SSH host keys (as
+    provisioning records them), and burn-in connects pinned to those. Returns the CLI's global
+    options for this store and the store.
     """
     from click.testing import CliRunner
 
@@ -100,4 +102,8 @@ def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes) -> tuple[l
     for node in nodes:
         for target in (State.PROVISIONING, State.PROVISIONED, State.CONFIGURED):
             store.transition(node, target, "lab nodes boot provisioned and configured")
+    if state is not None:
+        from bringup.lab.rack import record_host_keys
+
+        record_host_keys(store, state)
     return base, store

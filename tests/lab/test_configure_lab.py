@@ -29,6 +29,9 @@ from bringup.cli.main import main
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore
+from bringup.hostkey_records import record
+from bringup.lab.nodes import ed25519_keypair
+from bringup.lab.rack import record_host_keys
 from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
 
 pytestmark = pytest.mark.lab
@@ -69,6 +72,7 @@ def provisioned(store: FleetStore, state) -> None:
         store.transition(node.name, State.PROVISIONING, "lab: nodes are pre-provisioned")
         store.update_node(node.name, ip=node.ip)
         store.transition(node.name, State.PROVISIONED, "lab: nodes are pre-provisioned")
+    record_host_keys(store, state)  # as provisioning records them: Ansible checks them
 
 
 def installed(state, node: str, package: str) -> str:
@@ -180,4 +184,20 @@ def test_configure_story(lab):
     software = store.get_node("node01").hardware["software"]
     assert software["packages"]["nvidia-driver-535"] == f"{NEW}-0ubuntu1"
     assert software["reboot_required"] is True
+
+    # 5. Ansible checks host keys against the store's: a node whose recorded key is not the one
+    # its sshd shows (re-imaged, or another host at its address) is unreachable, untouched.
+    real = store.get_node("node02").ssh_host_keys
+    other = " ".join(ed25519_keypair()[1].decode().split()[:2])
+    record(store, "node02", [other], "provision run 99 (pxe)")
+    rc, summary = bringup(inventory_dir, db, *configure, "--nodes", "node02")
+    record(store, "node02", real, "test: restored")
+    r = results(summary)["node02"]
+    assert rc == 1 and r["result"] == "unreachable", r
+    assert "Make sure this host can be reached over ssh" in r["message"], r
+    with store.reading() as s:
+        run = s.execute(select(Run).where(Run.id == summary["run"])).scalar_one()
+    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in run.evidence  # ssh's own words, kept
+    assert "Host key verification failed" in run.evidence
+    assert store.get_node("node02").state == "configured"
     store.close()
