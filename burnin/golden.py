@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import IllegalTransition, State
 from bringup.fleet.models import utcnow
+from bringup.fleet.reads import last_transitions
 from bringup.fleet.runs import live_holders
 from bringup.profiles import Profile
 from burnin.result import PASSING, Verdict, verdict_of, worst
@@ -311,6 +312,7 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
     facts: list[NodeFacts] = []
     seen = set()
     latest = store.latest_results_of_rack(rack.name)  # one query for the rack, no evidence
+    history = last_transitions(store, rack.name)  # never a node's whole history
     for node in store.list_nodes(rack=rack.name):
         seen.add(node.name)
         host = hosts.get(node.name)
@@ -323,7 +325,8 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
             latest.get(node.name, []),
             in_inventory=host is not None,
         )
-        _read_history(store, fact)
+        if node.name in history:
+            _note_history(fact, *history[node.name])
         facts.append(fact)
     wanted = [(f, r) for f in facts for r in f.rows if r.check in EVIDENCE_READ]
     texts = store.evidence_of([r for _, r in wanted]) if wanted else {}
@@ -348,9 +351,14 @@ def _read_history(store: Any, fact: NodeFacts) -> None:
     transitions = [e for e in store.history(fact.name) if e.kind == "transition"]
     if not transitions:
         return
-    last = transitions[-1]
+    golden_event = next((e for e in reversed(transitions) if e.to_state == State.GOLDEN.value), None)
+    _note_history(fact, transitions[-1], golden_event)
+
+
+def _note_history(fact: NodeFacts, last: Any, golden_event: Any | None) -> None:
+    """What the selection reads of a node's history: its last transition, its last to golden."""
     fact.state_reason = last.reason
-    fact.golden_event = next((e for e in reversed(transitions) if e.to_state == State.GOLDEN.value), None)
+    fact.golden_event = golden_event
 
 
 def _mark_in_run(store: Any, facts: Sequence[NodeFacts]) -> None:

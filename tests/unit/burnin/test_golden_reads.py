@@ -1,0 +1,83 @@
+"""`burnin golden` reads a rack in a fixed number of queries, however many nodes it has and however
+long their history (issue 13: it read each node's whole history with its evidence, node by node:
+about an hour for 1,000 nodes x 300 runs)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.reads import last_transitions
+from bringup.fleet.store import FleetStore
+from bringup.inventory import load_rack
+from burnin import golden
+from burnin.stages import STAGE_ORDER
+from tests.fleet import walk_to
+from tests.inventories import write_rack
+
+RACK = "r07"
+
+
+def _rack(tmp_path, nodes: int, runs: int):
+    names = [f"n{i:03d}" for i in range(1, nodes + 1)]
+    inv = write_rack(
+        tmp_path / "inv",
+        RACK,
+        {n: {"bmc_address": f"10.7.0.{i}", "rack_unit": i} for i, n in enumerate(names, 1)},
+    )
+    store = FleetStore(f"sqlite:///{tmp_path / 'fleet.db'}")
+    for name in names:
+        store.enroll(name, RACK, "h100-sxm-8x400g")
+        walk_to(store, name, State.BURNIN)
+    for r in range(runs):
+        for name in names:
+            rows = [
+                {"stage": s, "check": f"{s}_check", "verdict": "PASS", "evidence": f"{name} {r} {s}"}
+                for s in STAGE_ORDER
+            ]
+            rows.append({"stage": "preflight", "check": "ib_ports", "verdict": "PASS", "evidence": "ibstat"})
+            store.add_results(name, rows)
+            store.transition(name, State.GOLDEN, f"run {r}")
+            store.transition(name, State.BURNIN, f"re-test {r + 1}")
+    loaded, problems = load_rack(RACK, inv)
+    assert loaded is not None, problems
+    return store, loaded
+
+
+def _selects_in_gather(store, rack) -> tuple[int, list]:
+    seen: list[str] = []
+    listener = lambda conn, cursor, statement, *a: seen.append(statement)  # noqa: E731
+    event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        facts = golden.gather(store, rack)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", listener)
+    return sum(s.lstrip().upper().startswith(("SELECT", "WITH")) for s in seen), facts
+
+
+@pytest.mark.parametrize(("nodes", "runs"), [(2, 2), (7, 4)])
+def test_golden_gather_is_a_fixed_number_of_queries(tmp_path, nodes, runs):
+    store, rack = _rack(tmp_path, nodes, runs)
+    queries, facts = _selects_in_gather(store, rack)
+    assert queries <= 10, queries  # was 5 per node and more (history, results, runs)
+    for f in facts:
+        assert f.state_reason == f"re-test {runs}" and f.golden_event.reason == f"run {runs - 1}"
+        assert f.evidence == {"ib_ports": "ibstat"}  # what the exports read, and nothing else
+        assert {r.check for r in f.rows} == {f"{s}_check" for s in STAGE_ORDER} | {"ib_ports"}
+
+
+def test_last_transitions_are_the_newest_and_the_newest_to_golden(tmp_path):
+    store, _ = _rack(tmp_path, 2, 3)
+    store.enroll("fresh", RACK, "h100-sxm-8x400g")
+    store.enroll("elsewhere", "r08", "h100-sxm-8x400g")
+    found = last_transitions(store, RACK)
+    assert set(found) == {"n001", "n002", "fresh"}
+    last, gold = found["n001"]
+    assert (last.to_state, last.reason, gold.to_state, gold.reason) == (
+        "burnin",
+        "re-test 3",
+        "golden",
+        "run 2",
+    )
+    assert found["fresh"][0].to_state == "enrolled" and found["fresh"][1] is None
