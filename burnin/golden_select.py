@@ -26,6 +26,7 @@ class GoldenSelection:
     moves: list[golden.Move]  # the lifecycle moves the decisions call for
     applied: list[golden.Applied] = field(default_factory=list)  # empty on a dry run
     dry_run: bool = False
+    abandoned: list[str] = field(default_factory=list)  # runs found with their controller gone, marked
 
     @property
     def total(self) -> int:
@@ -44,8 +45,9 @@ def select_and_apply(
 ) -> GoldenSelection:
     """Decide every node of ``rack``, apply the moves (unless ``dry_run``), and return the golden
     and excluded records. A node whose move to golden could not be recorded is excluded."""
+    abandoned = []
     if not dry_run:  # runs whose controller is gone are recorded abandoned (a dry run only ignores them)
-        sweep_abandoned(store)
+        abandoned = [f"{r.kind} run {r.id} abandoned: {r.end_reason}" for r in sweep_abandoned(store)]
     judged = golden.decide(golden.gather(store, rack), now, max_age, list(stages) if stages else None)
     moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
     applied = [] if dry_run else golden.apply(store, list(moves.values()))
@@ -70,4 +72,6 @@ def select_and_apply(
         golden_records.append(export.golden_record(fact, decision, rules, store_url, address))
     distinct = tuple(dict.fromkeys(rules for _, rules, _ in judged))
     meta = export.ExportMeta(rack.name, now, store_url, distinct)
-    return GoldenSelection(meta, golden_records, excluded_records, list(moves.values()), applied, dry_run)
+    return GoldenSelection(
+        meta, golden_records, excluded_records, list(moves.values()), applied, dry_run, abandoned
+    )

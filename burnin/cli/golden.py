@@ -98,6 +98,8 @@ def golden_cmd(
 
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
     sel = select_and_apply(store, rack_obj, utcnow(), age, stage_list, dry_run=dry_run, address=address)
+    for line in sel.abandoned:
+        note(line)
     if dry_run:
         for m in sel.moves:
             note(f"would move {m.node} -> {m.target.value}: {m.reason}")

@@ -123,3 +123,17 @@ def test_a_second_run_on_nodes_a_live_run_holds_refuses_naming_that_run(tmp_path
     finally:
         first.kill()
         first.communicate(timeout=60)
+
+
+def test_golden_marks_a_killed_run_abandoned_says_so_and_does_not_wait_on_it(tmp_path):
+    fleet = FleetRack(tmp_path)
+    fleet.results("gpu002", stages=STAGES.split(","))  # passed before the killed re-test started
+    killed = start_slow_run(fleet, "gpu002", tmp_path / "started")
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.communicate(timeout=60)
+    (held,) = runs.holders(fleet.store)
+    res = fleet.run("golden", "--rack", RACK, "--stages", STAGES)
+    assert res.exit_code == 0, res.output
+    assert f"burnin run {held.run_id} abandoned: its controller (pid {killed.pid} on " in res.stderr
+    assert "in burn-in now" not in res.stderr
+    assert fleet.store.get_node("gpu002").state == State.GOLDEN.value, res.stderr
