@@ -71,8 +71,10 @@ class NodeBoot:
     hostname: str
     mac: str
     mode: str  # agent | install | local
-    script: str  # iPXE script for ``mode`` (agent/install); ``local`` needs none
-    user_data: str = ""
+    # iPXE script for ``mode`` (agent/install; ``local`` needs none) and the installer's
+    # user-data: both carry the attempt's token, so neither is printed.
+    script: str = field(repr=False)
+    user_data: str = field(default="", repr=False)
     meta_data: str = ""
     # The address its reservation gives it, the only peer it may be heard from; None in
     # proxy-DHCP mode (the site's DHCP server chooses: not checked). Required, so that no

@@ -216,3 +216,23 @@ def test_the_boot_server_hears_a_node_only_from_its_reservation(tmp_path, proxy)
     finally:
         b.server.stop()
     assert boot.address == (None if proxy else "127.0.0.11")
+
+
+def test_each_attempt_gets_its_own_token_in_its_script_and_seed(tmp_path):
+    from bringup.provision.pxe.bootserver import BootServer
+
+    b = backend(tmp_path)
+    b.server = BootServer("127.0.0.1", 0)
+    try:
+        first = b._node_boot(target(), "02:00:00:00:00:01")
+        again = b._node_boot(target(), "02:00:00:00:00:01")
+        other = b._node_boot(target("gpu002", "127.0.0.12", "02:00:00:00:00:02"), "02:00:00:00:00:02")
+        b.server.set_node(first)
+        b.server.end_attempt("02:00:00:00:00:01")
+        ended = b.server.node("02:00:00:00:00:01")
+    finally:
+        b.server.stop()
+    assert len({first.token, again.token, other.token}) == 3 and len(first.token) >= 32
+    assert f"bringup.token={first.token}" in first.script  # the agent's kernel command line
+    assert first.token not in repr(first)  # never printed
+    assert ended is not None and ended.token == ""  # void once the attempt ends
