@@ -64,6 +64,7 @@ class Progress:
     on_stage_start: Callable[[str, int], None] | None = None  # stage, how many nodes
     on_node_done: Callable[[StageOutcome], None] | None = None
     on_group_progress: Callable[[str], None] | None = None  # a line from a multi-node stage
+    on_wait: Callable[[str], None] | None = None  # --wait: what the run queues behind
 
 
 def previous_check_time(store: FleetStore, node: str, check: str) -> str | None:
@@ -92,7 +93,13 @@ def run_rack(
     skipped = [BurninOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
     params = {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)}
     with run_ledger(
-        store, "burnin", request.rack, nodes=[a.host.name for a in admitted], params=params, wait=request.wait
+        store,
+        "burnin",
+        request.rack,
+        nodes=[a.host.name for a in admitted],
+        params=params,
+        wait=request.wait,
+        on_wait=progress.on_wait if progress is not None else None,
     ) as run:
         jobs = []
         for a in admitted:

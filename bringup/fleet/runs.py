@@ -337,18 +337,20 @@ def start_run(
     actor: str | None = None,
     wait: timedelta | None = None,
     heartbeat_s: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Run:
     """Open a run holding ``nodes`` (inventory names). Runs whose controller is gone are marked
     abandoned first; a node another live run holds raises NodesBusy, or with ``wait`` the run
-    queues until the nodes are free (NodesBusy when ``wait`` runs out)."""
+    queues until the nodes are free (NodesBusy when ``wait`` runs out), telling ``on_wait`` what
+    it waits for each time that changes."""
     names = list(dict.fromkeys(nodes))
     interval = heartbeat_s if heartbeat_s is not None else heartbeat_interval()
     record = {**(params or {}), "heartbeat_s": interval, "controller_started": process_start(os.getpid())}
     actor = actor or default_actor()
     deadline = clock() + (wait.total_seconds() if wait else 0.0)
-    vanished = 0
+    vanished, told = 0, None
     while True:
         sweep_abandoned(store)
         opened = _open(store, kind, rack, names, record, actor)
@@ -361,6 +363,9 @@ def start_run(
             continue
         if clock() >= deadline:
             raise NodesBusy(kind, opened, utcnow())
+        if on_wait is not None and told != [h.run_id for h in opened]:
+            told = [h.run_id for h in opened]
+            on_wait("; ".join(h.describe(utcnow()) for h in opened))
         sleep(max(0.01, min(_WAIT_POLL_S, deadline - clock())))
 
 
@@ -457,11 +462,20 @@ def run_ledger(
     actor: str | None = None,
     wait: timedelta | None = None,
     heartbeat_s: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Iterator[ActiveRun]:
     """``with run_ledger(store, "burnin", rack, nodes=[...], params={...}) as run:`` opens the run
     (claims, heartbeat, stop signals) and records its ending whatever happens in the block."""
     opened = start_run(
-        store, kind, rack, nodes=nodes, params=params, actor=actor, wait=wait, heartbeat_s=heartbeat_s
+        store,
+        kind,
+        rack,
+        nodes=nodes,
+        params=params,
+        actor=actor,
+        wait=wait,
+        heartbeat_s=heartbeat_s,
+        on_wait=on_wait,
     )
     active = ActiveRun(opened.id, kind, tuple(dict.fromkeys(nodes)), started_at=opened.started_at)
     main = threading.current_thread() is threading.main_thread()

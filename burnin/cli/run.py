@@ -125,7 +125,10 @@ def _progress(bar: Any, as_json: bool) -> Progress:
     def group_line(line: str) -> None:  # multi-node stages report their rounds and trials
         err_console.print(line, highlight=False, markup=False)
 
-    return Progress(started, done, None if as_json else group_line)
+    def waiting(what: str) -> None:  # --wait: the run queues behind another
+        err_console.print(f"waiting: {what}", highlight=False, markup=False)
+
+    return Progress(started, done, None if as_json else group_line, waiting)
 
 
 def _print_summary(outcomes: list[BurninOutcome], stage_list: list[str], as_json: bool) -> None:

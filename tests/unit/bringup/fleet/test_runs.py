@@ -233,8 +233,12 @@ def test_wait_queues_behind_the_holder_until_it_ends(store):
         naps.append(seconds)
         runs.end_run(store, holder.id, "done")
 
-    queued = runs.start_run(store, "burnin", "r1", nodes=["n1"], wait=timedelta(minutes=5), sleep=sleep)
+    told = []
+    queued = runs.start_run(
+        store, "burnin", "r1", nodes=["n1"], wait=timedelta(minutes=5), sleep=sleep, on_wait=told.append
+    )
     assert len(naps) == 1 and queued.id != holder.id
+    assert len(told) == 1 and told[0].startswith(f"n1 is held by burnin run {holder.id} (controller ")
     assert runs.live_holders(store, ["n1"])["n1"].run_id == queued.id
 
 

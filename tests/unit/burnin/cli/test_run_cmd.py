@@ -39,3 +39,12 @@ def test_wait_takes_a_duration(tmp_path):
     fleet = FleetRack(tmp_path)
     res = fleet.run("run", "--rack", RACK, "--stages", "preflight", "--wait", "soon")
     assert res.exit_code == 2 and "--wait" in res.output
+
+
+def test_wait_says_what_it_waits_for_then_refuses_when_the_bound_runs_out(tmp_path):
+    fleet = FleetRack(tmp_path)
+    holder = runs.start_run(fleet.store, "configure", RACK, nodes=["gpu002"])
+    res = fleet.run("run", "--rack", RACK, "--nodes", "gpu002", "--stages", "preflight", "--wait", "1s")
+    assert res.exit_code == 1, res.output
+    assert f"waiting: gpu002 is held by configure run {holder.id}" in res.stderr
+    assert f"gpu002 is held by configure run {holder.id}" in res.output.split("waiting:")[-1]
