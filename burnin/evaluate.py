@@ -1,10 +1,12 @@
 """Judge a saved tool output (pure): what `burnin evaluate FILE` does.
 
-The file is refused when it is not text (a NUL byte, or mostly bytes that are not UTF-8) or
-larger than MAX_BYTES. Without a check named, the tool is recognised (burnin.recognise) and the
-checks that judge that tool's output judge it (all of them for `nvidia-smi -q`, which four
-checks read); a text nobody recognises, or that looks like two tools equally, is UNKNOWN with the
-reason, never a pass. With a check named, that check judges it, whatever it looks like.
+The file is refused when it is not text (a NUL byte, or more than 1% of it control characters
+or bytes that are not UTF-8) or larger than MAX_BYTES. Without a check named, the tool is
+recognised (burnin.recognise) and the checks that judge that tool's output judge it (all of them
+for `nvidia-smi -q`, which four checks read); a text nobody recognises, or that looks like two
+tools equally, is UNKNOWN with the reason, never a pass. A text that also holds another tool's
+own lines is judged as the recognised tool's, but cannot pass: the rest was judged by nobody.
+With a check named, that check judges it, whatever it looks like.
 """
 
 from __future__ import annotations

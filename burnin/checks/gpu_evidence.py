@@ -29,11 +29,18 @@ _SAMPLER_ROW = re.compile(r"^\d+, 0x[0-9A-Fa-f]{16}, ")
 _MASK_FIELDS = ("clocks_throttle_reasons.active", "clocks_event_reasons.active")
 
 
-def _int(value: str | None) -> int | None:
+_WIDTHS = {1, 2, 4, 8, 12, 16, 32}  # the lane counts PCIe links train at
+_GENS = range(1, 8)
+
+
+def _int(value: str | None, allowed: set[int] | range, what: str) -> int | None:
+    """A link width or generation; None for [N/A]; a ParseError for what no link reports (x999)."""
     if value is None:
         return None
-    m = re.fullmatch(r"\s*(\d{1,3})\s*x?\s*", value)
-    return int(m.group(1)) if m else None
+    m = re.fullmatch(r"\s*(\d{1,6})\s*x?\s*", value)
+    if m is None or int(m.group(1)) not in allowed:
+        raise ParseError(f"{what} {value!r} is not a PCIe link value")
+    return int(m.group(1))
 
 
 def _rows(text: str) -> list[dict[str, str | None]]:
@@ -60,9 +67,17 @@ def _pcie_findings(readings: dict[str, list[dict[str, str | None]]], profile: Pr
     want_gen, want_width = profile.pcie.gpu.gen, profile.pcie.gpu.width
     findings: list[Finding] = []
     for gpu, rows in readings.items():
-        widths = [w for r in rows if (w := _int(r.get("pcie.link.width.current"))) is not None]
-        gens = [g for r in rows if (g := _int(r.get("pcie.link.gen.current"))) is not None]
-        max_gens = [g for r in rows if (g := _int(r.get("pcie.link.gen.max"))) is not None]
+        widths = [
+            w for r in rows if (w := _int(r.get("pcie.link.width.current"), _WIDTHS, "width")) is not None
+        ]
+        gens = [
+            g for r in rows if (g := _int(r.get("pcie.link.gen.current"), _GENS, "generation")) is not None
+        ]
+        max_gens = [
+            g for r in rows if (g := _int(r.get("pcie.link.gen.max"), _GENS, "generation")) is not None
+        ]
+        if not (widths or gens or max_gens):
+            raise ParseError(f"{gpu}: no value in its pcie.link columns (all [N/A])")
         evidence = "; ".join(
             ", ".join(f"{k}={v}" for k, v in r.items() if k.startswith("pcie.")) for r in rows[:3]
         )

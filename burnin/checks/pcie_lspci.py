@@ -69,7 +69,21 @@ def _expected(kind: str, dev: LspciDevice, profile: Profile) -> tuple[int | None
     return speed_to_gen(dev.link_cap_speed_gts), dev.link_cap_width  # an excerpt: its own capability
 
 
+_WIDTHS = {0, 1, 2, 4, 8, 12, 16, 32}  # lane counts links train at (0: the link is down)
+
+
+def _check_values(dev: LspciDevice) -> None:
+    """A width or speed no PCIe link reports (x999, 999GT/s) is not lspci output: a ParseError."""
+    for width in (dev.link_cap_width, dev.link_sta_width):
+        if width is not None and width not in _WIDTHS:
+            raise ParseError(f"{dev.bdf or 'a device'}: link width x{width} is not a PCIe width")
+    for speed in (dev.link_cap_speed_gts, dev.link_sta_speed_gts):
+        if speed is not None and speed_to_gen(speed) is None:
+            raise ParseError(f"{dev.bdf or 'a device'}: link speed {speed:g}GT/s is not a PCIe speed")
+
+
 def judge_device(dev: LspciDevice, kind: str, profile: Profile) -> list[Finding]:
+    _check_values(dev)
     gen, width = _expected(kind, dev, profile)
     where, reading = _where(dev, kind), _reading(dev)
     findings: list[Finding] = []

@@ -153,3 +153,24 @@ def test_nccl_tests_json_is_recognised_and_judged_against_the_multi_node_floor()
     assert evaluation.verdict is (Verdict.PASS if busbw >= 360 else Verdict.FAIL)
     cut = evaluate_text(text[: len(text) // 2] + "\n", PROFILE)
     assert cut.verdict is Verdict.UNKNOWN and "does not decode" in cut.reason
+
+
+def test_query_gpu_csv_refuses_absurd_or_missing_link_values() -> None:
+    header = "index, pcie.link.gen.max, pcie.link.width.current\n"
+    assert _judge("gpu_query_csv", header + "0, 5, 16\n").verdict is Verdict.PASS
+    for row in ("0, 5, 999\n", "0, 99, 16\n", "0, 5, -16\n"):
+        result = _judge("gpu_query_csv", header + row)
+        assert result.verdict is Verdict.UNKNOWN and "not a PCIe link value" in result.reason, row
+    missing = _judge("gpu_query_csv", header + "0, [N/A], [N/A]\n")
+    assert missing.verdict is Verdict.UNKNOWN and "all [N/A]" in missing.reason
+
+
+def test_lspci_refuses_a_width_or_speed_no_link_has() -> None:
+    text = load("lspci_vv_h100_gpu_gen5_x16_ok.txt")
+    for bad in (
+        text.replace("Width x16 (ok)", "Width x999 (ok)"),
+        text.replace("Speed 32GT/s (ok)", "Speed 999GT/s (ok)"),
+    ):
+        assert bad != text
+        result = _judge("pcie_lspci", bad)
+        assert result.verdict is Verdict.UNKNOWN and "is not a PCIe" in result.reason
