@@ -6,6 +6,10 @@ when it is powered on with PXE set. `bringup` runs in the provisioning server's 
 
 One test function, in steps, because every step builds on the one before and the lab is
 expensive (pytest-xdist would otherwise start one per worker).
+
+The provisioning channel is authenticated throughout: each VM's agent gets its attempt's token
+on its kernel command line and sends it back (busybox wget), and a phone-home forged by another
+host on the provisioning network during the run is refused and recorded on the node.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -93,6 +98,53 @@ def in_server(state, *args: str) -> subprocess.Popen:
     return subprocess.Popen(["ip", "netns", "exec", state.server_netns, *args], stdout=subprocess.DEVNULL)
 
 
+FORGER = """
+import json, sys, time, urllib.error, urllib.request
+url, report, until = sys.argv[1], sys.argv[2].encode(), time.monotonic() + float(sys.argv[3])
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+while time.monotonic() < until:
+    req = urllib.request.Request(url, data=report, headers={"Content-Type": "application/json"})
+    try:
+        opener.open(req, timeout=3)
+        print("ACCEPTED"); break
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode()
+        if "came from" in body:  # the node is being provisioned: refused for what it is
+            print(exc.code, body.strip()); break
+    except OSError:
+        pass  # the boot server is not up yet
+    time.sleep(0.5)
+"""
+
+
+def forge_phone_home(state, vm, seconds: float) -> tuple[threading.Thread, list[str]]:
+    """Another host on the provisioning network (the client namespace, at the rogue address)
+    posts a phone-home for ``vm`` with the right serial and MAC, no token, while the run goes on."""
+    report = json.dumps({"boot_mac": vm.mac, "macs": [vm.mac], "serial": vm.serial, "ip": vm.provision_ip})
+    url = f"http://{state.server_ip}:8080/phone-home/{vm.mac}"
+    out: list[str] = []
+
+    def run() -> None:
+        cmd = [
+            "ip",
+            "netns",
+            "exec",
+            state.client_netns,
+            sys.executable,
+            "-c",
+            FORGER,
+            url,
+            report,
+            str(seconds),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
+        out.append(proc.stdout.strip())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
 def test_provision_two_vms_through_real_pxe(pxe_lab):
     lab, state, db = pxe_lab
     vms = {vm.name: vm for vm in state.vms}
@@ -161,10 +213,14 @@ def test_provision_two_vms_through_real_pxe(pxe_lab):
     assert power_states(lab, state, db) == dict.fromkeys(vms, "Off")
     assert snapshot(db) == before
 
-    # The real run: vm01 (BIOS) and vm02 (UEFI) concurrently, vm03 never boots.
+    # The real run: vm01 (BIOS) and vm02 (UEFI) concurrently, vm03 never boots. Meanwhile a
+    # host that is not vm01 posts a phone-home in its name.
+    forger, forged = forge_phone_home(state, vms["vm01"], 240)
     t0 = time.monotonic()
     result = run(lab, db, "provision", "--rack", state.name, "--dhcp-retries", str(RETRIES), "--json")
     took = time.monotonic() - t0
+    forger.join(60)
+    assert forged and forged[0].startswith("403 refused: it came from " + rogue_ip), forged
     sys.stderr.write(f"provision of 3 VMs took {took:.0f} s\n")
     assert result.returncode == 1, result.stderr  # vm03 failed
     rows = {r["name"]: r for r in json.loads(result.stdout)["nodes"]}
@@ -185,6 +241,12 @@ def test_provision_two_vms_through_real_pxe(pxe_lab):
             assert node.hardware["provision"]["install_disk"]["serial"] == f"{vm.serial}-D0"
             assert node.hardware["provision"]["ipxe"]["mac"] == vm.mac  # iPXE's own view, before any OS
             sys.stderr.write(f"{name} ({vm.firmware}): provisioned in {rows[name]['seconds']} s\n")
+        # The forged phone-home: refused, and on vm01's record with the caller's address.
+        (rejected,) = [e for e in store.history(vms["vm01"].serial) if e.kind == "provision-rejected"]
+        assert rejected.details["peer"] == rogue_ip and rejected.details["what"] == "phone-home"
+        assert f"not from {vms['vm01'].provision_ip}" in rejected.reason
+        # The agent ramdisk installs nothing and has no sshd: no host keys are recorded.
+        assert store.get_node(vms["vm01"].serial).ssh_host_keys == []
         assert store.get_node(vms["vm01"].serial).hardware["provision"]["ipxe"]["platform"] == "pcbios"
         assert store.get_node(vms["vm02"].serial).hardware["provision"]["ipxe"]["platform"] == "efi"
         dead = store.get_node(vms["vm03"].serial)
@@ -196,6 +258,8 @@ def test_provision_two_vms_through_real_pxe(pxe_lab):
     finally:
         store.close()
     assert vm_boots(state)["vm03"] == RETRIES + 1  # really power-cycled that often
+    # The VMs' tokens went to them alone: never into the store (not even a refused call's).
+    assert b"bringup.token=" not in db.read_bytes() and b"?token=" not in db.read_bytes()
 
     # Running it again changes nothing: no power action, no record touched.
     after = snapshot(db)
