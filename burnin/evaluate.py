@@ -99,7 +99,9 @@ def evaluate_text(
         check = checks.get(check_name)
         if check is None:
             raise BadInput(f"unknown check {check_name!r} (checks: {', '.join(sorted(checks))})")
-        result = judge(check, CommandOutput(stdout=_prepare(text, ""), rc=rc), profile)
+        tool = recognition.tool
+        section = tool.section if tool is not None and check.name in tool.checks else ""
+        result = judge(check, CommandOutput(stdout=_prepare(text, section), rc=rc), profile)
         return Evaluation(recognition, (check.name,), (result,), result.verdict, result.reason, given=True)
     tool = recognition.tool
     if tool is None:

@@ -222,3 +222,12 @@ def test_burnin_checks_lists_the_checks_only_evaluate_applies() -> None:
     assert sorted(name for name in EVIDENCE_CHECKS if any(name in row for row in rows)) == sorted(
         EVIDENCE_CHECKS
     )
+
+
+def test_a_bare_stress_report_is_judged_by_gpu_stress_named_or_not() -> None:
+    """burnin-stress's report as saved from a node (no @@burnin-section line) is the stress section."""
+    report = SAMPLES["burnin_stress_8xh100_gpu6_sdc_SYNTHETIC.json"]
+    for check in (None, "gpu_stress"):
+        evaluation = evaluate_text(report, PROFILE, check)
+        assert evaluation.verdict is Verdict.FAIL, evaluation.to_dict()
+        assert any("silent data corruption" in f["message"] for f in evaluation.findings())
