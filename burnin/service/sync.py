@@ -29,7 +29,7 @@ from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Event, Node
 from bringup.fleet.store import FleetStore
 from bringup.inventory import load_rack
-from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_from_vars
+from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_for_node
 from bringup.select import InvalidRack
 from burnin.parsers.slurm import SlurmNode
 from burnin.service import slurm, state
@@ -224,7 +224,7 @@ def sync_rack(
         drained = {n.name for n in view if n.drain and drain_origin(n.reason) is DrainOrigin.HEALTH}
         nodes = {n.name: n for n in store.list_nodes(rack=rack)}
         targets = [
-            target_from_vars(h.name, h.vars, loaded.path.parent, ip=nodes[h.name].ip)
+            target_for_node(h.name, h.vars, loaded.path.parent, nodes[h.name])  # pinned host keys
             for h in loaded.hosts
             if h.name in drained and h.name in nodes
         ]
