@@ -34,7 +34,9 @@ def _profile(ctx: click.Context, name: str) -> Profile:
 )
 @click.option("--rc", default=0, show_default=True, help="The exit code the tool had.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print {check, tool, confidence, verdict, findings, ...} as JSON."
+)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.pass_context
 def evaluate_cmd(
