@@ -406,3 +406,27 @@ def test_random_bytes_are_refused_or_never_pass(data: bytes) -> None:
         assert "random.bin" in str(exc)
         return
     assert evaluation.verdict is not Verdict.PASS, data
+
+
+# The real Xid 79 line (dmesg_xid79_fallen_off_bus_crashdump.txt) under each of dmesg's and
+# journalctl's time formats, three lines of it.
+XID79 = "NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus."
+TIME_FORMATS = {
+    "dmesg": "[1084456.074562] {}",
+    "dmesg -T": "[Sun Feb 23 16:24:18 2025] {}",
+    "dmesg -H": "[  +0.000844] {}",
+    "dmesg --time-format iso": "2025-01-17T15:36:26,128279+00:00 {}",
+    "dmesg -x": "kern  :warn  : [1084456.074562] {}",
+    "dmesg -r": "<4>[1084456.074562] {}",
+    "journalctl -k": "Feb 23 16:24:18 node07 kernel: {}",
+    "journalctl -k -o short-iso": "2025-02-23T16:24:18+0000 node07 kernel: {}",
+    "journalctl -k -o cat": "kernel: {}",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(TIME_FORMATS))
+def test_a_kernel_log_in_each_time_format_is_recognised_and_judged(fmt: str) -> None:
+    text = "".join(TIME_FORMATS[fmt].format(XID79) + "\n" for _ in range(3))
+    evaluation = evaluate_text(text, PROFILE)
+    assert evaluation.tool == "dmesg / journalctl -k", (fmt, evaluation.reason)
+    assert evaluation.verdict is Verdict.FAIL and "Xid 79" in evaluation.findings()[0]["message"]
