@@ -93,7 +93,9 @@ def test_evidence_over_the_cap_is_stored_cut(store_url, monkeypatch):
         "gpu001", [{"stage": "s", "check": "c", "verdict": "PASS", "evidence": huge}]
     )
     text = store.evidence(saved)
-    assert text.startswith("start\n") and text.endswith("end\n") and "output cut at 2.0 MB" in text  # both streams of one output fit
+    assert (
+        text.startswith("start\n") and text.endswith("end\n") and "output cut at 2.0 MB" in text
+    )  # both streams of one output fit
 
 
 def test_no_evidence_is_none():
@@ -211,3 +213,50 @@ def test_prune_ages():
     assert parse_older_than("180d") == timedelta(days=180)
     assert parse_older_than("26w") == timedelta(weeks=26)
     assert parse_older_than("48H") == timedelta(hours=48)
+
+
+def test_0003_moves_existing_evidence_into_shared_blobs(store_url):
+    """A store at 0002 (evidence in check_results.evidence) upgraded: every text is in a blob,
+    the same text once, the column gone; on SQLite and PostgreSQL."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, inspect, text
+
+    from bringup.fleet import schema
+
+    engine = create_engine(store_url)
+    config = Config()
+    config.set_main_option("script_location", str(schema.MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+        conn.execute(
+            text(
+                "INSERT INTO nodes (name, rack, profile, state, macs, hardware, ssh_host_keys, created_at, "
+                "updated_at) VALUES ('n1', 'r01', 'p', 'burnin', '[]', '{}', '[]', '2026-11-01 00:00:00+00', "
+                "'2026-11-01 00:00:00+00')"
+            )
+        )
+        node_id = conn.execute(text("SELECT id FROM nodes")).scalar_one()
+        for check, evidence_text in (
+            ("gpu_ecc", SMI_Q),
+            ("gpu_memory", SMI_Q),
+            ("kernel_log", "dmesg"),
+            ("x", None),
+        ):
+            conn.execute(
+                text(
+                    'INSERT INTO check_results (node_id, stage, "check", verdict, metrics, findings, evidence, time) '
+                    "VALUES (:n, 'preflight', :c, 'PASS', '{}', '[]', :e, '2026-11-01 00:00:00+00')"
+                ),
+                {"n": node_id, "c": check, "e": evidence_text},
+            )
+    engine.dispose()
+    store = FleetStore(store_url)
+    latest = {r.check: r for r in store.latest_results("n1")}
+    assert store.evidence(latest["gpu_ecc"]) == store.evidence(latest["gpu_memory"]) == SMI_Q
+    assert latest["gpu_ecc"].evidence_id == latest["gpu_memory"].evidence_id
+    assert store.evidence(latest["kernel_log"]) == "dmesg" and store.evidence(latest["x"]) is None
+    assert _blobs(store) == 2
+    with store.engine.connect() as conn:
+        assert "evidence" not in {c["name"] for c in inspect(conn).get_columns("check_results")}
