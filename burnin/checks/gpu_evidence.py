@@ -171,7 +171,13 @@ class GpuBurnLog(Check):
             if g.status == "FAULTY" or (g.errors or 0) > 0 or g.warning:
                 findings.append(
                     critical(
-                        f"{subject}: {g.errors} computation error(s) (gpu-burn: {g.status or 'no summary'})",
+                        f"{subject}: "
+                        + (
+                            f"{g.errors} computation error(s)"
+                            if (g.errors or 0) >= 0
+                            else "an unreadable error count"
+                        )
+                        + f" (gpu-burn: {g.status or 'no summary'})",
                         Action.RMA,
                         f"GPU {g.index}: {g.status}, errors: {g.errors}",
                         subject,
