@@ -320,7 +320,8 @@ def _problems(report: RackReport) -> str:
             anchor = f' id="{_anchor("problems", node.name)}"'
         summary = first_problem([r]).removeprefix(f"{r.check}: ") or r.verdict
         evidence, cut = clip_evidence(report.evidence.get(r.id))
-        note = f" (last {len(evidence)} characters; `burnin results {node.name}` has it all)" if cut else ""
+        kept = f"`burnin results {node.name} --evidence` shows what the store kept"
+        note = f" (last {len(evidence)} characters; {kept})" if cut else ""
         when = r.time.strftime("%Y-%m-%d %H:%M:%S") if r.time else "?"
         reason = (r.metrics or {}).get("reason", "") if isinstance(r.metrics, dict) else ""
         out.append(
