@@ -157,7 +157,9 @@ def run_bounded(argv: list[str], stdin: bytes, time_limit: float, limit: int = S
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    # A child in D state (a wedged driver) ignores SIGKILL: give up on it rather than hang.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
