@@ -19,7 +19,8 @@ from typing import Any
 
 from bringup.fleet.enroll import enroll_host
 from bringup.fleet.lifecycle import Step
-from bringup.fleet.runs import run_ledger
+from bringup.fleet.models import utcnow
+from bringup.fleet.runs import live_holders, run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
 from bringup.redfish.boot import set_boot_once
@@ -98,10 +99,36 @@ def _targets(job: RackJob) -> tuple[str, list[Target], list[str]]:
     return rack.name, targets, enrolled
 
 
-def _refusals(job: RackJob, step: Step, targets: list[Target], force: bool) -> dict[str, str]:
-    """Node -> why the gate refuses it (DESIGN idea 8: golden nodes need --force)."""
-    gate = gate_hosts(job.store, step, [t.host for t in targets], force)
-    return {r.name: f"{r.name} is {r.reason}" for r in gate.refused}
+def _refusals(job: RackJob, step: Step | None, targets: list[Target], force: bool) -> dict[str, str]:
+    """Node -> why it is refused: the gate (DESIGN idea 8: golden nodes need --force), or another
+    live run holds it (a power cycle or a PXE boot in the middle of a burn-in or an install
+    destroys that run's work; ``--force`` does not override a claim). ``step`` None: no gate."""
+    refused = {}
+    if step is not None:
+        gate = gate_hosts(job.store, step, [t.host for t in targets], force)
+        refused = {r.name: f"{r.name} is {r.reason}" for r in gate.refused}
+    now = utcnow()
+    for name, h in live_holders(job.store, [t.name for t in targets if t.name not in refused]).items():
+        refused[name] = (
+            f"{name} is held by {h.what(now)}: wait for it, or end it (burnin runs abort {h.run_id})"
+        )
+    return refused
+
+
+@contextlib.contextmanager
+def _holding(
+    job: RackJob, kind: str, rack: str, targets: list[Target], refused: dict[str, str], params: dict[str, Any]
+) -> Iterator[Callable[[list[Outcome[Any]]], None]]:
+    """A run of ``kind`` that holds the nodes it acts on while it works; yields ``done(outcomes)``
+    to record how it went (a claim taken meanwhile by another run: NodesBusy, nothing done)."""
+    acting = [t.name for t in targets if t.name not in refused]
+    with run_ledger(job.store, kind, rack, nodes=acting, params={**params, "nodes": acting}) as run:
+
+        def done(outcomes: list[Outcome[Any]]) -> None:
+            failed = sum(not o.ok for o in outcomes if o.name in acting)
+            run.finish("done" if not failed else "failed" if failed == len(acting) else "partial")
+
+        yield done
 
 
 def _task(target: Target, work: Callable[[RedfishClient], Any], options: TransportOptions) -> Task[Any]:
@@ -306,7 +333,12 @@ def power_rack(
             lambda r: r.record(),
         )
 
-    outcomes = _run(job, f"power {action}", tasks, save)
+    if action == "status":
+        outcomes = _run(job, f"power {action}", tasks, save)
+    else:
+        with _holding(job, "power", rack_name, targets, refused, {"action": action, "forced": force}) as done:
+            outcomes = _run(job, f"power {action}", tasks, save)
+            done(outcomes)
     rows = [
         {
             "name": o.name,
@@ -342,7 +374,8 @@ def boot_rack(
     store, transport = job.store, job.transport
     rack_name, targets, enrolled = _targets(job)
     by_name = {t.name: t for t in targets}
-    refused = _refusals(job, Step.BOOT, targets, force) if what != "eject" else {}
+    # Ejecting is allowed in any state, but not under another run (an install reading the media).
+    refused = _refusals(job, Step.BOOT if what != "eject" else None, targets, force)
     if dry_run:
         label = f"boot {what}" + (" and restart" if reset and what != "eject" else "")
         return RackResult(rack_name, _plan(label, targets, refused), enrolled, dry_run=True)
@@ -378,7 +411,10 @@ def boot_rack(
             )
         _record_outcome(store, outcome, "boot", f"boot {what}", details, boot_summary, dict)
 
-    outcomes = _run(job, f"boot {what}", tasks, save)
+    params = {"what": what, "reset": reset, "forced": force}
+    with _holding(job, "boot", rack_name, targets, refused, params) as done:
+        outcomes = _run(job, f"boot {what}", tasks, save)
+        done(outcomes)
     rows = [{"name": o.name, "ok": o.ok, "error": error_of(o), **(o.value or {})} for o in outcomes]
     return RackResult(rack_name, rows, enrolled, warnings=plain_http_warnings(targets))
 

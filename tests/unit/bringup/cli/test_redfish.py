@@ -282,3 +282,40 @@ def test_a_failed_power_or_boot_is_an_event_on_the_node(tmp_path, bmcs):
     assert failed == [("power-failed", "power on", "unreachable"), ("boot-failed", "boot pxe", "unreachable")]
     assert [e.kind for e in store.history("gpu01")[-2:]] == ["power", "boot"]
     store.close()
+
+
+def test_power_and_boot_refuse_a_node_another_run_holds_and_act_on_the_others(tmp_path, bmcs):
+    """A power cycle or a PXE boot in the middle of a node's burn-in destroys the burn-in: the
+    node another live run holds is refused (naming that run), the rest carry on, and the acting
+    command holds its own nodes while it works."""
+    from bringup.fleet.runs import run_ledger
+
+    rack = Rack(tmp_path, {"gpu01": bmcs["gpu01"], "gpu03": bmcs["gpu03"]})
+    assert rack.run("discover", "--rack", "r07").exit_code == 0
+    store = rack.store()
+    with run_ledger(store, "burnin", "r07", nodes=["gpu01"]) as burnin:
+        dry = rack.run("power", "off", "--rack", "r07", "--dry-run", "--json")
+        plan = {r["name"]: r["would"] for r in json.loads(dry.stdout)}
+        assert plan["gpu01"].startswith(f"refuse: gpu01 is held by burnin run {burnin.id}")
+        off = rack.run("power", "off", "--rack", "r07", "--json", "--graceful-timeout", "0", "--poll", "0.05")
+        boot = rack.run("boot", "pxe", "--rack", "r07", "--json")
+    assert off.exit_code == 1 and boot.exit_code == 1
+    for result in (off, boot):
+        rows = {r["name"]: r for r in json.loads(result.stdout)}
+        assert rows["gpu01"]["error"]["kind"] == "refused"
+        assert f"held by burnin run {burnin.id}" in rows["gpu01"]["error"]["message"]
+        assert rows["gpu03"]["ok"]
+    assert not bmcs["gpu01"].calls("POST") and not bmcs["gpu01"].calls("PATCH")
+    runs = {r.kind: r for r in store_runs(store)}
+    assert runs["power"].status in ("done", "failed") and runs["power"].params["nodes"] == ["gpu03"]
+    assert "boot" in runs
+    store.close()
+
+
+def store_runs(store):
+    from sqlalchemy import select
+
+    from bringup.fleet.models import Run
+
+    with store.reading() as s:
+        return list(s.execute(select(Run).order_by(Run.id)).scalars())
