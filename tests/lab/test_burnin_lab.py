@@ -6,6 +6,7 @@ nothing else."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -64,8 +65,9 @@ def rack(tmp_path_factory):
     lab = VirtualRack(name, root / "state", inv, services=lab_services)
     db = root / "fleet.db"
     try:
-        lab.up(len(FAULTS), spec)
-        base, store = ready_for_burnin(name, inv, db, NODE_FAULT)
+        state = lab.up(len(FAULTS), spec)
+        # With the lab's state: the nodes' SSH host keys are recorded, and burn-in is pinned to them.
+        base, store = ready_for_burnin(name, inv, db, NODE_FAULT, state)
         yield name, base, store
     finally:
         lab.down()
@@ -157,3 +159,48 @@ def test_results_and_evaluate_again_from_the_store(rack, tmp_path: Path):
         [*base, "evaluate", "--check", "kernel_log", "--profile", "h100-sxm-8x400g", str(saved), "--json"],
     )
     assert json.loads(res.stdout)["verdict"] == "FAIL" and res.exit_code == 1
+    # Without --check the stored dmesg is recognised as a kernel log and judged the same (issue 15).
+    res = CliRunner().invoke(
+        burnin_main, [*base, "evaluate", "--profile", "h100-sxm-8x400g", str(saved), "--json"]
+    )
+    doc = json.loads(res.stdout)
+    assert (doc["tool"], doc["check"], doc["verdict"]) == ("dmesg / journalctl -k", "kernel_log", "FAIL")
+
+
+def test_a_node_whose_host_key_changed_is_refused_with_one_clear_line(rack):
+    """Burn-in connects pinned to the key recorded for the node (paramiko's RejectPolicy): a host
+    at its address showing another key (re-imaged, or an impostor ready with canned PASS outputs)
+    is sent no script, and each of the node's results says why, in one line."""
+    from bringup.hostkey_records import record
+    from bringup.hostkeys import fingerprint
+    from bringup.lab.nodes import ed25519_keypair
+
+    name, base, store = rack
+    node = store.get_node("node01")
+    real = list(node.ssh_host_keys)
+    assert len(real) == 1 and real[0].startswith("ssh-ed25519 ")  # recorded as provisioning would
+    recorded = " ".join(ed25519_keypair()[1].decode().split()[:2])  # the key it "was provisioned" with
+    record(store, "node01", [recorded], "provision run 99 (pxe)")
+    try:
+        res = CliRunner().invoke(
+            burnin_main,
+            [*base, "run", "--rack", name, "--nodes", "node01", "--stages", "preflight", "--json", *QUICK],
+        )
+        (outcome,) = json.loads(res.stdout)
+    finally:
+        record(store, "node01", real, "lab up (restored)")
+    assert res.exit_code != 0 and outcome["verdict"] != "PASS", res.output
+    # Every check that runs on the node over SSH; the BMC's event log is read through Redfish.
+    results = [r for s in outcome["stages"] for r in s["results"] if r["check"] != "bmc_event_log"]
+    reasons = {r["reason"] for r in results}
+    today = store.get_node("node01").hardware["ssh_host_keys_recorded"]["at"][:10]
+    line = re.compile(
+        re.escape("SSH host key of node01 (")
+        + r"10\.[0-9.]+"  # the inventory's address: the lab's nodes are reached there
+        + re.escape(
+            f") does not match the key recorded when it was provisioned on {today} (provision run 99 (pxe)) "
+            f"(it shows {fingerprint(real[0])}): re-imaged or impersonated? re-provision it"
+        )
+    )
+    assert reasons and all(line.search(r) and "\n" not in r for r in reasons), reasons
+    assert all(r["verdict"] == "UNKNOWN" for r in results)
