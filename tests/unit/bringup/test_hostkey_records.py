@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from bringup.cli.main import main
 from bringup.fleet.store import FleetStore
-from bringup.hostkeys import fingerprint
+from bringup.hostkey_records import forget, record
+from bringup.hostkeys import RECORDED, fingerprint
 from bringup.inventory import load_rack
 from bringup.remote import run_script, target_for_node
 from tests.unit.bringup import test_remote_hostkeys as ssh_server
@@ -79,3 +80,30 @@ def test_an_unreachable_node_is_one_row(tmp_path, client_key):
     res = bringup(inv, db, "hostkeys", "scan", "--rack", "r01", "--nodes", "gpu001")
     assert res.exit_code == 1 and "\tunreachable\tcannot connect to 127.0.0.1:1" in res.stdout
     assert store.get_node("gpu001").ssh_host_keys == []
+
+
+def test_record_replace_and_forget_on_each_engine(store_url):
+    store = FleetStore(store_url)
+    try:
+        store.enroll("gpu001", "r01", "h100-sxm-8x400g")
+        keys = [paramiko.ECDSAKey.generate() for _ in range(2)]
+        first, second = (f"{k.get_name()} {k.get_base64()}" for k in keys)
+        record(store, "gpu001", [first], "provision run 1 (pxe)", actor="alice")
+        record(store, "gpu001", [second], "provision run 2 (pxe)", actor="bob")
+        node = store.get_node("gpu001")
+        assert node.ssh_host_keys == [second]
+        assert node.hardware[RECORDED]["source"] == "provision run 2 (pxe)"
+        assert forget(store, "gpu001", actor="carol") == f"SSH host keys forgotten: {fingerprint(second)}"
+        events = [
+            (e.actor, e.reason.split(":")[0]) for e in store.history("gpu001") if e.kind == "ssh-host-keys"
+        ]
+        assert events == [
+            ("alice", "SSH host keys recorded by provision run 1 (pxe)"),
+            ("bob", "SSH host keys replaced by provision run 2 (pxe)"),
+            ("carol", "SSH host keys forgotten"),
+        ]
+        assert (
+            store.get_node("gpu001").ssh_host_keys == [] and RECORDED not in store.get_node("gpu001").hardware
+        )
+    finally:
+        store.close()
