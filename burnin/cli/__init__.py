@@ -13,7 +13,7 @@ import click
 
 from bringup.cli.common import FriendlyGroup, global_options, set_global_options
 from burnin import __version__
-from burnin.cli import golden, inspect, run, runs, service
+from burnin.cli import golden, inspect, rejudge, run, runs, service
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,5 +25,12 @@ def main(ctx: click.Context, db: str | None, inventory_dir: Path | None) -> None
     set_global_options(ctx, db, inventory_dir)
 
 
-for _command in (*run.COMMANDS, *inspect.COMMANDS, *golden.COMMANDS, *runs.COMMANDS, *service.COMMANDS):
+for _command in (
+    *run.COMMANDS,
+    *inspect.COMMANDS,
+    *golden.COMMANDS,
+    *runs.COMMANDS,
+    *service.COMMANDS,
+    *rejudge.COMMANDS,
+):
     main.add_command(_command)

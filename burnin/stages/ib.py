@@ -42,6 +42,7 @@ from burnin.checks.ib_load import (
     retest_inputs,
     standings,
 )
+from burnin.checks.ib_replay import record_text
 from burnin.parsers import ParseError
 from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports, switch_port_for
 from burnin.parsers.ibstat import parse_ibstat
@@ -467,6 +468,8 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     planned = plan_rounds(active, max(rounds, 1)) if active else []
     all_results: list[SessionResult] = []
     failed_nodes: set[str] = set()
+    # Every session with both ends' raw output: the record `burnin rejudge` judges again from.
+    recorded: list[tuple[int, bool, Session, EndOutput, EndOutput]] = []
 
     def execute(round_: Round, total: int) -> None:
         tag = "re-test" if round_.retest else f"round {round_.index}/{total}"
@@ -482,6 +485,11 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
             text[node] += chunks
         failed_nodes.update(outputs.failed_nodes)
         all_results.extend(_judge_round(round_, outputs, floors, bidir_floors))
+        for s in round_.sessions:
+            ends = [
+                outputs.ends.get((n, s), EndOutput(error=f"{n}: no answer")) for n in (s.server, s.client)
+            ]
+            recorded.append((round_.index, round_.retest, s, *ends))
 
     for round_ in planned:
         for key in round_.unpaired:
@@ -509,5 +517,6 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
             by_node.setdefault(node, []).append(r)
     for name, ev in evidence.items():
         result = judge_node(ev, by_node.get(name, []), standing, infos, retested)
-        results[name] = [(result, "\n".join(t for t in text[name] if t))]
+        kept = "\n".join(t for t in text[name] if t)
+        results[name] = [(result, f"{kept}\n{record_text(ev, recorded, retested)}")]
     return results

@@ -29,6 +29,9 @@ from burnin.stages.jobs import BurninOutcome, GroupContext, NodeJob, StageOutcom
 
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).
 _OVERHEAD_S = 30
+# How a check's evidence joins its output's parts: stdout, then these when there is something.
+STDERR_MARK = "\n--- stderr ---\n"
+EXIT_MARK = "\n--- exit status "  # then the non-zero exit status and ' ---'
 
 
 # ---- pure: a stage's batch and its judgement -----------------------------------------------
@@ -71,7 +74,9 @@ def judge_stage(
             output = outputs[keys[check.name]]
         else:
             output = CommandOutput(stdout=check.from_record(record))
-        evidence = output.stdout + (f"\n--- stderr ---\n{output.stderr}" if output.stderr.strip() else "")
+        evidence = output.stdout + (f"{STDERR_MARK}{output.stderr}" if output.stderr.strip() else "")
+        if output.rc not in (0, None):  # checks that judge the exit status: `burnin rejudge` reads it back
+            evidence += f"{EXIT_MARK}{output.rc} ---\n"
         result = judge(check, output, profile)
         judged.append((told_of_cut(result, output.cut) if output.cut else result, evidence))
     return judged
