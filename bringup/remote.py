@@ -21,11 +21,16 @@ Host keys (``_connect``), never accepted on first sight:
 
 from __future__ import annotations
 
+import atexit
 import base64
+import hashlib
 import logging
 import select
 import shlex
+import shutil
 import socket
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -36,7 +41,7 @@ from typing import Any
 import paramiko
 
 from bringup.capture import STREAM_CAP, HeadTail
-from bringup.hostkeys import PinnedKeys, fingerprint, known_hosts_name
+from bringup.hostkeys import PinnedKeys, fingerprint, known_hosts_name, known_hosts_text
 from bringup.hostkeys import pinned as pinned_keys
 
 DEFAULT_CONCURRENCY = 64
@@ -127,6 +132,30 @@ def target_from_vars(
         pinned=pinned if pinned and pinned.keys else None,
         known_hosts_file=known,
     )
+
+
+_known_hosts_dir: Path | None = None
+_known_hosts_lock = threading.Lock()
+
+
+def openssh_known_hosts(targets: Iterable[SshTarget]) -> str | None:
+    """A known_hosts file holding exactly the targets' recorded keys, for an OpenSSH client this
+    process starts (mpirun's ssh), or None unless every target has recorded keys. One file per
+    distinct content (0600), in a private directory removed when the process exits."""
+    global _known_hosts_dir
+    targets = list(targets)
+    if not targets or any(t.pinned is None or not t.pinned.keys for t in targets):
+        return None
+    text = known_hosts_text([(t.host, t.port, t.pinned.keys) for t in targets if t.pinned])
+    with _known_hosts_lock:
+        if _known_hosts_dir is None:
+            _known_hosts_dir = Path(tempfile.mkdtemp(prefix="bringup-known-hosts-"))
+            atexit.register(shutil.rmtree, _known_hosts_dir, True)
+        path = _known_hosts_dir / hashlib.sha256(text.encode()).hexdigest()[:16]
+        if not path.exists():
+            path.write_text(text)
+            path.chmod(0o600)
+    return str(path)
 
 
 def target_for_node(name: str, hostvars: Mapping[str, Any], inventory_dir: Path, node: Any) -> SshTarget:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bringup.profiles import Profile
+from bringup.remote import openssh_known_hosts
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
 from burnin.launch import (
     LaunchError,
@@ -88,8 +89,10 @@ def plan_from(profile: Profile, settings: Mapping[str, Any]) -> NcclPlan:
 
 
 def ssh_settings(targets: Iterable[Any]) -> dict[str, Any]:
-    """The SSH key, user, port and host-key options mpirun needs, from the runner's SSH targets."""
-    target = next(iter(targets), None)
+    """The SSH key, user, port and host-key options mpirun needs, from the runner's SSH targets.
+    When the store recorded every node's host keys, mpirun's ssh checks against those only."""
+    targets = list(targets)
+    target = targets[0] if targets else None
     if target is None:
         return {}
     options = {
@@ -97,6 +100,9 @@ def ssh_settings(targets: Iterable[Any]) -> dict[str, Any]:
         "accept-new": "-o StrictHostKeyChecking=accept-new -o LogLevel=ERROR",
         "strict": "-o StrictHostKeyChecking=yes -o LogLevel=ERROR",
     }.get(target.host_key_policy, "")
+    known = openssh_known_hosts(targets)
+    if known is not None:
+        options = f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known} -o LogLevel=ERROR"
     return {
         "ssh_key": target.key_file,
         "ssh_user": target.user,

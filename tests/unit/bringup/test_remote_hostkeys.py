@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import paramiko
 import pytest
 
 from bringup.hostkeys import PinnedKeys, known_hosts_text
-from bringup.remote import SshTarget, run_script, target_from_vars
+from bringup.remote import SshTarget, openssh_known_hosts, run_script, target_from_vars
 
 
 def line(key: paramiko.PKey) -> str:
@@ -182,3 +183,30 @@ def test_the_inventorys_ssh_options_are_read(tmp_path, args, policy, known):
     t = target_from_vars("n", {"ansible_ssh_common_args": args}, tmp_path / "INV")
     assert t.host_key_policy == policy
     assert t.known_hosts_file == (known.replace("INV", str(tmp_path / "INV")) if known else None)
+
+
+def _openssh(known: str, port: int, key: str) -> subprocess.CompletedProcess[str]:
+    """The real OpenSSH client, as mpirun starts it, with the given known_hosts file."""
+    cmd = ["ssh", "-i", key, "-p", str(port), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
+    cmd += [
+        "-o",
+        f"UserKnownHostsFile={known}",
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "root@127.0.0.1",
+        "true",
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def test_mpiruns_openssh_gets_a_known_hosts_file_of_exactly_the_recorded_keys(sshd, client_key, tmp_path):
+    right = target(sshd, client_key, tmp_path, pinned=PinnedKeys((line(sshd["key"]),), **PROVISIONED))
+    wrong = target(sshd, client_key, tmp_path, pinned=PinnedKeys((line(paramiko.ECDSAKey.generate()),)))
+    unpinned = target(sshd, client_key, tmp_path)
+    assert openssh_known_hosts([right, unpinned]) is None  # every node's keys, or no file
+    known = openssh_known_hosts([right])
+    assert known is not None and Path(known).stat().st_mode & 0o777 == 0o600
+    assert Path(known).read_text() == f"[127.0.0.1]:{sshd['port']} {line(sshd['key'])}\n"
+    assert _openssh(known, sshd["port"], client_key).returncode == 0
+    refused = _openssh(openssh_known_hosts([wrong]) or "", sshd["port"], client_key)
+    assert refused.returncode != 0 and "Host key verification failed" in refused.stderr
