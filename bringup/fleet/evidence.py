@@ -120,6 +120,11 @@ def store_text(session: Session, text: str | None, cache: dict[str, int] | None 
     return put(session, cap(text, 2 * output_cap() + 4096).text, cache)
 
 
+def run_output(text: str) -> str:
+    """A run's own output (Ansible's) as the store keeps it: capped like a result's."""
+    return cap(text, 2 * output_cap() + 4096).text
+
+
 def pruned_note(at: datetime) -> str:
     return (
         f"(evidence pruned {at:%Y-%m-%d %H:%M} UTC by `bringup store prune`; "

@@ -40,6 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bringup.errors import UserError
+from bringup.fleet.evidence import run_output
 from bringup.fleet.models import Claim, Event, Node, Run, utcnow
 from bringup.fleet.store import FleetStore, StoreError, default_actor
 
@@ -379,7 +380,7 @@ def end_run(
         if run is None:
             raise StoreError(f"no run {run_id}")
         if evidence is not None:
-            run.evidence = evidence
+            run.evidence = run_output(evidence)  # bounded, like every result's evidence
         if run.status != RUNNING:
             return False
         _end(s, run, status, reason, run.actor)

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bringup.errors import UserError
 from bringup.fleet import evidence, schema
+from bringup.fleet.evidence import run_output
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow
 from burnin.result import Verdict
@@ -347,7 +348,7 @@ class FleetStore:
                 raise StoreError(f"no run {run_id}")
             run.status, run.finished_at = status, utcnow()
             if evidence is not None:
-                run.evidence = evidence
+                run.evidence = run_output(evidence)  # bounded, like a result's
             return run
 
     def get_run(self, run_id: int) -> Run:
@@ -438,7 +439,8 @@ class FleetStore:
         with self.reading() as s:
             texts = evidence.texts(s, [r.evidence_id for r in results if r.evidence_id is not None])
         out = {r.id: texts[r.evidence_id] for r in results if r.evidence_id in texts}
-        out.update({r.id: evidence.pruned_note(r.evidence_pruned_at) for r in results if r.evidence_pruned_at})
+        pruned = {r.id: evidence.pruned_note(r.evidence_pruned_at) for r in results if r.evidence_pruned_at}
+        out.update(pruned)
         return out
 
     # -- discovery (added by the Redfish layer) -------------------------------------------

@@ -260,3 +260,14 @@ def test_0003_moves_existing_evidence_into_shared_blobs(store_url):
     assert _blobs(store) == 2
     with store.engine.connect() as conn:
         assert "evidence" not in {c["name"] for c in inspect(conn).get_columns("check_results")}
+
+
+def test_a_runs_own_output_is_capped_too(monkeypatch):
+    monkeypatch.setenv(evidence.CAP_ENV, "1")
+    store = _store("sqlite://")
+    run = store.start_run("configure", "r01")
+    ansible = "PLAY [all]\n" + "ok: [n1]\n" * 1_000_000 + "PLAY RECAP\n"
+    kept = store.finish_run(run.id, "done", evidence=ansible).evidence
+    assert (
+        kept.startswith("PLAY [all]\n") and kept.endswith("PLAY RECAP\n") and "output cut at 2.0 MB" in kept
+    )
