@@ -5,9 +5,10 @@ Each node is judged with its profile, with the run's own ``--set`` items applied
 new ones (``bringup.profiles.apply_overrides``, as `burnin run --set` applies them), so what
 changes is what the new items change. Single-node checks judge their kept output again
 (stdout, stderr and a non-zero exit status, as burnin.stages.runner keeps them); the ib stage
-is replayed as a whole from the records its nodes keep (burnin.checks.ib_replay). A result
-that cannot be judged again (its evidence pruned or never kept, the nccl stage's trimmed
-evidence, a check the first run could not judge) says why and is never counted as a pass.
+is replayed as a whole from the records its nodes keep (burnin.checks.ib_replay), the nccl
+stage per soak group (burnin.checks.nccl_replay). A result that cannot be judged again (its
+evidence pruned or never kept, a run from before the records were kept, an nccl group the stage
+localised with trials, a check the first run could not judge) says why and is never a pass.
 
 The re-judged verdicts are recorded as new results of a new run of kind ``rejudge`` (params:
 ``of_run``, ``set``, ``run_set``), through the run ledger; it claims no node (it runs nothing
@@ -30,9 +31,10 @@ from bringup.fleet.models import CheckResult, Node
 from bringup.fleet.runs import RUNNING, run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile, apply_overrides, find_profile
+from burnin.checks import ib_replay, nccl_replay
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.ib_load import CHECK as IB_CHECK
-from burnin.checks.ib_replay import parse_record, replay
+from burnin.checks.nccl import SOAK_CHECK
 from burnin.evaluate import judging_checks
 from burnin.parsers import ParseError
 from burnin.result import Finding, Result, Verdict, verdict_of
@@ -242,9 +244,10 @@ def rejudge_run(
         elif row.stage == "ib" and row.check == IB_CHECK:
             ib_rows.append((row, node))
             out.items.append(item)  # judged below, with the other nodes' records
+        elif row.stage == "nccl" and row.check == SOAK_CHECK:
+            out.items.append(_rejudge_nccl(item, row, profile))
         elif is_group_stage(row.stage):
-            why = f"the {row.stage} stage keeps trimmed evidence (the first runs' head and tail), not enough to judge again"
-            out.items.append(_with(item, cannot=why))
+            out.items.append(_with(item, cannot=f"no rejudge for the {row.stage} stage's {row.check}"))
         elif why := _cannot_single(row, evidence):
             out.items.append(_with(item, cannot=why))
         else:
@@ -274,11 +277,13 @@ def _rejudge_ib(
             cannot[row.id] = _cannot_single(row, None)
             continue
         try:
-            records[node] = parse_record(item.evidence)
+            records[node] = ib_replay.parse_record(item.evidence)
         except ParseError as exc:
             cannot[row.id] = str(exc)
     usable = {n: p for n, p in profiles.items() if not isinstance(p, str)}
-    judged = replay({n: doc for n, doc in records.items() if n in usable}, usable) if records else {}
+    judged = (
+        ib_replay.replay({n: doc for n, doc in records.items() if n in usable}, usable) if records else {}
+    )
     for index, item in enumerate(out.items):
         if item.check != IB_CHECK or item.stage != "ib" or item.cannot:
             continue
@@ -288,6 +293,16 @@ def _rejudge_ib(
             out.items[index] = _with(item, new=judged[item.node])
         else:
             out.items[index] = _with(item, cannot="no ib record for this node")
+
+
+def _rejudge_nccl(item: Rejudged, row: CheckResult, profile: Profile) -> Rejudged:
+    """The node's soak group judged again from the record in its evidence (per group)."""
+    if item.evidence is None:
+        return _with(item, cannot=_cannot_single(row, None))
+    try:
+        return _with(item, new=nccl_replay.replay(nccl_replay.parse_record(item.evidence), profile))
+    except ParseError as exc:
+        return _with(item, cannot=str(exc))
 
 
 def _record(store: FleetStore, rack: str | None, out: Rejudgement) -> None:

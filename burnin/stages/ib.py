@@ -14,7 +14,8 @@
    agreement; failures nobody could be blamed for get one re-test round against proven ports.
 
 Every node's result is one ``ib_bandwidth`` Result with per-port metrics; its evidence is the
-raw output of every process and counter read that involved the node's ports.
+raw output of every process and counter read that involved the node's ports, then the record
+(burnin.checks.ib_replay) that `burnin rejudge` judges the stage again from.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@
 3. Judge (burnin.checks.nccl): every node gets one ``nccl_soak`` Result. A node whose group
    passed: the group's soak (busbw per iteration). A node whose group failed: the localisation's
    verdict (culprit FAIL with the soak's findings and the trials that isolate it; cleared PASS;
-   UNKNOWN when it could not be told). Evidence: the raw outputs of the runs the node was in.
+   UNKNOWN when it could not be told). Evidence: the raw outputs of the runs the node was in, then
+   its group's soak runs whole (burnin.checks.nccl_replay), which `burnin rejudge` judges again.
 
 A launch that never gets going (no rank printed anything, or the watchdog ended it before its
 first result row) is tried once more before it counts, in the soak and in localisation alike.
@@ -36,6 +37,7 @@ from typing import Any
 from bringup.profiles import Profile
 from bringup.remote import openssh_known_hosts
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
+from burnin.checks.nccl_replay import record_text, soak_run
 from burnin.launch import (
     LaunchError,
     LaunchHost,
@@ -160,6 +162,7 @@ class TestRun:
     outcome: LaunchOutcome
     launched: bool  # some rank printed something (or hung): the launcher itself worked
     counted: bool = True  # False: a launch that never got going, tried again (evidence only)
+    hang: Hang | None = None  # what the watchdog saw, as judged (kept for `burnin rejudge`)
 
     @property
     def passed(self) -> bool:
@@ -236,7 +239,7 @@ class Executor:
             result = told_of_cut(result, outcome.cut)
         # Whether any rank ran: a device line or a row, or a hang (a rank that never joins hangs).
         launched = bool(outcome.killed) or (run is not None and bool(run.ranks or run.rows))
-        return TestRun(label, tuple(nodes), result, outcome, launched)
+        return TestRun(label, tuple(nodes), result, outcome, launched, hang=hang)
 
     def run_settled(self, test: str, nodes: Sequence[str], label: str) -> list[TestRun]:
         """``run``, once more when the launch never got going (nothing started, or the watchdog
@@ -323,7 +326,7 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
             )
     if loc.culprits:
         ctx.progress(f"nccl: culprit(s): {', '.join(loc.culprits)}")
-    return _node_results(loc, groups, soak_results, trial_results, runs)
+    return _node_results(loc, groups, soak_results, trial_results, runs, soaks)
 
 
 def _soak(
@@ -383,22 +386,42 @@ def _node_results(
     soak_results: Mapping[frozenset[str], Result],
     trial_results: Mapping[int, Result],
     runs: list[TestRun],
+    soaks: Mapping[frozenset[str], list[TestRun]],
 ) -> GroupResults:
     localised = node_results(loc, trial_results)
     out: GroupResults = {}
     for group in groups:
         soak = soak_results[frozenset(group)]
+        record = _record(loc.ordered(group), soak, soaks[frozenset(group)])
         for node in loc.ordered(group):
             mine = [r for r in runs if node in r.nodes]
             mine.sort(key=lambda r: r.passed)  # failures first
             evidence = "\n\n".join(r.evidence() for r in mine[:EVIDENCE_RUNS])
             if len(mine) > EVIDENCE_RUNS:
                 evidence += f"\n\n... {len(mine) - EVIDENCE_RUNS} more run(s) not kept"
+            evidence += f"\n\n{record}"
             if soak.verdict in (Verdict.PASS, Verdict.WARN) and node not in loc.culprits:
                 out[node] = [(soak, evidence)]
             else:
                 out[node] = [(_combine(node, soak, localised[node]), evidence)]
     return out
+
+
+def _record(group: Sequence[str], soak: Result, runs: Sequence[TestRun]) -> str:
+    """The group's soak runs whole, as judged: what `burnin rejudge` judges the group again from."""
+    kept = [
+        soak_run(
+            r.nodes,
+            r.outcome.stdout + ("\n" + r.outcome.stderr if r.outcome.stderr.strip() else ""),
+            rc=r.outcome.rc,
+            seconds=r.outcome.elapsed_s,
+            cut=r.outcome.cut,
+            hang=r.hang,
+            counted=r.counted,
+        )
+        for r in runs
+    ]
+    return record_text(group, soak.verdict not in (Verdict.PASS, Verdict.WARN), kept)
 
 
 def _combine(node: str, soak: Result, localised: Result) -> Result:

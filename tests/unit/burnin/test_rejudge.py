@@ -21,6 +21,7 @@ from burnin.rejudge import NotRejudgeable, output_of, rejudge_run
 from burnin.result import Verdict
 from burnin.stages.runner import judge_stage
 from tests.paths import REPO
+from tests.unit.burnin.stages.test_nccl import _jobs, _profile, fake  # noqa: F401 - the fixture
 from tests.unit.burnin.test_golden import FleetRack
 
 LAB = REPO / "bringup" / "lab" / "standins" / "samples"
@@ -130,7 +131,7 @@ def test_results_without_evidence_cannot_be_rejudged_and_are_not_recorded(tmp_pa
     assert why[("gpu001", "copy_bandwidth")] == "no evidence was kept with this result"
     assert why[("gpu002", "copy_bandwidth")].startswith("evidence pruned 2026-11-01")
     assert "could not judge it either (could not run: SSH timed out)" in why[("gpu001", "gpu_inventory")]
-    assert "nccl stage keeps trimmed evidence" in why[("gpu001", "nccl_soak")]
+    assert "no nccl record" in why[("gpu001", "nccl_soak")]
     assert "no ib record" in why[("gpu001", "ib_bandwidth")]
     assert done.run_id is None and [r.kind for r in _runs(fleet)] == ["burnin"]  # nothing to record
 
@@ -138,14 +139,14 @@ def test_results_without_evidence_cannot_be_rejudged_and_are_not_recorded(tmp_pa
 def test_the_exit_status_is_kept_with_the_evidence_and_read_back():
     check = CopyBandwidthCheck()  # judges any exit status: nvbandwidth exits 1 after a CUDA error
     out = CommandOutput(stdout=HEALTHY, stderr="cuda error\n", rc=1)
-    ((_, evidence),) = judge_stage([check], _profile(), {"k": out}, {check.name: "k"}, {})
+    ((_, evidence),) = judge_stage([check], _shipped(), {"k": out}, {check.name: "k"}, {})
     back, cut = output_of(evidence)
     assert (back.stdout, back.stderr, back.rc, cut) == (HEALTHY, "cuda error\n", 1, "")
-    ((_, clean),) = judge_stage([check], _profile(), {"k": CommandOutput(HEALTHY)}, {check.name: "k"}, {})
+    ((_, clean),) = judge_stage([check], _shipped(), {"k": CommandOutput(HEALTHY)}, {check.name: "k"}, {})
     assert clean == HEALTHY and output_of(clean)[0].rc == 0
 
 
-def _profile():
+def _shipped():
     from tests.profiles import shipped
 
     return shipped()
@@ -213,3 +214,23 @@ def test_cli_usage_errors(tmp_path):
 def test_help_lists_the_command():
     res = CliRunner().invoke(main, ["--help"])
     assert "rejudge" in res.output
+
+
+def test_an_nccl_soak_is_judged_again_per_group(tmp_path, fake):  # noqa: F811
+    run, launches, _ = fake
+    results = run(_jobs(4, _profile()))  # node01..node04 soak together and pass at 390 GB/s
+    fleet = FleetRack(tmp_path)
+    nodes = ["gpu001", "gpu002", "gpu003", "gpu004"]
+    rows = {
+        node: [{"stage": "nccl", "check": "nccl_soak", "verdict": "PASS", "evidence": judged[0][1]}]
+        for node, judged in zip(nodes, results.values(), strict=True)
+    }
+    run_id = saved_run(fleet, rows)
+    launched = len(launches())
+    done = rejudge_run(fleet.store, fleet.dir / "profiles", run_id, ["floors.nccl_busbw_multi_node_gbps=400"])
+    assert {(i.node, i.old, i.new.verdict) for i in done.items} == {
+        (n, Verdict.PASS, Verdict.FAIL) for n in nodes
+    }
+    assert len(launches()) == launched  # nothing ran
+    same = rejudge_run(fleet.store, fleet.dir / "profiles", run_id, record=False)
+    assert not any(i.changed for i in same.items)
