@@ -4,13 +4,11 @@ Each provisioning attempt of a node gets a fresh random token. The boot server h
 that node (in the iPXE script the node's reserved address fetches: on the agent's kernel command
 line, in the installer's seed URL and user-data), and every call that speaks for the node
 (phone-home, progress, installed, the cloud-init seed) must carry it back. A token dies when its
-attempt ends. The value itself is never recorded: refusals say what was wrong, and where a
-token must be named, ``digest`` gives a short hash of it.
+attempt ends. The value itself is never recorded: refusals say what was wrong.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable
@@ -22,11 +20,6 @@ NBYTES = 24  # 192 bits, 32 URL-safe characters
 def new_token() -> str:
     """A fresh token: URL-safe (it goes into URLs and the kernel command line unquoted)."""
     return secrets.token_urlsafe(NBYTES)
-
-
-def digest(token: str) -> str:
-    """A short, one-way name for a token (for records that must tell two attempts apart)."""
-    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:12]
 
 
 def refusal(presented: str | None, expected: str, others: Iterable[tuple[str, str]] = ()) -> str | None:
