@@ -32,6 +32,9 @@ from burnin.stages import STAGE_ORDER, parse_stages
 DEFAULT_MAX_AGE = timedelta(days=7)
 # Only these states may be (or become) golden; every other one is a reason on its own.
 ELIGIBLE_STATES = (State.BURNIN.value, State.GOLDEN.value)
+# Node.hardware key of a lemon flag (`burnin lemons --apply`): out of the golden list until an
+# operator clears it (`burnin clear-lemon`); see burnin/history/fleet.py.
+LEMON_FLAG = "lemon"
 
 
 class ResultRow(Protocol):
@@ -197,12 +200,14 @@ def judge(
     *,
     state_reason: str = "",
     in_run: str | None = None,
+    lemon: Mapping[str, Any] | None = None,
 ) -> Decision:
     """Is this node golden now? Every reason it is not, in the order an operator fixes them.
 
     ``in_run``: the live run that holds the node now (``Holder.what``): a node in burn-in that a
     run is still testing waits for it. A run that ended, however it ended (interrupted, abandoned:
-    its results are real), holds nothing, and the latest results decide.
+    its results are real), holds nothing, and the latest results decide. ``lemon``: the node's
+    lemon flag (``Node.hardware[LEMON_FLAG]``), which keeps it out until an operator clears it.
     """
     rows = list(rows)
     reasons: list[str] = []
@@ -212,6 +217,9 @@ def judge(
         reasons.append(f"state {state}" + (f" ({state_reason})" if state_reason else ""))
     elif state == State.BURNIN.value and in_run is not None:
         reasons.append(f"in burn-in now: {in_run}")
+    if lemon:
+        why = lemon.get("evidence", "see burnin lemons")
+        reasons.append(f"flagged a lemon ({why}): `burnin clear-lemon` after the fix")
     stages = {s: stage_status(s, rows) for s in rules.stages}
     failed = aged = False
     for st in stages.values():
@@ -391,6 +399,7 @@ def decide(
                 now,
                 state_reason=f.state_reason,
                 in_run=f.in_run,
+                lemon=(f.node.hardware or {}).get(LEMON_FLAG),
             )
             if not f.in_inventory:
                 decision = Decision(

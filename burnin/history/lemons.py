@@ -1,0 +1,194 @@
+"""Lemon nodes (pure): nodes that pass their checks after each repair and keep failing.
+
+The rules, each a policy threshold (``inventories/policies/lemons.yml``; defaults below, with
+their sources in ``SOURCES``):
+
+- **same part again**: a hardware part (a GPU slot, an HCA port, a PCIe slot, a DIMM) fails, the
+  node is repaired, and the same part fails again: a lemon whatever its rate;
+- **repairs**, **failures**, **drains**: as many in the window as the policy's limit or more;
+- **hardware Xids after the last repair**: Xids that are not application faults (13, 31, 43, 45
+  are the application's own), counted since the node's last repair.
+
+A candidate carries the evidence behind it as lines a person reads, and the rows they came from.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from bringup.errors import UserError
+from burnin.history.signals import ComponentFailure, NodeSignals
+
+HARDWARE_PARTS = frozenset({"gpu", "hca_port", "pcie", "dimm"})
+
+
+class PolicyError(UserError, ValueError):
+    """A lemon policy file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class LemonPolicy:
+    window_days: float = 28.0
+    same_part_after_repair: bool = True
+    max_repairs: int = 4  # this many repairs in the window or more
+    max_failures: int = 4  # this many failures (moves to failed) in the window or more
+    max_drains: int = 4  # this many Slurm drains in the window or more
+    max_hardware_xids_after_repair: int = 3
+    application_xids: tuple[int, ...] = (13, 31, 43, 45)
+
+
+SOURCES: dict[str, str] = {
+    "window_days": "issue 16 (burnin lemons --window 28d); Kokolis et al. 2024 (Meta RSC) look back over weeks",
+    "same_part_after_repair": "issue 16: the same component failing again after a repair is a lemon "
+    "whatever its rate; Kokolis et al. 2024: lemon nodes keep failing after repair",
+    "max_repairs": "Kokolis et al. 2024 (repair tickets a signal); at RSC-1's 6.5 failures per 1,000 "
+    "node-days a healthy node has 0.18 expected in 28 days, so 4 is ~5e-5 by chance",
+    "max_failures": "as max_repairs (times out of the scheduler a signal in Kokolis et al. 2024)",
+    "max_drains": "as max_repairs (times drained from the scheduler a signal in Kokolis et al. 2024)",
+    "max_hardware_xids_after_repair": "issue 16 example (Xid 79 x3 after the last repair); Xid counts a "
+    "signal in Kokolis et al. 2024",
+    "application_xids": "NVIDIA Xid catalog: 13 (graphics engine exception), 31 (MMU fault), 43 (GPU "
+    "stopped processing), 45 (preemptive cleanup) are raised by the application, not the hardware",
+}
+
+
+def parse_policy(data: Any, source: str) -> LemonPolicy:
+    """A policy from a YAML document's data; every problem names the file and the field."""
+    if data is None:
+        return LemonPolicy()
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"{source}: a lemon policy is a mapping of thresholds, not {type(data).__name__}")
+    known = {f.name: f for f in fields(LemonPolicy)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise PolicyError(f"{source}: unknown field {key!r} (known: {', '.join(known)})")
+        default = getattr(LemonPolicy(), key)
+        try:
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ValueError("true or false")
+                values[key] = value
+            elif isinstance(default, tuple):
+                values[key] = tuple(int(v) for v in value)
+            elif isinstance(default, int):
+                if isinstance(value, bool) or int(value) != value or value < 1:
+                    raise ValueError("a whole number >= 1")
+                values[key] = int(value)
+            else:
+                if isinstance(value, bool) or float(value) <= 0:
+                    raise ValueError("a positive number")
+                values[key] = float(value)
+        except (TypeError, ValueError) as exc:
+            want = str(exc) if str(exc)[:1].isalpha() and " " in str(exc) else "a value of the default's kind"
+            raise PolicyError(f"{source}: field {key!r}: {value!r} is not {want}") from None
+    return LemonPolicy(**values)
+
+
+@dataclass
+class Lemon:
+    node: str
+    rules: list[str]  # the rules that named it
+    evidence: list[str]  # what a person reads
+    sources: list[str] = field(default_factory=list)  # the store rows behind it
+    first_failure: datetime | None = None
+    named_at: datetime | None = None  # when the first rule was met (the last signal it needed)
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("first_failure", "named_at"):
+            d[k] = d[k].isoformat() if d[k] else None
+        d["summary"] = self.summary
+        return d
+
+
+def _repeats(sig: NodeSignals) -> dict[str, list[ComponentFailure]]:
+    """Hardware part -> its failures, one per stretch between repairs, when it failed in more than
+    one stretch (failed, was repaired, failed again)."""
+    repairs = sorted(r.time for r in sig.repairs)
+    episodes: dict[str, dict[int, ComponentFailure]] = {}
+    for c in sorted(sig.components, key=lambda c: c.time):
+        if c.component not in HARDWARE_PARTS:
+            continue
+        stretch = sum(1 for t in repairs if t < c.time)
+        episodes.setdefault(c.part, {}).setdefault(stretch, c)
+    return {part: list(e.values()) for part, e in episodes.items() if len(e) > 1}
+
+
+def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | None:
+    """The node as a lemon candidate, with its evidence, or None."""
+    rules: list[str] = []
+    evidence: list[str] = []
+    sources: list[str] = []
+    met: list[datetime] = []
+    if policy.same_part_after_repair:
+        for part, episodes in sorted(_repeats(sig).items()):
+            rules.append("same part again")
+            times = len(episodes)
+            evidence.append(
+                f"{part} failed again after a repair ({times} times; last: {episodes[-1].message})"
+            )
+            sources += [str(e.source) for e in episodes]
+            met.append(episodes[1].time)
+    for name, items, limit, what in (
+        ("repairs", sig.repairs, policy.max_repairs, "repairs"),
+        ("failures", sig.failures, policy.max_failures, "failures"),
+        ("drains", sig.drains, policy.max_drains, "Slurm drains"),
+    ):
+        if len(items) >= limit:
+            rules.append(name)
+            evidence.append(f"{len(items)} {what} in {window}")
+            ordered = sorted(items, key=lambda x: x.time)
+            sources += [str(x.source) for x in ordered]
+            met.append(ordered[limit - 1].time)
+    if sig.repairs:
+        last = max(r.time for r in sig.repairs)
+        hw = Counter(
+            {
+                code: n
+                for code, n in sig.xid_counts(since=last).items()
+                if code not in policy.application_xids and n > 0
+            }
+        )
+        if sum(hw.values()) >= policy.max_hardware_xids_after_repair:
+            rules.append("hardware Xids after repair")
+            evidence.append(
+                ", ".join(f"Xid {code} x{n}" for code, n in sorted(hw.items())) + " after the last repair"
+            )
+            after = sorted((x for x in sig.xids if x.time > last and x.code in hw), key=lambda x: x.time)
+            sources += [str(x.source) for x in after]
+            met.append(after[-1].time)
+    if not rules:
+        return None
+    context = []
+    if "repairs" not in rules and sig.repairs:
+        context.append(f"{len(sig.repairs)} repair(s) in {window}")
+    parts = sig.failures_by_part()
+    context += [
+        f"{p} failed {n} times"
+        for p, n in parts.most_common(3)
+        if n > 1 and not any(p in e for e in evidence)
+    ]
+    failures = sorted([*(f.time for f in sig.failures), *(c.time for c in sig.components)])
+    return Lemon(
+        sig.node,
+        sorted(set(rules)),
+        evidence + context,
+        sorted(set(sources)),
+        failures[0] if failures else None,
+        min(met),
+    )
+
+
+def find_lemons(signals: Mapping[str, NodeSignals], policy: LemonPolicy, window: str) -> list[Lemon]:
+    """The lemon candidates of a fleet, by node name."""
+    found = (judge_node(s, policy, window) for _, s in sorted(signals.items()))
+    return [lemon for lemon in found if lemon is not None]

@@ -1,0 +1,100 @@
+"""Per-node signals read back from a real fleet store: failures by stage, component and part,
+repairs with their reasons, drains, Xid counts, time in each state, each with its source row."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from bringup.fleet.models import utcnow
+from bringup.fleet.store import FleetStore
+from burnin.history.read import read_signals
+from burnin.history.signals import classify, gpu_serials
+from tests.unit.burnin.history.writer import PastWriter
+
+NOW = utcnow().replace(microsecond=0)
+
+
+def day(n: float):
+    return NOW - timedelta(days=n)
+
+
+@pytest.fixture
+def past(store_url) -> PastWriter:
+    store = FleetStore(store_url)
+    w = PastWriter(store)
+    w.golden("gpu001", "r01", day(60))
+    w.golden("gpu002", "r01", day(60))
+    w.golden("gpu009", "r02", day(60))
+    return w
+
+
+def test_every_signal_of_a_node_with_its_source(past):
+    past.fail("gpu001", day(20), "GPU 5", message="GPU 5 (0000:9b:00.0): row remapping failed")
+    past.repair("gpu001", day(19), "ticket 42: GPU 5 replaced")
+    past.xids("gpu001", day(10), {79: 2, 13: 4})
+    past.fail("gpu001", day(10), "mlx5_3 port 1", stage="ib", check="ib_ports")
+    past.drain("gpu001", day(9), "drained in Slurm by operator: cable")
+    past.fail("gpu001", day(40), "GPU 2")  # outside the 28-day window
+
+    history = read_signals(past.store, "r01", timedelta(days=28), now=NOW)
+    assert set(history.signals) == {"gpu001", "gpu002"}  # --rack
+    sig = history.signals["gpu001"]
+    assert [f.time for f in sig.failures] == [day(20), day(10)]
+    assert all(str(f.source).startswith("events #") for f in sig.failures)
+    assert [(r.time, r.reason) for r in sig.repairs] == [(day(19), "ticket 42: GPU 5 replaced")]
+    assert [d.reason for d in sig.drains] == ["drained in Slurm by operator: cable"]
+    assert sig.failures_by_component() == {"gpu": 1, "hca_port": 1}
+    assert sig.failures_by_stage() == {"gpu": 1, "ib": 1}
+    assert sig.failures_by_part() == {"GPU 5": 1, "mlx5_3 port 1": 1}
+    assert all(str(c.source).startswith("check_results #") for c in sig.components)
+    assert sig.xid_counts() == {79: 2, 13: 4}
+    assert sig.xid_counts(since=day(5)) == {}
+    # time in state: 28 days in all, ~1 day failed then repair/burn-in before golden again
+    assert sum(sig.time_in_state.values(), timedelta(0)) == timedelta(days=28)
+    assert sig.time_in_state["failed"] == timedelta(days=1 + 10)  # until the repair; unrepaired since day 10
+    assert sig.node_days == pytest.approx(28)
+    quiet = history.signals["gpu002"]
+    assert (
+        not quiet.failures and not quiet.components and quiet.time_in_state == {"golden": timedelta(days=28)}
+    )
+
+
+def test_failed_time_counts_until_the_repair(past):
+    past.fail("gpu002", day(5), "GPU 1")
+    past.repair("gpu002", day(3), "reseated GPU 1", back_after=timedelta(days=1))
+    sig = read_signals(past.store, "r01", timedelta(days=28), now=NOW).signals["gpu002"]
+    assert sig.time_in_state["failed"] == timedelta(days=2)
+    assert sig.time_in_state["repair"] == timedelta(days=1)  # repair -> burnin -> golden a day later
+    assert sig.time_in_state["golden"] == timedelta(days=25)
+
+
+def test_a_retired_node_stops_counting_node_days(past):
+    past.store.transition("gpu009", "retired", "end of life")
+    past._date(day(14))
+    sig = read_signals(past.store, "r02", timedelta(days=28), now=NOW).signals["gpu009"]
+    assert sig.node_days == pytest.approx(14)
+
+
+@pytest.mark.parametrize(
+    "subject, stage, expected",
+    [
+        ("GPU 5", "gpu", ("gpu", "GPU 5")),
+        ("GPU 0000:9b:00.0", "preflight", ("gpu", "GPU 0000:9b:00.0")),
+        ("mlx5_4 port 1", "ib", ("hca_port", "mlx5_4 port 1")),
+        ("0000:1a:00.0 (Gen5 x16)", "pcie", ("pcie", "0000:1a:00.0")),
+        ("DIMM A3", "preflight", ("dimm", "DIMM A3")),
+        ("", "ib", ("hca_port", "ib")),
+        ("/", "preflight", ("other", "/")),
+    ],
+)
+def test_a_finding_subject_names_its_component(subject, stage, expected):
+    assert classify(subject, stage) == expected
+
+
+def test_a_gpu_slot_gets_its_serial_from_the_hardware_record():
+    assert gpu_serials({"gpus": [{"index": 5, "serial": "1652922001234"}, {"index": 6}]}) == {
+        "GPU 5": "1652922001234"
+    }
+    assert gpu_serials(None) == {} and gpu_serials({"gpus": "garbage"}) == {}
