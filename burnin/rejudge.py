@@ -12,7 +12,9 @@ localised with trials, a check the first run could not judge) says why and is ne
 
 The re-judged verdicts are recorded as new results of a new run of kind ``rejudge`` (params:
 ``of_run``, ``set``, ``run_set``), through the run ledger; it claims no node (it runs nothing
-on them), and the original results are left as they are. The store does with the new results
+on them), and the original results are left as they are. Each new result keeps the original's
+time (when it was measured); a result that could not be re-judged is carried as it was; a
+result the node has measured again since is not recorded. The store does with the new results
 what it does with any: a golden node with a FAIL among them leaves golden. No other state moves.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,9 @@ class Rejudged:
     new: Result | None = None
     cannot: str = ""
     evidence: str | None = None  # the text it was judged from (recorded again with the new result)
+    time: datetime | None = None  # when it was measured: the new result keeps it
+    metrics: dict[str, Any] = field(default_factory=dict)  # the original's (carried when not re-judged)
+    superseded: bool = False  # the node has a newer measurement of this check: shown, not recorded
 
     @property
     def changed(self) -> bool:
@@ -95,6 +101,7 @@ class Rejudged:
             "new": self.new.verdict.value if self.new else None,
             "cannot_rejudge": self.cannot or None,
             "changed": self.changed,
+            "superseded": self.superseded,
             "new_findings": added,
             "gone_findings": gone,
             "reason": self.new.reason if self.new else self.cannot,
@@ -122,6 +129,7 @@ class Rejudgement:
             "worse": sum(i.worse for i in judged),
             "better": sum(i.better for i in judged),
             "cannot_rejudge": len(self.items) - len(judged),
+            "superseded": sum(i.superseded for i in self.items),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -222,10 +230,13 @@ def rejudge_run(
     rows = _rows(store, run_id)
     if not rows:
         raise NotRejudgeable(f"run {run_id} ({run.kind}) has no check results to judge again")
-    run_set = tuple(str(x) for x in (run.params or {}).get("set", []) or ())
+    params = run.params or {}
+    # A rejudge run's results were judged with its run_set, then its set.
+    run_set = tuple(str(x) for x in [*(params.get("run_set") or ()), *(params.get("set") or ())])
     profiles = _profiles({name: prof for _, name, prof in rows}, profiles_dir, run_set, overrides)
     texts = store.evidence_of([r for r, _, _ in rows])
     out = Rejudgement(run_id, tuple(overrides), run_set)
+    newest = _newest_times(store, {node for _, node, _ in rows})
     ib_rows: list[tuple[CheckResult, str]] = []
     for row, node, _ in rows:
         evidence = None if row.evidence_pruned_at else texts.get(row.id)
@@ -237,6 +248,9 @@ def rejudge_run(
             verdict_of(row.verdict),
             tuple(row.findings or ()),
             evidence=evidence,
+            time=row.time,
+            metrics=dict(row.metrics or {}),
+            superseded=newest.get((node, row.stage, row.check), row.time) > row.time,
         )
         profile = profiles[node]
         if isinstance(profile, str):
@@ -254,9 +268,14 @@ def rejudge_run(
             assert evidence is not None
             out.items.append(_with(item, new=rejudge_output(row.check, evidence, profile)))
     _rejudge_ib(out, ib_rows, profiles)
-    if record and any(i.new is not None for i in out.items):
+    if record and any(i.new is not None and not i.superseded for i in out.items):
         _record(store, run.rack, out)
     return out
+
+
+def _newest_times(store: FleetStore, nodes: set[str]) -> dict[tuple[str, str, str], datetime]:
+    """(node, stage, check) -> when the node's latest result of it was measured."""
+    return {(n, r.stage, r.check): r.time for n in nodes for r in store.latest_results(n)}
 
 
 def _with(item: Rejudged, **changes: Any) -> Rejudged:
@@ -311,25 +330,32 @@ def _record(store: FleetStore, rack: str | None, out: Rejudgement) -> None:
         out.run_id = ledger.id
         by_node: dict[str, list[dict[str, Any]]] = {}
         for item in out.items:
-            if item.new is None:
-                continue
-            metrics = {**item.new.metrics, "rejudged_from": item.result_id}
-            if item.new.reason:
-                metrics.setdefault("reason", item.new.reason)
-            by_node.setdefault(item.node, []).append(
-                {
-                    "stage": item.stage,
-                    "check": item.check,
-                    "verdict": item.new.verdict.value,
-                    "metrics": metrics,
-                    "findings": [f.to_dict() for f in item.new.findings],
-                    "evidence": item.evidence,  # the same text: stored once (the blob is shared)
-                }
-            )
+            if not item.superseded:
+                by_node.setdefault(item.node, []).append(_row(item))
         for node, rows in by_node.items():
             store.add_results(node, rows, run_id=ledger.id)
         failed = any(i.new is not None and i.new.verdict is Verdict.FAIL for i in out.items)
         ledger.finish("failed" if failed else "done")
+
+
+def _row(item: Rejudged) -> dict[str, Any]:
+    """The new result, measured when the original was (golden's --max-age counts from then); a
+    result that could not be re-judged is carried as it was, so the rejudge run holds each
+    node's whole stage (golden reads a stage from one run)."""
+    row: dict[str, Any] = {
+        "stage": item.stage,
+        "check": item.check,
+        "evidence": item.evidence,  # the same text: stored once (the blob is shared)
+        "time": item.time,
+    }
+    if item.new is None:
+        metrics = {**item.metrics, "carried_from": item.result_id, "not_rejudged": item.cannot}
+        return {**row, "verdict": item.old.value, "metrics": metrics, "findings": list(item.old_findings)}
+    metrics = {**item.new.metrics, "rejudged_from": item.result_id}
+    if item.new.reason:
+        metrics.setdefault("reason", item.new.reason)
+    findings = [f.to_dict() for f in item.new.findings]
+    return {**row, "verdict": item.new.verdict.value, "metrics": metrics, "findings": findings}
 
 
 def first_finding(item: Rejudged) -> str:

@@ -75,7 +75,7 @@ def parse_record(evidence: str) -> dict[str, Any]:
     at = evidence.rfind(RECORD_MARK + "\n")
     if at < 0:
         raise ParseError(
-            "no ib record in the evidence (kept since issue 15; an older run cannot be re-judged)"
+            "no ib record in the evidence (the stage keeps one for each node it loaded, since issue 15)"
         )
     line = evidence[at + len(RECORD_MARK) + 1 :].split("\n", 1)[0]
     try:

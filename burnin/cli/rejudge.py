@@ -70,7 +70,9 @@ def _print(done: Rejudgement) -> None:
     console.print(
         f"run {done.of_run}{sets}: {s['rejudged']} of {s['results']} result(s) judged again, "
         f"{s['changed']} changed ({s['worse']} worse, {s['better']} better), "
-        f"{s['cannot_rejudge']} cannot be re-judged; {where}",
+        f"{s['cannot_rejudge']} cannot be re-judged"
+        + (f", {s['superseded']} measured again since (not recorded)" if s["superseded"] else "")
+        + f"; {where}",
         highlight=False,
         soft_wrap=True,
     )

@@ -62,7 +62,8 @@ def test_a_raised_floor_fails_what_passed_and_the_original_stays(tmp_path):
     added, gone = done.items[0].changed_findings()
     assert len(added) == 16 and not gone and "floor of 53 GB/s" in added[0]
     assert done.summary() == {
-        "results": 2, "rejudged": 2, "changed": 2, "worse": 2, "better": 0, "cannot_rejudge": 0
+        "results": 2, "rejudged": 2, "changed": 2, "worse": 2, "better": 0, "cannot_rejudge": 0,
+        "superseded": 0,
     }  # fmt: skip
     assert originals(fleet, run_id) == before  # untouched
     new = fleet.store.get_run(done.run_id)
@@ -72,6 +73,7 @@ def test_a_raised_floor_fails_what_passed_and_the_original_stays(tmp_path):
     assert latest.run_id == done.run_id and latest.verdict == "FAIL"
     assert latest.metrics["rejudged_from"] == before[0][0]
     assert latest.evidence_id == before[0][4]  # the same evidence, stored once
+    assert latest.time == before[0][5]  # measured then: golden's --max-age counts from then
 
 
 def test_without_set_items_nothing_changes_and_a_lower_floor_passes_a_failure(tmp_path):
@@ -234,3 +236,31 @@ def test_an_nccl_soak_is_judged_again_per_group(tmp_path, fake):  # noqa: F811
     assert len(launches()) == launched  # nothing ran
     same = rejudge_run(fleet.store, fleet.dir / "profiles", run_id, record=False)
     assert not any(i.changed for i in same.items)
+
+
+def test_a_newer_measurement_is_not_overridden_and_a_golden_node_stays(tmp_path):
+    fleet = FleetRack(tmp_path)
+    old = saved_run(fleet, {"gpu001": [copy_row(HEALTHY, time=datetime(2026, 11, 1, tzinfo=timezone.utc))]})
+    saved_run(fleet, {"gpu001": [copy_row(HEALTHY)]})  # measured again since
+    fleet.store.transition("gpu001", State.GOLDEN, "test setup")
+    done = rejudge_run(fleet.store, fleet.dir / "profiles", old, [RAISE])
+    (item,) = done.items
+    assert item.superseded and item.new.verdict is Verdict.FAIL and done.summary()["superseded"] == 1
+    assert done.run_id is None  # nothing to record: the newer result stands
+    assert fleet.store.get_node("gpu001").state == State.GOLDEN.value
+
+
+def test_what_cannot_be_rejudged_is_carried_and_a_rejudge_run_can_be_rejudged(tmp_path):
+    fleet = FleetRack(tmp_path)
+    inventory = {"stage": "preflight", "check": "gpu_inventory", "verdict": "PASS", "evidence": None}
+    run_id = saved_run(fleet, {"gpu001": [copy_row(SLOW), inventory]}, params={"set": LOWER[:1]})
+    first = rejudge_run(fleet.store, fleet.dir / "profiles", run_id, LOWER[1:])
+    assert [i.new.verdict if i.new else i.cannot for i in first.items] == [
+        Verdict.PASS, "no evidence was kept with this result"
+    ]  # fmt: skip
+    carried = [r for r in fleet.store.latest_results("gpu001") if r.check == "gpu_inventory"]
+    assert carried[0].run_id == first.run_id and carried[0].verdict == "PASS"
+    assert carried[0].metrics["not_rejudged"] == "no evidence was kept with this result"
+    again = rejudge_run(fleet.store, fleet.dir / "profiles", first.run_id, record=False)
+    assert again.run_set == tuple(LOWER)  # the first run's items, then the first rejudge's
+    assert again.items[0].new.verdict is Verdict.PASS and not again.items[0].changed
