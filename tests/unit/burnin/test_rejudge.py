@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import CheckResult, Run
+from bringup.fleet.store import FleetStore
 from burnin.checks.base import CommandOutput
 from burnin.checks.copy_bandwidth import CopyBandwidthCheck
 from burnin.cli import main
@@ -264,3 +265,15 @@ def test_what_cannot_be_rejudged_is_carried_and_a_rejudge_run_can_be_rejudged(tm
     again = rejudge_run(fleet.store, fleet.dir / "profiles", first.run_id, record=False)
     assert again.run_set == tuple(LOWER)  # the first run's items, then the first rejudge's
     assert again.items[0].new.verdict is Verdict.PASS and not again.items[0].changed
+
+
+def test_rejudge_on_each_store_engine(store_url):
+    store = FleetStore(store_url)
+    store.enroll("gpu001", "r09", "h100-sxm-8x400g")
+    run = store.start_run("burnin", "r09")
+    store.add_results("gpu001", [copy_row(HEALTHY)], run_id=run.id)
+    store.finish_run(run.id, "done")
+    done = rejudge_run(store, REPO / "inventories" / "profiles", run.id, [RAISE])
+    assert done.items[0].new.verdict is Verdict.FAIL and store.get_run(done.run_id).kind == "rejudge"
+    (latest,) = store.latest_results("gpu001")
+    assert latest.run_id == done.run_id and latest.metrics["rejudged_from"] == done.items[0].result_id
