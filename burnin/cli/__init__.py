@@ -13,7 +13,7 @@ import click
 
 from bringup.cli.common import FriendlyGroup, global_options, set_global_options
 from burnin import __version__
-from burnin.cli import golden, history, inspect, rejudge, run, runs, service
+from burnin.cli import golden, history, inspect, nightly, rejudge, run, runs, service
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,6 +31,7 @@ for _command in (
     *golden.COMMANDS,
     *runs.COMMANDS,
     *service.COMMANDS,
+    *nightly.COMMANDS,
     *rejudge.COMMANDS,
     *history.COMMANDS,
 ):

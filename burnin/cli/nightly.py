@@ -1,0 +1,160 @@
+"""`burnin nightly`: the scheduled re-test of repaired nodes (docs/in-service.md, "The nightly").
+The systemd timer of the bringup_controller role runs it every night."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from bringup.cli.common import inventory_dir_from, store_from
+from bringup.remote import DEFAULT_CONCURRENCY
+from bringup.ui import console, err_console, table
+from burnin.cli.render import note, usage_error
+from burnin.golden import parse_age
+from burnin.service.nightly import NightlyRequest, NightlyResult, run_nightly
+from burnin.service.nightly_lock import NightlyBusy
+from burnin.stages import STAGE_ORDER, parse_stages
+
+EXIT_BUSY = 2  # as a bad option: nothing was done
+
+
+@click.command("nightly")
+@click.option("--rack", "racks", multiple=True, help="The rack (inventories/RACK.yml); may be repeated.")
+@click.option(
+    "--all", "all_racks", is_flag=True, help="Every rack of the inventory directory with nodes in the store."
+)
+@click.option("--stages", default=",".join(STAGE_ORDER), show_default=True, help="Comma-separated stages.")
+@click.option(
+    "--revalidate",
+    "revalidate_pct",
+    type=click.FloatRange(0, 100),
+    default=0.0,
+    metavar="N",
+    help="Also re-test N% of the golden nodes (those proven longest ago; at least one above 0).",
+)
+@click.option(
+    "--partners",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Golden idle nodes beside the tested ones (ib partners, nccl anchors).",
+)
+@click.option(
+    "--drain-timeout",
+    default="1h",
+    show_default=True,
+    help="How long to wait for running jobs on a drained node (30m, 2h).",
+)
+@click.option(
+    "--reservation",
+    default=None,
+    help="Test inside this Slurm maintenance reservation instead of draining first.",
+)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=DEFAULT_CONCURRENCY, show_default=True)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write the night's HTML and JUnit reports here.",
+)
+@click.option(
+    "--notify", default=None, metavar="CMD", help="A shell command fed the night's summary as JSON on stdin."
+)
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+@click.pass_context
+def nightly_cmd(
+    ctx: click.Context,
+    racks: tuple[str, ...],
+    all_racks: bool,
+    stages: str,
+    revalidate_pct: float,
+    partners: int,
+    drain_timeout: str,
+    reservation: str | None,
+    overrides: tuple[str, ...],
+    concurrency: int,
+    report_dir: Path | None,
+    notify: str | None,
+    as_json: bool,
+) -> None:
+    """Re-test the repaired nodes (and --revalidate N% of the golden ones): drain them without
+    killing jobs, burn them in beside golden partners, resume those that come back golden.
+
+    Exit status: 0 every tested node is golden again (or none to test); 1 some are not; 2 bad
+    option or another nightly holds the rack."""
+    if bool(racks) == all_racks:
+        raise click.UsageError("give --rack R (one or more) or --all")
+    try:
+        timeout = parse_age(drain_timeout).total_seconds()
+    except ValueError as exc:
+        raise usage_error(exc, "--drain-timeout") from None
+    store, inv = store_from(ctx), inventory_dir_from(ctx)
+    names = list(racks) or sorted(p.stem for p in inv.glob("*.yml") if store.list_nodes(rack=p.stem))
+    results: list[NightlyResult] = []
+    for rack in names:
+        req = NightlyRequest(
+            rack,
+            parse_stages(stages),
+            revalidate_pct,
+            partners,
+            timeout,
+            reservation,
+            overrides,
+            concurrency,
+            report_dir,
+            notify,
+        )
+        try:
+            results.append(run_nightly(store, inv, req, say=_say))
+        except NightlyBusy as exc:  # not a failed night: this one did nothing
+            click.echo(f"burnin nightly: {exc}", err=True)
+            sys.exit(EXIT_BUSY)
+    if as_json:
+        click.echo(json.dumps([r.summary() for r in results], indent=2))
+    else:
+        for r in results:
+            _render(r)
+    sys.exit(max((r.exit_code for r in results), default=0))
+
+
+def _say(line: str) -> None:
+    err_console.print(line, markup=False, highlight=False)
+
+
+def _render(r: NightlyResult) -> None:
+    out = table(
+        f"nightly of rack {r.rack}" + (f" (run {r.run_id})" if r.run_id else ""),
+        "node",
+        "role",
+        "state",
+        "burn-in",
+        "slurm",
+        "finding",
+    )
+    for row in r.rows:
+        state = (
+            row.state_after
+            if row.state_after == row.state_before
+            else f"{row.state_before} -> {row.state_after}"
+        )
+        out.add_row(
+            row.node,
+            row.role,
+            state,
+            row.verdict or "-",
+            escape(row.slurm or "-"),
+            escape(row.finding[:120] or row.why),
+        )
+    console.print(out)
+    for path in r.reports:
+        note(f"wrote {path}")
+    if r.notified:
+        note(r.notified)
+
+
+COMMANDS = (nightly_cmd,)

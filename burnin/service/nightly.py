@@ -1,0 +1,375 @@
+"""`burnin nightly`: the scheduled re-test of repaired nodes (docs/in-service.md, "The nightly").
+
+One night of one rack, in order:
+
+1. the rack's nightly lock (``nightly_lock``: a second nightly refuses), then runs whose
+   controller is gone are marked abandoned;
+2. Slurm's view and the store's states into a plan (``nightly_plan.plan_night``): the nodes to
+   test, their golden partners, and the golden nodes a dead nightly left drained (given back now);
+3. a ``nightly`` run in the ledger claiming the tested nodes and the partners;
+4. out of service without killing work: each is drained with ``bringup nightly run N`` (an
+   operator's drain is left as it is), then waited for while jobs still run on it, up to
+   ``drain_timeout_s``; one still busy is skipped (an event) and given back. With a reservation
+   (the operator's maintenance reservation) nothing is drained before the test;
+5. burn-in: the single-node stages on the tested nodes, then the group stages (ib, nccl) on the
+   tested nodes that passed so far plus the partners: the ib stage pairs them with proven ports,
+   the nccl stage has golden nodes beside them, so a repaired node is tested at scale without a
+   second suspect in its group. A tested node that passes every stage becomes golden;
+6. back to Slurm, whatever happened in 5 (``nightly_plan.return_action``): resumed when golden and
+   drained by this project, kept drained with the finding as the reason when failed or not
+   proven, an operator's drain left alone;
+7. the night's HTML and JUnit reports, one line per node, and ``--notify CMD`` fed the summary
+   as JSON on its stdin.
+
+Killed with SIGKILL, a night leaves its drains behind with its run id in the reason: the next
+night finds them (its run no longer alive) and re-tests or gives back those nodes (step 2).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select as sql_select
+
+from bringup.fleet.lifecycle import State
+from bringup.fleet.models import Run, utcnow
+from bringup.fleet.runs import RUNNING, ActiveRun, run_ledger, sweep_abandoned
+from bringup.fleet.store import FleetStore
+from bringup.inventory import Rack, load_rack
+from bringup.profiles import apply_overrides
+from bringup.remote import DEFAULT_CONCURRENCY, target_for_node
+from bringup.select import InvalidRack
+from burnin.launch import group_settings
+from burnin.result import PASSING, Verdict
+from burnin.service import nightly_slurm, slurm
+from burnin.service.nightly_lock import nightly_lock
+from burnin.service.nightly_plan import NightPlan, NodeView, Return, nightly_reason, plan_night, return_action
+from burnin.service.reasons import DrainOrigin, drain_origin
+from burnin.session import previous_check_time
+from burnin.stages import STAGE_ORDER, is_group_stage
+from burnin.stages.jobs import BurninOutcome, NodeJob
+from burnin.stages.runner import BurninRun, record_for
+
+ACTOR = "burnin nightly"
+EVENT = "nightly"
+NOTIFY_TIMEOUT_S = 60.0
+_PASSED = {v.value for v in PASSING}
+
+
+@dataclass(frozen=True)
+class NightlyRequest:
+    rack: str
+    stages: Sequence[str] = STAGE_ORDER
+    revalidate_pct: float = 0.0
+    partners: int = 2
+    drain_timeout_s: float = 3600.0
+    reservation: str | None = None  # the operator's maintenance reservation: no drain before
+    overrides: Sequence[str] = ()
+    concurrency: int = DEFAULT_CONCURRENCY
+    report_dir: Path | None = None
+    notify: str | None = None  # a shell command fed the summary as JSON
+    poll_s: float = 5.0
+
+
+@dataclass
+class NightRow:
+    node: str
+    role: str  # tested, partner, given back, skipped
+    why: str = ""
+    state_before: str = ""
+    state_after: str = ""
+    verdict: str = ""  # the burn-in's verdict ('' : not burnt in)
+    slurm: str = ""  # what the night did in Slurm: resume, keep drained, left alone, -
+    finding: str = ""
+
+    def line(self) -> str:
+        state = (
+            self.state_after
+            if self.state_after == self.state_before
+            else f"{self.state_before} -> {self.state_after}"
+        )
+        parts = [f"{self.node}: {self.role}", state]
+        if self.verdict:
+            parts.append(self.verdict)
+        if self.slurm:
+            parts.append(f"slurm: {self.slurm}")
+        if self.finding:
+            parts.append(self.finding)
+        return "; ".join(parts)
+
+
+@dataclass
+class NightlyResult:
+    rack: str
+    run_id: int | None = None
+    rows: list[NightRow] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    notified: str = ""  # how --notify went
+
+    @property
+    def exit_code(self) -> int:
+        """0: every tested node came back golden (or nothing to test); 1: some did not."""
+        return 1 if any(r.role == "tested" and r.state_after != "golden" for r in self.rows) else 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "rack": self.rack,
+            "run": self.run_id,
+            "exit": self.exit_code,
+            "nodes": [asdict(r) for r in self.rows],
+            "lines": [r.line() for r in self.rows],
+            "reports": self.reports,
+        }
+
+
+Say = Callable[[str], None]
+
+
+def live_runs(store: FleetStore) -> set[int]:
+    with store.reading() as s:
+        return set(s.execute(sql_select(Run.id).where(Run.status == RUNNING)).scalars())
+
+
+def rack_views(store: FleetStore, rack: Rack, view: dict[str, Any]) -> list[NodeView]:
+    latest = store.latest_results_of_rack(rack.name)
+    nodes = {n.name: n for n in store.list_nodes(rack=rack.name)}
+    out = []
+    for h in rack.hosts:
+        if h.name not in nodes:
+            continue
+        times = [r.time for r in latest.get(h.name, [])]
+        out.append(NodeView(h.name, nodes[h.name].state, view.get(h.name), max(times) if times else None))
+    return out
+
+
+def run_nightly(
+    store: FleetStore, inventory_dir: Path | None, req: NightlyRequest, say: Say | None = None
+) -> NightlyResult:
+    """One night of ``req.rack`` (see the module's docstring). Raises NightlyBusy when another holds it."""
+    say = say or (lambda _line: None)
+    rack, problems = load_rack(req.rack, inventory_dir)
+    if rack is None:
+        raise InvalidRack(req.rack, problems)
+    conf = (rack.hosts[0].vars if rack.hosts else {}).get("slurm_conf")
+    result = NightlyResult(req.rack)
+    with nightly_lock(store, req.rack):
+        sweep_abandoned(store, actor=ACTOR)
+        view = nightly_slurm.view(conf)
+        plan = plan_night(
+            rack_views(store, rack, view),
+            live_runs(store),
+            revalidate_pct=req.revalidate_pct,
+            partners=req.partners,
+        )
+        for name, why in plan.skipped:
+            result.rows.append(NightRow(name, "skipped", why, *(store.get_node(name).state,) * 2))
+        for pick in plan.give_back:  # golden nodes a dead night left drained
+            state = store.get_node(pick.node).state
+            row = NightRow(pick.node, "given back", pick.note, state, state)
+            row.slurm = _give_back(store, pick.node, state, view.get(pick.node), 0, conf, "")
+            result.rows.append(row)
+        if not plan.tested:
+            say("nothing to test tonight")
+        else:
+            _night(store, rack, req, plan, conf, result, say)
+        _reports(store, rack, req, result)
+    if req.notify:
+        result.notified = notify(req.notify, result.summary())
+    return result
+
+
+def _night(
+    store: FleetStore,
+    rack: Rack,
+    req: NightlyRequest,
+    plan: NightPlan,
+    conf: str | None,
+    result: NightlyResult,
+    say: Say,
+) -> None:
+    params = {
+        "stages": list(req.stages),
+        "tested": [p.node for p in plan.tested],
+        "partners": [p.node for p in plan.partners],
+        "revalidate_pct": req.revalidate_pct,
+        "reservation": req.reservation,
+        "set": list(req.overrides),
+    }
+    with run_ledger(store, "nightly", req.rack, nodes=plan.nodes, params=params, actor=ACTOR) as run:
+        result.run_id = run.id
+        rows = {p.node: NightRow(p.node, "tested", p.note or str(p.why)) for p in plan.tested}
+        rows |= {p.node: NightRow(p.node, "partner", str(p.why)) for p in plan.partners}
+        for name, row in rows.items():
+            row.state_before = row.state_after = store.get_node(name).state
+        result.rows.extend(rows.values())
+        findings: dict[str, str] = {}
+        try:
+            ready = _take_out(store, run, plan.nodes, req, conf, rows, say)
+            tested = [p.node for p in plan.tested if p.node in ready]
+            partners = [p.node for p in plan.partners if p.node in ready]
+            if tested:
+                outcomes = _burn_in(store, rack, run, req, tested, partners, say)
+                for o in outcomes.values():
+                    if o.node in rows and o.node in tested:
+                        rows[o.node].verdict = o.verdict.value
+                        findings[o.node] = first_finding(o)
+                run.finish("failed" if any(rows[n].verdict not in _PASSED for n in tested) else "done")
+        finally:  # whatever happened: every node held goes back to Slurm as its state says
+            now = nightly_slurm.view(conf)
+            for name, row in rows.items():
+                row.state_after = store.get_node(name).state
+                row.finding = row.finding or findings.get(name, "")
+                if row.state_after != "golden" and not row.finding and row.role == "tested":
+                    row.finding = "not burnt in"
+                row.slurm = _give_back(store, name, row.state_after, now.get(name), run.id, conf, row.finding)
+
+
+def _take_out(
+    store: FleetStore,
+    run: ActiveRun,
+    names: list[str],
+    req: NightlyRequest,
+    conf: str | None,
+    rows: dict[str, NightRow],
+    say: Say,
+) -> list[str]:
+    """Drain (unless a reservation) and wait for running jobs: the nodes ready to test."""
+    if req.reservation:
+        return list(names)
+    now = nightly_slurm.view(conf)
+    reason = nightly_reason(run.id)
+    for name in names:
+        s = now.get(name)
+        if s is None or (s.drain and drain_origin(s.reason) is DrainOrigin.OPERATOR):
+            continue  # not in Slurm, or an operator's drain: never rewritten
+        slurm.drain(name, reason, conf)
+        store.record_event(name, EVENT, f"drained for nightly run {run.id}", run_id=run.id, actor=ACTOR)
+    say(f"drained {len(names)} node(s); waiting for their jobs (up to {req.drain_timeout_s:g} s)")
+    ready, busy = nightly_slurm.wait_idle(names, conf, req.drain_timeout_s, req.poll_s)
+    for name in busy:
+        why = f"still running jobs after {req.drain_timeout_s:g} s: skipped tonight"
+        rows[name].finding = why
+        rows[name].role = "skipped" if rows[name].role == "tested" else rows[name].role
+        store.record_event(name, EVENT, f"nightly run {run.id}: {why}", run_id=run.id, actor=ACTOR)
+    return ready
+
+
+def _burn_in(
+    store: FleetStore,
+    rack: Rack,
+    run: ActiveRun,
+    req: NightlyRequest,
+    tested: list[str],
+    partners: list[str],
+    say: Say,
+) -> dict[str, BurninOutcome]:
+    """All the stages: single-node ones on the tested nodes, then the group ones beside the partners."""
+    jobs: dict[str, NodeJob] = {}
+    for name in [*tested, *partners]:
+        host, node = rack.host(name), store.get_node(name)
+        if name in tested and node.state != State.BURNIN.value:
+            store.transition(name, State.BURNIN, f"nightly run {run.id}: re-test", run_id=run.id, actor=ACTOR)
+        profile = apply_overrides(rack.profiles[host.profile], req.overrides)
+        target = target_for_node(name, host.vars, rack.path.parent, node)
+        record = record_for(node.hardware, previous_check_time(store, name, "bmc_event_log"))
+        jobs[name] = NodeJob(name, profile, target, record)
+    settings = group_settings(rack.hosts[0].vars if rack.hosts else {}, slurm_reservation=req.reservation)
+    single = [s for s in req.stages if not is_group_stage(s)]
+    group = [s for s in req.stages if is_group_stage(s)]
+    outcomes: dict[str, BurninOutcome] = {}
+    if single:
+        say(f"stages {','.join(single)} on {', '.join(tested)}")
+        for o in BurninRun(store, run.id, single, req.concurrency, True).run([jobs[n] for n in tested]):
+            outcomes[o.node] = o
+    still = [n for n in tested if n not in outcomes or outcomes[n].verdict in PASSING]
+    if group and still:
+        say(f"stages {','.join(group)} on {', '.join(still)} beside golden {', '.join(partners) or '(none)'}")
+        runner = BurninRun(
+            store, run.id, group, req.concurrency, True, group_settings=settings, on_group_progress=say
+        )
+        for o in runner.run([jobs[n] for n in [*still, *partners]]):
+            if o.node in outcomes:
+                outcomes[o.node].stages.extend(o.stages)
+            else:
+                outcomes[o.node] = o
+    for name in tested:
+        o = outcomes.get(name)
+        if (
+            o is not None
+            and o.stages
+            and o.verdict in PASSING
+            and store.get_node(name).state == State.BURNIN.value
+        ):
+            store.transition(
+                name,
+                State.GOLDEN,
+                f"nightly run {run.id}: {','.join(req.stages)} passed",
+                run_id=run.id,
+                actor=ACTOR,
+            )
+    return outcomes
+
+
+def first_finding(o: BurninOutcome) -> str:
+    """'<check>: <finding>' of the first failing (else unknown) result of a node's burn-in."""
+    for wanted in (Verdict.FAIL, Verdict.UNKNOWN):
+        for s in o.stages:
+            for r in s.results:
+                if r.verdict is wanted:
+                    f = next((f for f in r.findings if f.severity.value != "info"), None)
+                    return f"{r.check}: {f.message if f else r.reason or wanted.value}"
+    return ""
+
+
+def _give_back(
+    store: FleetStore, name: str, state: str, s: Any, run_id: int, conf: str | None, finding: str
+) -> str:
+    """Do in Slurm what ``return_action`` says for the node; an event when something changed."""
+    act = return_action(state, s, run_id, finding)
+    if act.action is Return.RESUME:
+        nightly_slurm.resume(name, conf)
+        store.record_event(name, EVENT, f"resumed in Slurm ({state}; drain was {s.reason!r})", actor=ACTOR)
+    elif act.action is Return.KEEP:
+        slurm.drain(name, act.reason, conf)
+        store.record_event(name, EVENT, f"kept drained: {act.reason}", actor=ACTOR)
+    return f"{act.action.value}" + (f" ({act.note})" if act.note else "")
+
+
+def _reports(store: FleetStore, rack: Rack, req: NightlyRequest, result: NightlyResult) -> None:
+    if req.report_dir is None or result.run_id is None:
+        return
+    from burnin.report import collect
+    from burnin.report.html import render_html
+    from burnin.report.junit import render_junit
+
+    req.report_dir.mkdir(parents=True, exist_ok=True)
+    report = collect(store, rack, utcnow(), None, list(req.stages))
+    base = req.report_dir / f"nightly-{rack.name}-run{result.run_id}"
+    for suffix, text in ((".html", render_html(report)), (".xml", render_junit(report))):
+        path = base.with_suffix(suffix)
+        path.write_text(text)
+        result.reports.append(str(path))
+
+
+def notify(command: str, summary: dict[str, Any]) -> str:
+    """Feed the summary as JSON to ``command`` (a shell line): how it went, in words."""
+    try:
+        proc = subprocess.run(
+            command,
+            shell=True,
+            input=json.dumps(summary),
+            text=True,
+            capture_output=True,
+            timeout=NOTIFY_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"notify: did not finish in {NOTIFY_TIMEOUT_S:g} s"
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        return f"notify: exited {proc.returncode}: {lines[-1] if lines else 'no output'}"
+    return "notify: sent"

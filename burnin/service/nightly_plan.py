@@ -1,0 +1,195 @@
+"""What the nightly re-test does, decided from facts (pure): which nodes it tests, which golden
+nodes stand beside them as partners, what it does with drains a dead nightly left, and how each
+node goes back to Slurm afterwards.
+
+Selection (``plan_night``):
+
+- a node in ``repair`` (an operator ran ``bringup nodes mark-repaired``, typically after a health
+  check drained it and ``burnin sync`` failed it) is tested;
+- a node drained by a nightly run that is no longer alive (``bringup nightly run N``, run N not
+  running) is the dead run's leftover: tested again when it was mid-test (``burnin``/``repair``),
+  given back when it is ``golden`` (a partner or a revalidated node the dead run never finished),
+  left drained otherwise (a finding keeps it out);
+- with ``revalidate_pct``, that share of the golden pool (at least one node when the share is
+  above 0), the nodes proven longest ago first, among those Slurm shows in service (not drained);
+- partners: golden nodes Slurm shows idle and not drained, in rack order, up to ``partners``,
+  only when something is tested: the ib stage pairs the tested nodes with them and the nccl
+  stage uses them as proven-good anchors.
+
+Return (``return_action``): a node is resumed only when it is golden after the night and its drain
+is one this project set (``bringup: ...`` by a health check, ``bringup ...`` by a nightly): never
+an operator's (NHC's rule). A failed node stays drained, the reason rewritten to its finding.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from burnin.parsers.slurm import SlurmNode
+from burnin.service.reasons import DrainOrigin, drain_origin, fit_reason
+
+NIGHTLY_PREFIX = "bringup nightly run "
+_NIGHTLY = re.compile(r"bringup nightly run (\d+)\b")
+BUSY_STATES = frozenset({"allocated", "mixed", "completing", "draining"})
+
+
+def nightly_reason(run_id: int, finding: str = "") -> str:
+    """The Slurm reason of a nightly's drain: ``bringup nightly run N`` (``: finding`` after a fail)."""
+    return fit_reason(f"{NIGHTLY_PREFIX}{run_id}" + (f": {finding}" if finding else ""))
+
+
+def nightly_run_of(reason: str) -> int | None:
+    """N of a ``bringup nightly run N`` reason, None for any other reason."""
+    m = _NIGHTLY.match(reason)
+    return int(m.group(1)) if m else None
+
+
+def is_busy(node: SlurmNode) -> bool:
+    """Jobs still run on it (a drained node with jobs is DRAINING until they end)."""
+    return node.state in BUSY_STATES
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node of the rack: its lifecycle state, Slurm's view (None: Slurm does not know it), and
+    when its newest result was recorded (None: never)."""
+
+    name: str
+    state: str
+    slurm: SlurmNode | None
+    proven_at: datetime | None = None
+
+
+class Why(str, Enum):
+    REPAIRED = "repaired"  # in repair: marked repaired by an operator
+    LEFTOVER = "left by a dead run"  # drained mid-test by a nightly that died
+    REVALIDATE = "revalidate"  # golden, proven longest ago
+    PARTNER = "partner"  # golden, beside the tested nodes
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Pick:
+    node: str
+    why: Why
+    note: str = ""
+
+
+@dataclass
+class NightPlan:
+    tested: list[Pick] = field(default_factory=list)
+    partners: list[Pick] = field(default_factory=list)
+    give_back: list[Pick] = field(default_factory=list)  # golden, drained by a dead nightly: resume
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (node, why not)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Every node the night holds: tested, then partners."""
+        return [p.node for p in (*self.tested, *self.partners)]
+
+
+def revalidation_count(pool: int, pct: float) -> int:
+    """How many golden nodes a night revalidates: ``pct`` % of the pool, at least 1 above 0 %."""
+    if pct <= 0 or pool <= 0:
+        return 0
+    return min(pool, max(1, math.floor(pool * pct / 100)))
+
+
+def plan_night(
+    views: Sequence[NodeView],
+    live_runs: Collection[int],
+    *,
+    revalidate_pct: float = 0.0,
+    partners: int = 2,
+) -> NightPlan:
+    """Which nodes the night tests, which stand beside them, and what a dead run left (see above)."""
+    plan = NightPlan()
+    taken: set[str] = set()
+    for v in views:
+        s = v.slurm
+        run = nightly_run_of(s.reason) if s is not None and s.drain else None
+        if run is not None and run in live_runs:
+            plan.skipped.append((v.name, f"held by the live nightly run {run}"))
+            taken.add(v.name)
+            continue
+        if run is not None:
+            note = f"drained by nightly run {run}, which is gone"
+            if v.state in ("burnin", "repair"):
+                plan.tested.append(Pick(v.name, Why.LEFTOVER, note))
+            elif v.state == "golden":
+                plan.give_back.append(Pick(v.name, Why.LEFTOVER, note))
+            else:
+                plan.skipped.append((v.name, f"{note}; {v.state}: stays drained"))
+            taken.add(v.name)
+            continue
+        if v.state == "repair":
+            note = ""
+            if s is not None and s.drain and drain_origin(s.reason) is DrainOrigin.OPERATOR:
+                note = f"drained by an operator ({s.reason}): tested, never resumed"
+            plan.tested.append(Pick(v.name, Why.REPAIRED, note))
+            taken.add(v.name)
+    in_service = [
+        v
+        for v in views
+        if v.name not in taken and v.state == "golden" and v.slurm is not None and not v.slurm.drain
+    ]
+    count = revalidation_count(
+        len([v for v in views if v.state == "golden" and v.name not in taken]), revalidate_pct
+    )
+    oldest = sorted(in_service, key=lambda v: (v.proven_at is not None, v.proven_at or datetime.min))
+    for v in oldest[:count]:
+        plan.tested.append(
+            Pick(v.name, Why.REVALIDATE, f"proven {v.proven_at:%Y-%m-%d %H:%M}" if v.proven_at else "")
+        )
+        taken.add(v.name)
+    if plan.tested:
+        idle = [v for v in in_service if v.name not in taken and not is_busy(v.slurm)]  # type: ignore[arg-type]
+        plan.partners = [Pick(v.name, Why.PARTNER) for v in idle[:partners]]
+    return plan
+
+
+# ---- giving nodes back -------------------------------------------------------------------------
+
+
+class Return(str, Enum):
+    RESUME = "resume"  # golden again, drained by this project: back in service
+    KEEP = "keep drained"  # failed or not proven: drained, with the finding as the reason
+    LEAVE = "left alone"  # an operator's drain, or Slurm does not know the node
+    NOTHING = "-"  # not drained and nothing to drain
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class ReturnAction:
+    action: Return
+    reason: str = ""  # the drain reason to set (KEEP), or why LEAVE
+    note: str = ""
+
+
+def return_action(state: str, slurm: SlurmNode | None, run_id: int, finding: str = "") -> ReturnAction:
+    """What to do in Slurm with a node the night held, from its lifecycle state after the night and
+    Slurm's view now. ``finding``: why it failed (or was not proven)."""
+    if slurm is None:
+        return ReturnAction(Return.LEAVE, note="not in Slurm")
+    if slurm.drain and drain_origin(slurm.reason) is DrainOrigin.OPERATOR:
+        who = f" ({slurm.user})" if slurm.user else ""
+        return ReturnAction(
+            Return.LEAVE, note=f"drained by an operator{who}: {slurm.reason}; never resumed here"
+        )
+    if state == "golden":
+        return ReturnAction(Return.RESUME) if slurm.drain else ReturnAction(Return.NOTHING)
+    if state == "failed":
+        return ReturnAction(Return.KEEP, nightly_reason(run_id, finding or "failed"))
+    if state == "retired":
+        return ReturnAction(Return.LEAVE, note="retired")
+    # burnin / repair: not proven this night (UNKNOWN, skipped stage): out until a night proves it
+    return ReturnAction(Return.KEEP, nightly_reason(run_id, f"not proven: {finding or state}"))

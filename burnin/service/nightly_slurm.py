@@ -1,0 +1,40 @@
+"""The Slurm edge of the nightly: resume a node, set its drain reason, wait for its jobs to end.
+
+Each call is one subprocess with a time limit (``burnin.service.slurm``'s runner). Only the
+nightly resumes, and only nodes ``nightly_plan.return_action`` says it may.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from burnin.parsers.slurm import SlurmNode
+from burnin.service import slurm
+from burnin.service.nightly_plan import is_busy
+
+
+def resume(name: str, slurm_conf: str | None = None) -> None:
+    slurm._run(["scontrol", "update", f"NodeName={name}", "State=RESUME"], slurm_conf, slurm.TIMEOUT_S)
+
+
+def view(slurm_conf: str | None = None) -> dict[str, SlurmNode]:
+    return {n.name: n for n in slurm.cluster_nodes(slurm_conf)}
+
+
+def wait_idle(
+    names: Sequence[str],
+    slurm_conf: str | None,
+    timeout_s: float,
+    poll_s: float = 5.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[str], list[str]]:
+    """Wait until none of ``names`` runs a job, up to ``timeout_s``: (idle ones, still busy ones)."""
+    deadline = clock() + timeout_s
+    while True:
+        now = view(slurm_conf)
+        busy = [n for n in names if n in now and is_busy(now[n])]
+        if not busy or clock() >= deadline:
+            return [n for n in names if n not in busy], busy
+        sleep(max(0.05, min(poll_s, deadline - clock())))

@@ -1,0 +1,306 @@
+"""`burnin nightly` on the virtual rack with its real Slurm (slurmctld on the host, slurmd in every
+node), through the real CLI.
+
+Four nodes are burnt in (preflight) and made golden. A node leaves golden the way the health loop
+takes it out: drained in Slurm with the reason `burnin health` writes (tests/lab/test_service_lab.py
+shows slurmd's own health check doing it), then `burnin sync` fails it; an operator marks it
+repaired with `bringup nodes mark-repaired`. Then the nightly, with every stage (the lab's short
+durations, as `make demo`):
+
+- a repaired node whose fault is gone is burnt in beside golden partners, comes back golden and
+  is resumed in Slurm; the partners are given back too;
+- a repaired node that still carries its fault stays drained, its finding the Slurm reason;
+- a repaired node an operator drained with their own reason is tested but never resumed;
+- a golden node running a real `sbatch` job (--revalidate) is drained and waited for: the job
+  completes untouched, then the node is tested;
+- two nightlies at once: the second refuses;
+- a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bringup.cli.main import main as bringup_main
+from bringup.lab.demo import LAB_SETTINGS
+from burnin.cli import main as burnin_main
+from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
+
+pytestmark = pytest.mark.lab
+
+NODES = ["node01", "node02", "node03", "node04"]
+HEALTH_REASON = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
+OPERATOR_REASON = "PSU swap, ticket 4711"
+SETS = [a for s in LAB_SETTINGS for a in ("--set", s)]
+WAIT_S = 120
+
+
+def slurm(lab, *args: str) -> str:
+    env = {**os.environ, "SLURM_CONF": lab["state"].inventory_vars["slurm_conf"]}
+    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def slurm_nodes(lab) -> dict:
+    from burnin.service.slurm import cluster_nodes
+
+    return {n.name: n for n in cluster_nodes(lab["state"].inventory_vars["slurm_conf"])}
+
+
+def switch(lab, node: str, fault: str | None) -> None:
+    faults = json.dumps({"faults": [fault] if fault else []})
+    rc, _, err = node_ssh(lab["state"], node, f"echo '{faults}' > /etc/bringup-lab/faults.json")
+    assert rc == 0, err
+
+
+def wait_for(what: str, probe, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.2)
+    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+
+
+@pytest.fixture(scope="module")
+def nightly_lab(tmp_path_factory):
+    require_root()
+    from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
+
+    root = tmp_path_factory.mktemp("nightly")
+    inv = lab_inventory_dir(root / "inventories")
+    name = f"y{uuid.uuid4().hex[:7]}"
+    rack = VirtualRack(name, root / "state", inv, services=lab_services)
+    spec = root / "faults.yml"
+    spec.write_text("nodes: {}\n")
+    try:
+        state = rack.up(len(NODES), spec)
+        db = root / "fleet.db"
+        base, store = ready_for_burnin(name, inv, db, NODES)
+        runner = CliRunner()
+        res = runner.invoke(burnin_main, [*base, "run", "--rack", name, "--stages", "preflight", "--json"])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(burnin_main, [*base, "golden", "--rack", name, "--stages", "preflight"])
+        assert res.exit_code == 0, res.output
+        assert {n: store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
+        yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner, "root": root}
+    finally:
+        rack.down()
+
+
+def nightly(lab, *args: str) -> tuple[int, list[dict], str]:
+    res = lab["runner"].invoke(
+        burnin_main, [*lab["base"], "nightly", "--rack", lab["rack"], *SETS, *args, "--json"]
+    )
+    try:
+        out = json.loads(res.stdout)
+    except ValueError:
+        out = []
+    return res.exit_code, out, res.output
+
+
+def rows(summary: list[dict]) -> dict[str, dict]:
+    (night,) = summary
+    return {r["node"]: r for r in night["nodes"]}
+
+
+def health_drain_and_repair(lab, node: str) -> None:
+    """Out of golden as the health loop takes a node out, then marked repaired by an operator."""
+    slurm(lab, "scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={HEALTH_REASON}")
+    res = lab["runner"].invoke(
+        burnin_main, [*lab["base"], "sync", "--rack", lab["rack"], "--no-health", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert node in json.loads(res.stdout)["failed"]
+    res = lab["runner"].invoke(
+        bringup_main, [*lab["base"], "nodes", "mark-repaired", node, "--reason", "GPU reseated"]
+    )
+    assert res.exit_code == 0, res.output
+    assert lab["store"].get_node(node).state == "repair"
+
+
+def no_drain_left(lab) -> None:
+    assert {n: s.label for n, s in slurm_nodes(lab).items() if s.drain} == {}
+
+
+def test_a_repaired_node_is_burnt_in_beside_golden_partners_comes_back_golden_and_resumed(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    switch(lab, "node02", "gpu-missing")
+    health_drain_and_repair(lab, "node02")
+    switch(lab, "node02", None)  # the repair
+    started = time.monotonic()
+    code, summary, output = nightly(
+        lab,
+        "--report-dir",
+        str(lab["root"] / "reports"),
+        "--notify",
+        f"cat > {lab['root'] / 'notified.json'}",
+    )
+    print(f"nightly of one node beside two partners, every stage: {time.monotonic() - started:.1f} s")
+    assert code == 0, output
+    by = rows(summary)
+    # PASS, or WARN when the kernel log still holds lines of the fault
+    assert by["node02"]["role"] == "tested" and by["node02"]["verdict"] in ("PASS", "WARN"), by
+    assert (by["node02"]["state_before"], by["node02"]["state_after"]) == ("repair", "golden")
+    assert by["node02"]["slurm"] == "resume"
+    partners = sorted(n for n, r in by.items() if r["role"] == "partner")
+    assert len(partners) == 2 and all(by[p]["slurm"] == "resume" for p in partners)
+    run_id = summary[0]["run"]
+    # burnt in: every stage ran on node02 in this run, the group stages beside its partners
+    stages = {r.stage for r in store.latest_results("node02") if r.run_id == run_id}
+    assert stages == {"preflight", "gpu", "pcie", "ib", "nccl"}
+    for p in partners:
+        assert {r.stage for r in store.latest_results(p) if r.run_id == run_id} == {"ib", "nccl"}
+        assert store.get_node(p).state == "golden"
+    assert store.get_node("node02").state == "golden"
+    no_drain_left(lab)
+    sent = json.loads((lab["root"] / "notified.json").read_text())
+    assert sent["run"] == run_id and any(
+        line.startswith("node02: tested; repair -> golden; ") for line in sent["lines"]
+    )
+    assert sorted(Path(p).suffix for p in summary[0]["reports"]) == [".html", ".xml"]
+    assert store.get_run(run_id).status == "done"
+
+
+def test_a_repaired_node_that_still_carries_its_fault_stays_drained_with_its_finding(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    switch(lab, "node04", "gpu-missing")
+    health_drain_and_repair(lab, "node04")  # marked repaired, but the GPU is still gone
+    code, summary, output = nightly(lab)
+    assert code == 1, output
+    by = rows(summary)
+    run_id = summary[0]["run"]
+    assert (by["node04"]["state_after"], by["node04"]["verdict"]) == ("failed", "FAIL"), by
+    assert by["node04"]["finding"].startswith("gpu_inventory: 7 GPU(s) found"), by
+    node = slurm_nodes(lab)["node04"]
+    assert node.drain and node.reason == f"bringup nightly run {run_id}: {by['node04']['finding']}"[:255]
+    assert store.get_node("node04").state == "failed"
+    assert {n: s.reason for n, s in slurm_nodes(lab).items() if s.drain} == {
+        "node04": node.reason
+    }  # partners back
+
+
+def test_a_node_an_operator_drained_is_tested_but_never_resumed(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    switch(lab, "node04", None)
+    res = lab["runner"].invoke(
+        bringup_main, [*lab["base"], "nodes", "mark-repaired", "node04", "--reason", "GPU swapped"]
+    )
+    assert res.exit_code == 0, res.output
+    slurm(lab, "scontrol", "update", "NodeName=node04", "State=DRAIN", f"Reason={OPERATOR_REASON}")
+    code, summary, output = nightly(lab)
+    assert code == 0, output
+    by = rows(summary)
+    # PASS, or WARN: the kernel log still holds the lines of its earlier fault
+    assert by["node04"]["state_after"] == "golden" and by["node04"]["verdict"] in ("PASS", "WARN"), by
+    assert by["node04"]["slurm"].startswith("left alone (drained by an operator (root)"), by
+    node = slurm_nodes(lab)["node04"]
+    assert node.drain and node.reason == OPERATOR_REASON  # never resumed, never rewritten
+    assert store.get_node("node04").state == "golden"
+    slurm(lab, "scontrol", "update", "NodeName=node04", "State=RESUME")  # the operator's own call
+    no_drain_left(lab)
+
+
+def job_info(lab, job: str) -> dict[str, str]:
+    text = slurm(lab, "scontrol", "show", "job", "-o", job)
+    return dict(w.split("=", 1) for w in text.split() if "=" in w)
+
+
+def test_a_golden_node_running_a_job_is_drained_and_waited_for_then_tested(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    job = slurm(
+        lab,
+        "sbatch",
+        "--parsable",
+        "-N1",
+        "-w",
+        "node03",
+        "--chdir=/tmp",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 20",
+    ).strip()
+    wait_for("the job running on node03", lambda: job_info(lab, job)["JobState"] == "RUNNING", 60)
+    code, summary, output = nightly(lab, "--revalidate", "100", "--drain-timeout", "5m")
+    assert code == 0, output
+    by = rows(summary)
+    assert set(by) == set(NODES) and all(
+        r["role"] == "tested" and r["state_after"] == "golden" for r in by.values()
+    ), by
+    info = job_info(lab, job)
+    assert (info["JobState"], info["ExitCode"]) == ("COMPLETED", "0:0"), info  # untouched
+    ended = datetime.fromisoformat(info["EndTime"]).astimezone(timezone.utc)  # slurmctld's local time
+    first = min(r.time for r in store.latest_results("node03") if r.run_id == summary[0]["run"])
+    assert first.replace(tzinfo=timezone.utc) >= ended, (first, ended)
+    drained = next(
+        e for e in store.history("node03") if e.kind == "nightly" and e.run_id == summary[0]["run"]
+    )
+    assert drained.time.replace(tzinfo=timezone.utc) < ended  # drained while the job ran
+    no_drain_left(lab)
+
+
+def start_nightly(lab) -> subprocess.Popen:
+    burnin = Path(sys.executable).parent / "burnin"
+    return subprocess.Popen(
+        [str(burnin), *lab["base"], "nightly", "--rack", lab["rack"], *SETS, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def mid_test(lab, node: str):
+    """The running night has drained NODE with its reason and is burning it in."""
+    s = slurm_nodes(lab)[node]
+    return s.reason.startswith("bringup nightly run ") and lab["store"].get_node(node).state == "burnin" and s
+
+
+def test_two_nightlies_at_once_the_second_refuses(nightly_lab):
+    lab = nightly_lab
+    health_drain_and_repair(lab, "node01")
+    first = start_nightly(lab)
+    try:
+        wait_for("the first nightly burning node01 in", lambda: mid_test(lab, "node01"))
+        code, _, output = nightly(lab)
+        assert code == 2 and f"another nightly of rack {lab['rack']} is running" in output, output
+    finally:
+        out, err = first.communicate(timeout=600)
+    assert first.returncode == 0, err
+    assert rows(json.loads(out))["node01"]["state_after"] == "golden"
+    no_drain_left(lab)
+
+
+def test_a_nightly_killed_mid_run_leaves_no_node_drained_by_it_after_the_next(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    health_drain_and_repair(lab, "node03")
+    first = start_nightly(lab)
+    try:
+        wait_for("the nightly burning node03 in", lambda: mid_test(lab, "node03"))
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=60)
+    dead = {n: s.reason for n, s in slurm_nodes(lab).items() if s.drain}
+    assert "node03" in dead and all(r.startswith("bringup nightly run ") for r in dead.values()), dead
+    dead_run = int(dead["node03"].split()[3])
+    code, summary, output = nightly(lab)
+    assert code == 0, output
+    by = rows(summary)
+    assert by["node03"]["role"] == "tested" and by["node03"]["state_after"] == "golden", by
+    assert store.get_run(dead_run).status == "abandoned"
+    no_drain_left(lab)

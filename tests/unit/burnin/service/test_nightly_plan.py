@@ -1,0 +1,137 @@
+"""The nightly's selection rules and how it gives each node back to Slurm (pure)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from burnin.parsers.slurm import SlurmNode, parse_sinfo_nodes
+from burnin.service.nightly_plan import (
+    NodeView,
+    Return,
+    Why,
+    nightly_reason,
+    nightly_run_of,
+    plan_night,
+    return_action,
+    revalidation_count,
+)
+
+# sinfo -N -h -o '%N|%T|%U|%H|%E', as Slurm 22.05 prints it (the lab's)
+SINFO = """\
+n01|idle|Unknown|Unknown|none
+n02|drained|root(0)|2026-11-24T03:01:02|bringup: gpu_inventory: 7 GPU(s) found, the profile has 8
+n03|draining|alice(1001)|2026-11-24T03:05:00|PSU swap, ticket 4711
+n04|allocated|Unknown|Unknown|none
+n05|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7
+n06|idle|Unknown|Unknown|none
+n07|mixed|Unknown|Unknown|none
+"""
+SLURM = {n.name: n for n in parse_sinfo_nodes(SINFO)}
+
+
+def view(name: str, state: str, proven: str | None = None) -> NodeView:
+    return NodeView(name, state, SLURM.get(name), datetime.fromisoformat(proven) if proven else None)
+
+
+def test_repaired_nodes_are_tested_with_idle_golden_partners():
+    plan = plan_night(
+        [view("n01", "golden"), view("n02", "repair"), view("n04", "golden"), view("n06", "golden")], set()
+    )
+    assert [(p.node, p.why) for p in plan.tested] == [("n02", Why.REPAIRED)]
+    # n04 runs a job: never a partner; n01 and n06 are idle and in service
+    assert [p.node for p in plan.partners] == ["n01", "n06"]
+    assert plan.nodes == ["n02", "n01", "n06"]
+
+
+def test_nothing_repaired_nothing_tested_and_no_partner_taken():
+    plan = plan_night([view("n01", "golden"), view("n06", "golden"), view("n02", "failed")], set())
+    assert plan.tested == [] and plan.partners == [] and plan.give_back == []
+
+
+def test_partners_are_bounded():
+    views = [view("n02", "repair"), view("n01", "golden"), view("n06", "golden")]
+    assert [p.node for p in plan_night(views, set(), partners=1).partners] == ["n01"]
+    assert plan_night(views, set(), partners=0).partners == []
+
+
+def test_a_repaired_node_an_operator_drained_is_tested_and_said_never_resumed():
+    plan = plan_night([view("n03", "repair")], set())
+    assert plan.tested[0].node == "n03" and "never resumed" in plan.tested[0].note
+
+
+def test_drains_of_a_dead_nightly_are_retested_or_given_back():
+    mid_test = plan_night([view("n05", "burnin")], live_runs={3})
+    assert [(p.node, p.why) for p in mid_test.tested] == [("n05", Why.LEFTOVER)]
+    partner = plan_night([view("n05", "golden")], live_runs=set())
+    assert [p.node for p in partner.give_back] == ["n05"] and partner.tested == []
+    failed = plan_night([view("n05", "failed")], live_runs=set())
+    assert failed.tested == failed.give_back == [] and "stays drained" in failed.skipped[0][1]
+
+
+def test_drains_of_a_live_nightly_are_not_touched():
+    plan = plan_night([view("n05", "burnin")], live_runs={7})
+    assert plan.tested == [] and plan.skipped == [("n05", "held by the live nightly run 7")]
+
+
+def test_revalidation_takes_the_share_proven_longest_ago_among_nodes_in_service():
+    views = [
+        view("n01", "golden", "2026-11-20T00:00:00"),
+        view("n04", "golden", "2026-11-01T00:00:00"),  # busy: drained and waited for
+        view("n06", "golden", "2026-11-10T00:00:00"),
+        view("n07", "golden", "2026-11-22T00:00:00"),
+        view("n03", "golden", "2026-10-01T00:00:00"),  # drained by an operator: not in service
+    ]
+    plan = plan_night(views, set(), revalidate_pct=40)  # 40 % of 5 golden = 2
+    assert [(p.node, p.why) for p in plan.tested] == [("n04", Why.REVALIDATE), ("n06", Why.REVALIDATE)]
+    assert [p.node for p in plan.partners] == ["n01"]  # n07 runs a job (mixed)
+    assert plan_night(views, set(), revalidate_pct=0).tested == []
+
+
+def test_revalidation_count():
+    assert revalidation_count(100, 5) == 5
+    assert revalidation_count(3, 10) == 1  # at least one above 0 %
+    assert revalidation_count(3, 0) == 0
+    assert revalidation_count(0, 50) == 0
+    assert revalidation_count(4, 100) == 4
+
+
+def test_nightly_reason_round_trip_and_others_are_not_nightly():
+    assert nightly_reason(12) == "bringup nightly run 12"
+    assert nightly_run_of(nightly_reason(12, "gpu_inventory: 7 GPU(s)")) == 12
+    assert nightly_run_of("bringup: gpu_inventory: 7 GPU(s)") is None
+    assert nightly_run_of("PSU swap, ticket 4711") is None
+    assert len(nightly_reason(3, "x" * 400).encode()) <= 255
+
+
+def test_golden_after_the_night_and_drained_by_the_project_is_resumed():
+    assert return_action("golden", SLURM["n05"], 9).action is Return.RESUME
+    assert return_action("golden", SLURM["n02"], 9).action is Return.RESUME  # a health drain
+    assert return_action("golden", SLURM["n01"], 9).action is Return.NOTHING
+
+
+def test_an_operators_drain_is_never_resumed_nor_rewritten():
+    for state in ("golden", "failed", "burnin"):
+        act = return_action(state, SLURM["n03"], 9, "gpu: x")
+        assert act.action is Return.LEAVE and "alice" in act.note and act.reason == ""
+
+
+def test_a_failed_node_stays_drained_with_its_finding():
+    act = return_action("failed", SLURM["n05"], 9, "gpu_inventory: 7 GPU(s) found")
+    assert act == act.__class__(Return.KEEP, "bringup nightly run 9: gpu_inventory: 7 GPU(s) found")
+    assert return_action("failed", SLURM["n01"], 9, "x").action is Return.KEEP  # not drained: drained
+
+
+def test_a_node_not_proven_stays_drained_and_a_node_slurm_lacks_is_left():
+    act = return_action("burnin", SLURM["n05"], 9, "nccl_soak: could not run")
+    assert (
+        act.action is Return.KEEP
+        and act.reason == "bringup nightly run 9: not proven: nccl_soak: could not run"
+    )
+    assert return_action("golden", None, 9).action is Return.LEAVE
+
+
+def test_slurm_node_without_drain_is_not_busy_when_idle():
+    from burnin.service.nightly_plan import is_busy
+
+    assert [n for n, s in SLURM.items() if is_busy(s)] == ["n03", "n04", "n07"]
+    assert not is_busy(SlurmNode("x", "idle", True))
