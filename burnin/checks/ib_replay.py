@@ -139,8 +139,11 @@ def replay(records: Mapping[str, Mapping[str, Any]], profiles: Mapping[str, Prof
     known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
     standing = standings(results, loaded, known_bad)
     retested = any(bool(doc.get("retested")) for doc in records.values())
-    out = {}
-    for name, ev in evidence.items():
-        mine = [r for r in results if name in (r.session.server, r.session.client)]
-        out[name] = judge_node(ev, mine, standing, infos, retested)
-    return out
+    by_node: dict[str, list[SessionResult]] = {}
+    for r in results:
+        for node in {r.session.server, r.session.client}:
+            by_node.setdefault(node, []).append(r)
+    return {
+        name: judge_node(ev, by_node.get(name, []), standing, infos, retested)
+        for name, ev in evidence.items()
+    }
