@@ -4,7 +4,8 @@ The rules, each a policy threshold (``inventories/policies/lemons.yml``; default
 their sources in ``SOURCES``):
 
 - **same part again**: a hardware part (a GPU slot, an HCA port, a PCIe slot, a DIMM) fails, the
-  node is repaired, and the same part fails again: a lemon whatever its rate;
+  node is repaired, and the same part fails again within ``same_part_within_days`` of that
+  repair: a lemon whatever its rate;
 - **repairs**, **failures**, **drains**: as many in the window as the policy's limit or more;
 - **hardware Xids after the last repair**: Xids that are not application faults (13, 31, 43, 45
   are the application's own), counted since the node's last repair.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bringup.errors import UserError
@@ -34,6 +35,7 @@ class PolicyError(UserError, ValueError):
 class LemonPolicy:
     window_days: float = 28.0
     same_part_after_repair: bool = True
+    same_part_within_days: float = 14.0  # ... within this many days of the repair
     max_repairs: int = 4  # this many repairs in the window or more
     max_failures: int = 4  # this many failures (moves to failed) in the window or more
     max_drains: int = 4  # this many Slurm drains in the window or more
@@ -45,6 +47,9 @@ SOURCES: dict[str, str] = {
     "window_days": "issue 16 (burnin lemons --window 28d); Kokolis et al. 2024 (Meta RSC) look back over weeks",
     "same_part_after_repair": "issue 16: the same component failing again after a repair is a lemon "
     "whatever its rate; Kokolis et al. 2024: lemon nodes keep failing after repair",
+    "same_part_within_days": "lemons re-fail within days of going back (Kokolis et al. 2024: lemons keep "
+    "taking jobs down); at 6.5 per 1,000 node-days one GPU slot of 8 re-fails at random within 14 days of "
+    "its repair with p ~ 14 x 6.5e-3 x 0.35/8 = 0.4%, within 28 days twice that (benchmarks/lemons.py)",
     "max_repairs": "Kokolis et al. 2024 (repair tickets a signal); at RSC-1's 6.5 failures per 1,000 "
     "node-days a healthy node has 0.18 expected in 28 days, so 4 is ~5e-5 by chance",
     "max_failures": "as max_repairs (times out of the scheduler a signal in Kokolis et al. 2024)",
@@ -110,9 +115,10 @@ class Lemon:
         return d
 
 
-def _repeats(sig: NodeSignals) -> dict[str, list[ComponentFailure]]:
-    """Hardware part -> its failures, one per stretch between repairs, when it failed in more than
-    one stretch (failed, was repaired, failed again)."""
+def _repeats(sig: NodeSignals, within: timedelta) -> dict[str, tuple[list[ComponentFailure], datetime]]:
+    """Hardware part -> (its failures, one per stretch between repairs; when it first failed again
+    within ``within`` of the repair before), for the parts that did (failed, were repaired, failed
+    again soon)."""
     repairs = sorted(r.time for r in sig.repairs)
     episodes: dict[str, dict[int, ComponentFailure]] = {}
     for c in sorted(sig.components, key=lambda c: c.time):
@@ -120,7 +126,13 @@ def _repeats(sig: NodeSignals) -> dict[str, list[ComponentFailure]]:
             continue
         stretch = sum(1 for t in repairs if t < c.time)
         episodes.setdefault(c.part, {}).setdefault(stretch, c)
-    return {part: list(e.values()) for part, e in episodes.items() if len(e) > 1}
+    out = {}
+    for part, by_stretch in episodes.items():
+        first = min(by_stretch)
+        soon = [c for k, c in by_stretch.items() if k > first and c.time - repairs[k - 1] <= within]
+        if soon:
+            out[part] = (list(by_stretch.values()), soon[0].time)
+    return out
 
 
 def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | None:
@@ -130,14 +142,15 @@ def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | No
     sources: list[str] = []
     met: list[datetime] = []
     if policy.same_part_after_repair:
-        for part, episodes in sorted(_repeats(sig).items()):
+        within = timedelta(days=policy.same_part_within_days)
+        for part, (episodes, when) in sorted(_repeats(sig, within).items()):
             rules.append("same part again")
             times = len(episodes)
             evidence.append(
                 f"{part} failed again after a repair ({times} times; last: {episodes[-1].message})"
             )
             sources += [str(e.source) for e in episodes]
-            met.append(episodes[1].time)
+            met.append(when)
     for name, items, limit, what in (
         ("repairs", sig.repairs, policy.max_repairs, "repairs"),
         ("failures", sig.failures, policy.max_failures, "failures"),

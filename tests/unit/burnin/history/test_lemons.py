@@ -136,5 +136,15 @@ def test_golden_judge_keeps_a_flagged_lemon_out():
 
     rules = GoldenRules(stages=(), max_age=timedelta(days=7))
     assert judge("gpu001", "golden", [], rules, NOW).golden
-    flagged = judge("gpu001", "golden", [], rules, NOW, lemon={"evidence": "GPU 5 failed again after a repair"})
+    flagged = judge(
+        "gpu001", "golden", [], rules, NOW, lemon={"evidence": "GPU 5 failed again after a repair"}
+    )
     assert not flagged.golden and "flagged a lemon (GPU 5 failed again after a repair)" in flagged.reason
+
+
+def test_the_same_part_failing_long_after_its_repair_is_chance_not_a_lemon(past):
+    past.fail("gpu001", day(27), "GPU 5")
+    past.repair("gpu001", day(26), "GPU 5 replaced")
+    past.fail("gpu001", day(5), "GPU 5")  # 21 days after the repair
+    assert lemons(past) == {}
+    assert list(lemons(past, LemonPolicy(same_part_within_days=21))) == ["gpu001"]
