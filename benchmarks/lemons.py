@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""How well `burnin lemons` names lemon nodes: a simulated fleet's history written through the
+fleet store's own API, then the detector's precision, recall and days to detection.
+
+Usage: .venv/bin/python benchmarks/lemons.py [--sizes 500,1000,2000] [--rates 2.34,6.5]
+                                               [--seeds 101,102,103] [--days 90]
+
+The fleet (per size, rate and seed; each in its own SQLite store under /dev/shm or /tmp):
+
+- every node is golden from day 0 and fails at random at the given rate (failures per 1,000
+  node-days; Meta's RSC-2 2.34 and RSC-1 6.5), each failure on one part drawn from PARTS; a
+  failed node is repaired 1-3 days later (`mark-repaired`, then burn-in, then golden again);
+- about 1.2% of the nodes are lemons (RSC-1's share): from an onset day in the first half of
+  the window, a bad part of theirs fails again a few days (mean LEMON_MEAN_DAYS) after each
+  return to service, on top of their random failures;
+- noise: application Xids (13, 43) in kernel_log results on every node, and the hardware Xid a
+  GPU failure leaves (79 or 48) at the failure.
+
+Failures are FAIL results (a golden node leaves golden on its own: the store's rule), repairs
+are transitions; the store stamps events when they are written, so each call's new events are
+then dated to the simulated day. Jobs that fail for the user's reasons (sacct) are not
+simulated: the detector does not read Slurm accounting yet.
+
+It prints, per size and rate (seeds pooled): lemons; named, true and false positives, precision
+and recall of one `burnin lemons` run on the last day (its 28-day window, the default policy);
+the same for the detector run every day (as `burnin lemons --apply` nightly: a flag stays until an
+operator clears it), over the stored signals clipped to each day's window; and the days from a
+lemon's first bad-part failure to the day it is first named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import func, select, update
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bringup.fleet.lifecycle import State  # noqa: E402
+from bringup.fleet.models import Event, utcnow  # noqa: E402
+from bringup.fleet.store import FleetStore  # noqa: E402
+from burnin.history.fleet import fleet_lemons, load_policy  # noqa: E402
+from burnin.history.lemons import find_lemons  # noqa: E402
+from burnin.history.read import read_signals  # noqa: E402
+from burnin.history.signals import clip  # noqa: E402
+
+LEMON_SHARE = 0.012
+LEMON_MEAN_DAYS = 5.0
+APP_XID_PER_DAY = 0.02
+# (component, parts, share of failures, stage, check): roughly the study's mix (GPUs first, then
+# the network, PCIe and memory), and node-level causes that are no hardware part.
+PARTS = (
+    ("gpu", [f"GPU {i}" for i in range(8)], 0.35, "gpu", "gpu_health"),
+    ("hca_port", [f"mlx5_{i} port 1" for i in range(8)], 0.25, "ib", "ib_ports"),
+    (
+        "pcie",
+        [f"0000:{b:02x}:00.0" for b in (0x1A, 0x3C, 0x4D, 0x5E, 0x9B, 0xBB, 0xCB, 0xDB)],
+        0.10,
+        "pcie",
+        "pcie_links",
+    ),
+    ("dimm", [f"DIMM {c}{n}" for c in "ABCDEFGH" for n in range(1, 5)], 0.10, "preflight", "memory"),
+    ("other", ["/", "BMC", "nvidia-fabricmanager", "containerd", "NFS /home"], 0.20, "preflight", "host"),
+)
+
+
+@dataclass
+class Truth:
+    lemons: set[str] = field(default_factory=set)
+    first_bad: dict[str, datetime] = field(default_factory=dict)  # lemon -> its first bad-part failure
+
+
+class Writer:
+    """The store's API, each call's new events dated to the simulated time."""
+
+    def __init__(self, store: FleetStore):
+        self.store = store
+        self.seen = self._last()
+
+    def _last(self) -> int:
+        with self.store.reading() as s:
+            return s.execute(select(func.max(Event.id))).scalar() or 0
+
+    def date(self, at: datetime) -> None:
+        with self.store.session() as s:
+            s.execute(update(Event).where(Event.id > self.seen).values(time=at))
+        self.seen = self._last()
+
+    def golden(self, name: str, at: datetime) -> None:
+        self.store.enroll(name, "sim", "h100-sxm-8x400g")
+        for state in (
+            State.DISCOVERED,
+            State.PROVISIONING,
+            State.PROVISIONED,
+            State.CONFIGURED,
+            State.BURNIN,
+            State.GOLDEN,
+        ):
+            self.store.transition(name, state, "simulated bring-up")
+        self.store.update_node(name, created_at=at)
+        self.date(at)
+
+    def fail(self, name: str, at: datetime, part: tuple[str, str, str, str], rng: random.Random) -> None:
+        kind, subject, stage, check = part
+        finding = {
+            "message": f"{subject}: simulated {kind} fault",
+            "severity": "critical",
+            "action": "RMA",
+            "evidence": "",
+            "subject": subject,
+        }
+        self.store.add_result(name, stage, check, "FAIL", findings=[finding], time=at)
+        if kind == "gpu":
+            xid = rng.choice((79, 48))
+            self.store.add_result(
+                name, "preflight", "kernel_log", "FAIL", metrics={"xids": {str(xid): 1}}, time=at
+            )
+        self.date(at)
+
+    def repair(self, name: str, at: datetime, back: datetime, what: str) -> None:
+        self.store.transition(name, State.REPAIR, f"simulated repair: {what}")
+        self.date(at)
+        self.store.transition(name, State.BURNIN, "burn-in after repair")
+        self.store.transition(name, State.GOLDEN, "passed")
+        self.date(back)
+
+    def app_xids(self, name: str, at: datetime, rng: random.Random) -> None:
+        xids = {str(rng.choice((13, 43))): rng.randint(1, 20)}
+        self.store.add_result(name, "preflight", "kernel_log", "WARN", metrics={"xids": xids}, time=at)
+
+
+def draw_part(rng: random.Random) -> tuple[str, str, str, str]:
+    kind, parts, _share, stage, check = rng.choices(PARTS, weights=[p[2] for p in PARTS])[0]
+    return kind, rng.choice(parts), stage, check
+
+
+def simulate(store: FleetStore, size: int, rate: float, days: int, seed: int, start: datetime) -> Truth:
+    rng = random.Random(seed)
+    truth = Truth()
+    w = Writer(store)
+    per_day = rate / 1000.0
+    lemons = set(rng.sample(range(size), max(1, round(size * LEMON_SHARE))))
+    for i in range(size):
+        name = f"n{i:05d}"
+        w.golden(name, start)
+        onset = rng.uniform(0, days / 2) if i in lemons else None
+        bad = None
+        if onset is not None:
+            truth.lemons.add(name)
+            hw = [p for p in PARTS if p[0] != "other"]
+            kind, parts, _s, stage, check = rng.choices(hw, weights=[p[2] for p in hw])[0]
+            bad = (kind, rng.choice(parts), stage, check)
+        t = 0.0  # days since start, the node golden
+        noise = sorted(rng.uniform(0, days) for _ in range(_poisson(rng, APP_XID_PER_DAY * days)))
+        for when in noise:
+            w.app_xids(name, start + timedelta(days=when), rng)
+        while True:
+            random_at = t + rng.expovariate(per_day)
+            lemon_at = (
+                max(t, onset) + rng.expovariate(1 / LEMON_MEAN_DAYS) if onset is not None else float("inf")
+            )
+            at = min(random_at, lemon_at)
+            if at >= days:
+                break
+            part = bad if at == lemon_at else draw_part(rng)
+            if part == bad and name not in truth.first_bad:
+                truth.first_bad[name] = start + timedelta(days=at)
+            w.fail(name, start + timedelta(days=at), part, rng)
+            fixed = at + rng.uniform(1, 3)
+            back = fixed + 0.25
+            if fixed >= days:
+                break
+            w.repair(name, start + timedelta(days=fixed), start + timedelta(days=min(back, days)), part[1])
+            t = back
+    return truth
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    n, t = 0, rng.expovariate(1.0)
+    while t < mean:
+        n += 1
+        t += rng.expovariate(1.0)
+    return n
+
+
+@dataclass
+class Outcome:
+    lemons: int = 0
+    named: int = 0
+    tp: int = 0
+    fp: int = 0
+    daily_named: int = 0
+    daily_tp: int = 0
+    detection_days: list[float] = field(default_factory=list)
+    write_s: float = 0.0
+
+
+def measure(store: FleetStore, truth: Truth, now: datetime, days: int, out: Outcome) -> None:
+    report = fleet_lemons(store, None, None, REPO / "inventories", now=now)
+    named = {lemon.node for lemon in report.lemons}
+    out.lemons += len(truth.lemons)
+    out.named += len(named)
+    out.tp += len(named & truth.lemons)
+    out.fp += len(named - truth.lemons)
+    policy, _ = load_policy(REPO / "inventories")
+    window = timedelta(days=policy.window_days)
+    history = read_signals(store, None, timedelta(days=days + 1), now=now)
+    first_named: dict[str, datetime] = {}
+    for d in range(1, days + 1):
+        end = now - timedelta(days=days - d)
+        clipped = {n: clip(s, end - window, end) for n, s in history.signals.items()}
+        for lemon in find_lemons(clipped, policy, "window"):
+            first_named.setdefault(lemon.node, end)
+    flagged = set(first_named)  # run daily with --apply: a flag stays until an operator clears it
+    out.daily_named += len(flagged)
+    out.daily_tp += len(flagged & truth.lemons)
+    for name, when in first_named.items():
+        if name in truth.first_bad:
+            out.detection_days.append((when - truth.first_bad[name]).total_seconds() / 86400)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="500,1000,2000")
+    ap.add_argument("--rates", default="2.34,6.5")
+    ap.add_argument("--seeds", default="101,102,103")
+    ap.add_argument("--days", type=int, default=90)
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rates = [float(x) for x in args.rates.split(",")]
+    seeds = [int(x) for x in args.seeds.split(",")]
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    now = utcnow().replace(microsecond=0)
+    start = now - timedelta(days=args.days)
+    print(
+        f"seeds {seeds}, {args.days} days, window and thresholds: the default policy (inventories/policies)"
+    )
+    head = (
+        f"{'nodes':>6} {'rate':>5} {'lemons':>6} {'named':>5} {'TP':>4} {'FP':>3} "
+        f"{'precision':>9} {'recall':>6} | {'daily: named':>12} {'FP':>3} {'precision':>9} {'recall':>6} "
+        f"| {'detect d (median/max)':>21} {'write s':>7}"
+    )
+    print(head)
+    for size in sizes:
+        for rate in rates:
+            out = Outcome()
+            for seed in seeds:
+                with tempfile.TemporaryDirectory(dir=base) as tmp:
+                    store = FleetStore(f"sqlite:///{Path(tmp) / 'fleet.db'}")
+                    t0 = time.perf_counter()
+                    truth = simulate(store, size, rate, args.days, seed * 1000 + size, start)
+                    out.write_s += time.perf_counter() - t0
+                    measure(store, truth, now, args.days, out)
+                    store.close()
+            precision = out.tp / out.named if out.named else float("nan")
+            recall = out.tp / out.lemons if out.lemons else float("nan")
+            d_precision = out.daily_tp / out.daily_named if out.daily_named else float("nan")
+            d_recall = out.daily_tp / out.lemons if out.lemons else float("nan")
+            det = out.detection_days
+            detect = f"{statistics.median(det):.1f}/{max(det):.1f}" if det else "-"
+            print(
+                f"{size:>6} {rate:>5g} {out.lemons:>6} {out.named:>5} {out.tp:>4} {out.fp:>3} "
+                f"{precision:>9.3f} {recall:>6.3f} | {out.daily_named:>12} {out.daily_named - out.daily_tp:>3} "
+                f"{d_precision:>9.3f} {d_recall:>6.3f} | {detect:>21} {out.write_s:>7.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
