@@ -364,6 +364,40 @@ class Host(_Section):
     )
 
 
+class Hardware(_Section):
+    """What the node itself must report: DIMMs (dmidecode), CPUs (lscpu), NVMe drives (smartctl).
+    Each figure left unset is not judged; a check with none of its figures set does not run."""
+
+    dimm_count: PositiveInt | None = Field(
+        default=None, description="Populated DIMM slots (dmidecode -t memory); fewer = a DIMM missing."
+    )
+    dimm_size_gib: PositiveNumber | None = Field(default=None, description="Size of every DIMM, GiB.")
+    dimm_min_speed_mts: PositiveInt | None = Field(
+        default=None, description="Slowest configured speed a DIMM may run at, MT/s (DDR5-4800 = 4800)."
+    )
+    cpu_model: Str | None = Field(
+        default=None, description="A substring of lscpu's 'Model name' (e.g. 'Xeon(R) Platinum 8480')."
+    )
+    cpu_cores: PositiveInt | None = Field(
+        default=None, description="Physical cores, all sockets together (sockets x cores per socket)."
+    )
+    nvme_count: PositiveInt | None = Field(default=None, description="NVMe drives smartctl --scan lists.")
+    nvme_min_capacity_gb: PositiveNumber | None = Field(
+        default=None, description="Smallest capacity an NVMe drive may have, GB (10^9 bytes, as sold)."
+    )
+    nvme_max_percentage_used: Percent = Field(
+        default=80,
+        description="NVMe 'Percentage Used' (endurance consumed) above which a drive is a warning. "
+        "Default 80: the drive is near its rated writes; 100 and above is worn out (NVMe spec).",
+    )
+
+    def judges_memory(self) -> bool:
+        return any(v is not None for v in (self.dimm_count, self.dimm_size_gib, self.dimm_min_speed_mts))
+
+    def judges_cpu(self) -> bool:
+        return self.cpu_model is not None or self.cpu_cores is not None
+
+
 class Health(_Section):
     """`burnin health`, the in-service check Slurm runs on the node (docs/in-service.md)."""
 
@@ -410,6 +444,7 @@ class Profile(_Section):
     floors: Floors
     diag: Diag
     host: Host = Field(default_factory=Host)
+    hardware: Hardware = Field(default_factory=Hardware)
     provisioning: Provisioning = Field(default_factory=Provisioning)
     health: Health = Field(default_factory=Health)
 

@@ -424,6 +424,48 @@ TOOLS: tuple[Tool, ...] = (
         ),
     ),
     Tool("systemctl is-active", ("fabric_manager",), detect=_systemctl_state),
+    # ---- host hardware inventory (issue 17) --------------------------------------------------
+    Tool(
+        "dmidecode -t memory",
+        ("memory_dimms",),
+        (
+            mark(r"^# dmidecode \d", 3, "the '# dmidecode' banner"),
+            mark(r"^Handle 0x[0-9A-Fa-f]+, DMI type 17,", 3, "a 'DMI type 17' record"),
+            mark(r"^Memory Device\s*$", 2, "'Memory Device'"),
+        ),
+    ),
+    Tool(
+        "lscpu",
+        ("cpu_inventory",),
+        (
+            mark(r"^\s*Core\(s\) per socket:\s+\d+", 3, "'Core(s) per socket:'"),
+            mark(r'"field":\s*"Core\(s\) per socket:"', 3, "lscpu -J's 'Core(s) per socket' field"),
+            mark(r"^\s*Model name:\s+\S", 1, "'Model name:'"),
+        ),
+    ),
+    Tool(
+        "smartctl -j",
+        ("nvme_health",),
+        (
+            mark(r'^\s*"nvme_smart_health_information_log":', 3, "'nvme_smart_health_information_log'"),
+            mark(r'^\s*"smartctl": \{', 2, "a 'smartctl' object"),
+        ),
+    ),
+    Tool(
+        "nvme smart-log -o json",
+        (),
+        (
+            mark(r'^\s*"avail_spare":', 2, "'avail_spare'"),
+            mark(r'^\s*"spare_thresh":', 2, "'spare_thresh'"),
+        ),
+        instead="smartctl -j -a /dev/nvmeN (it names the drive's model and serial)",
+    ),
+    Tool(
+        "fio --output-format=json",
+        (),
+        (mark(r'^\s*"fio version" : "fio-', 3, "'fio version'"),),
+        instead="no check judges fio yet (host performance floors are to come)",
+    ),
 )
 
 

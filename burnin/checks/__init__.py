@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burnin.checks import copy_bandwidth, gpu, host, ib, kernel, nccl_local, pcie
+from burnin.checks import copy_bandwidth, gpu, host, ib, inventory, kernel, nccl_local, pcie
 from burnin.checks.base import Check
 
 _CHECKS: list[Check] = [
@@ -21,6 +21,9 @@ _CHECKS: list[Check] = [
     host.ClockOffset(),
     host.ContainerRuntime(),
     host.BmcEventLog(),
+    inventory.MemoryInventory(),
+    inventory.CpuInventory(),
+    inventory.NvmeHealthCheck(),
     # gpu: minutes to hours of load
     gpu.DcgmDiag(),
     gpu.GpuStress(),

@@ -81,6 +81,23 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     ),
     "ib_write_bw_server_roce_waiting_partial.txt": ("ib_write_bw / ib_read_bw (perftest)", "UNKNOWN", ()),
     "ibnetdiscover_p_edr.txt": ("ibnetdiscover -p", "UNKNOWN", ()),
+    # host hardware (issue 17): a QEMU guest's or this dev VM's figures stand in for the profile's
+    "dmidecode_t_memory_qemu_1dimm.txt": (
+        "dmidecode -t memory",
+        "PASS",
+        ("hardware.dimm_count=1", "hardware.dimm_size_gib=1"),
+    ),
+    "dmidecode_t_memory_4slots_1empty_SYNTHETIC.txt": (
+        "dmidecode -t memory",
+        "FAIL",
+        ("hardware.dimm_count=4",),
+    ),
+    "lscpu_amd_epyc_kvm_2cpu.txt": ("lscpu", "PASS", ("hardware.cpu_model=EPYC", "hardware.cpu_cores=2")),
+    "lscpu_J_amd_epyc_kvm_2cpu.json": ("lscpu", "PASS", ("hardware.cpu_model=EPYC", "hardware.cpu_cores=2")),
+    "smartctl_j_a_qemu_nvme_ok.json": ("smartctl -j", "UNKNOWN", ()),
+    "smartctl_j_a_nvme_spare_below_threshold_SYNTHETIC.json": ("smartctl -j", "FAIL", ()),
+    "nvme_smart_log_json_qemu_nvme.json": ("nvme smart-log -o json", "UNKNOWN", ()),
+    "fio_json_randrw_4k_tmpfs_psync.json": ("fio --output-format=json", "UNKNOWN", ()),
     "ibstat_a100_hdr_ibpanic_exit255.txt": ("ibstat", "FAIL", ("ib.rate_gbps=200",)),
     "ibstat_h100_down_polling.txt": ("ibstat", "FAIL", ()),
     "ibstat_h100_ethernet_ports_disabled.txt": ("ibstat", "PASS", ()),

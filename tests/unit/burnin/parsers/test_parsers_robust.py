@@ -17,6 +17,13 @@ from burnin.parsers import ParseError
 from burnin.parsers._common import parser
 from burnin.parsers.dcgmi import parse_diag
 from burnin.parsers.gpu_burn import parse_gpu_burn
+from burnin.parsers.hardware import (
+    parse_dmidecode_memory,
+    parse_fio_json,
+    parse_lscpu,
+    parse_nvme_smart_log,
+    parse_smartctl_nvme,
+)
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.kernel_log import parse_kernel_log
@@ -61,6 +68,11 @@ PARSERS = [
     parse_aer_counters,
     parse_ib_sysfs,
     parse_gpu_burn,
+    parse_dmidecode_memory,
+    parse_lscpu,
+    parse_smartctl_nvme,
+    parse_nvme_smart_log,
+    parse_fio_json,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name != "INDEX.md"]
