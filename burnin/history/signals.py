@@ -5,8 +5,8 @@ Input is what ``burnin.history.read`` gathers from the fleet store: a node's eve
 and kernel_log results over a window (duck-typed: Event and CheckResult rows, or anything with
 their fields). Definitions (docs/reliability.md):
 
-- a **failure** is a transition into ``failed`` (golden or burn-in -> failed, a health drain
-  synced): one per incident, what the failure rate counts;
+- a **failure** is a transition into ``failed`` from burn-in or golden (a health drain synced
+  too): one per incident, what the failure rate counts; a provisioning or configure failure is not;
 - a **component failure** is a critical finding of a FAIL result, its part named from the
   finding's subject ("GPU 5", "mlx5_2 port 1", a PCIe address, a DIMM); a GPU's serial is added
   when the node's hardware record maps the slot to one;
@@ -29,6 +29,9 @@ DRAIN_EVENT = "slurm_drain"  # burnin.service.sync.DRAIN_EVENT (not imported: sy
 FAILED = "failed"
 RETIRED = "retired"
 KERNEL_CHECK = "kernel_log"
+# A failure counted in the rate is a node failing in burn-in or in service; a provisioning or
+# configure failure is bring-up, not the hardware.
+IN_SERVICE = ("burnin", "golden")
 
 _GPU = re.compile(r"^GPU\s+(\S+)")
 _HCA_PORT = re.compile(r"^(\S+)\s+port\s+(\d+)")
@@ -195,16 +198,19 @@ def time_in_state(
     events: Sequence[Any], start: datetime, end: datetime, current: str, enrolled: datetime | None = None
 ) -> dict[str, timedelta]:
     """Time spent in each lifecycle state between ``start`` and ``end``, from the transitions
-    (ordered); the state before the first one in the window is its from_state, else ``current``."""
+    (ordered); the state before the first one in the window is its from_state (none before the
+    enrolment), else ``current``."""
     begin = max(start, enrolled) if enrolled else start
     moves = [e for e in events if e.kind == TRANSITION and begin <= e.time <= end]
-    state = (moves[0].from_state or current) if moves else current
+    # before the first move: its from_state; None when that move is the enrolment (not in the fleet)
+    state: str | None = (moves[0].from_state if moves else current) or None
     out: Counter[str] = Counter()
     t = begin
     for e in moves:
-        out[state] += (e.time - t).total_seconds()
+        if state is not None:
+            out[state] += (e.time - t).total_seconds()
         state, t = e.to_state, e.time
-    if end > t:
+    if end > t and state is not None:
         out[state] += (end - t).total_seconds()
     return {s: timedelta(seconds=v) for s, v in out.items() if v > 0}
 
@@ -226,7 +232,7 @@ def node_signals(
     sig = NodeSignals(node)
     for e in inside:
         src = Source("events", e.id)
-        if e.kind == TRANSITION and e.to_state == FAILED:
+        if e.kind == TRANSITION and e.to_state == FAILED and e.from_state in IN_SERVICE:
             sig.failures.append(Failure(e.time, e.reason, src))
         elif e.kind == TRANSITION and e.from_state == FAILED:
             sig.repairs.append(Repair(e.time, e.reason, src))

@@ -98,3 +98,15 @@ def test_a_gpu_slot_gets_its_serial_from_the_hardware_record():
         "GPU 5": "1652922001234"
     }
     assert gpu_serials(None) == {} and gpu_serials({"gpus": "garbage"}) == {}
+
+
+def test_a_bring_up_failure_is_not_a_node_failure(store_url):
+    w = PastWriter(FleetStore(store_url))
+    w.store.enroll("gpu007", "r03", "h100-sxm-8x400g")
+    w.store.update_node("gpu007", created_at=day(30))
+    w.store.transition("gpu007", "discovered", "found")
+    w.store.transition("gpu007", "provisioning", "pxe")
+    w.store.transition("gpu007", "failed", "installer timed out")
+    w._date(day(20))
+    sig = read_signals(w.store, "r03", timedelta(days=28), now=NOW).signals["gpu007"]
+    assert sig.failures == [] and sig.time_in_state["failed"] == timedelta(days=20)
