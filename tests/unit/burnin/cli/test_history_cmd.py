@@ -132,3 +132,12 @@ def test_the_shipped_policy_file_is_the_defaults(tmp_path):
     shutil.copytree(REPO / "inventories" / "policies", tmp_path / "policies")
     policy, source = load_policy(tmp_path)
     assert policy == LemonPolicy() and source.endswith("lemons.yml")
+
+
+def test_reliability_errors_are_one_line(fleet):
+    res = fleet.run("reliability", "--rack", "nowhere")
+    assert res.exit_code == 2 and "nowhere" in res.output
+    res = fleet.run("reliability", "--failure-rate", "6.5", "--job-gpus", "64", "--target-ettr", "1.5")
+    assert res.exit_code == 1 and "between 0 and 1" in res.output and "Traceback" not in res.output
+    res = fleet.run("reliability", "--failure-rate", "-2")
+    assert res.exit_code == 1 and "cannot be negative" in res.output
