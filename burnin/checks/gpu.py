@@ -39,7 +39,9 @@ SOFT_THROTTLE_WARN = {"sw_thermal_slowdown"}
 
 
 def _where(index: int, gpu: GpuQuery) -> str:
-    return f"GPU {index} ({gpu.bdf or gpu.bus_id})"
+    # The serial names the board for an RMA; the index and bus address can change with a reseat.
+    serial = f", serial {gpu.serial}" if gpu.serial else ""
+    return f"GPU {index} ({gpu.bdf or gpu.bus_id}{serial})"
 
 
 def _query(output: CommandOutput) -> SmiQuery:
@@ -123,6 +125,7 @@ class GpuInventory(SmiQueryCheck):
             "gpus": len(q.gpus),
             "models": sorted({g.product_name or "?" for g in q.gpus}),
             "uuids": [g.uuid for g in q.gpus],
+            "serials": [g.serial for g in q.gpus],
         }
         return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
 

@@ -48,15 +48,17 @@ class IbPorts(Check):
             )
         for hca, port in ports:
             subject = f"{hca.name} port {port.number}"
+            # The HCA's node GUID names the card for an RMA (ibstat prints no serial number).
+            named = f"{subject} (node GUID {hca.node_guid})" if hca.node_guid else subject
             evidence = (
-                f"CA '{hca.name}' Port {port.number}: State: {port.state}, Physical state: "
-                f"{port.physical_state}, Rate: {port.rate}, GUID {port.port_guid}"
+                f"CA '{hca.name}' Node GUID: {hca.node_guid} Port {port.number}: State: {port.state}, "
+                f"Physical state: {port.physical_state}, Rate: {port.rate}, GUID {port.port_guid}"
             )
             if port.state != "Active" or port.physical_state != "LinkUp":
                 action = link_down_action(port.physical_state)
                 findings.append(
                     critical(
-                        f"{subject} is {port.state}/{port.physical_state} (want Active/LinkUp)",
+                        f"{named} is {port.state}/{port.physical_state} (want Active/LinkUp)",
                         action,
                         evidence,
                         subject,
@@ -65,7 +67,7 @@ class IbPorts(Check):
             elif port.rate is not None and float(port.rate) < want_rate:
                 findings.append(
                     critical(
-                        f"{subject} runs at {port.rate} Gb/s, the profile wants {want_rate:g}",
+                        f"{named} runs at {port.rate} Gb/s, the profile wants {want_rate:g}",
                         Action.REPLACE_CABLE,
                         evidence,
                         subject,
@@ -92,6 +94,7 @@ class IbPorts(Check):
             "ports": len(ports),
             "active": sum(p.state == "Active" for _, p in ports),
             "firmware": sorted({h.firmware or "?" for h, _ in ports}),
+            "node_guids": {h.name: h.node_guid for h, _ in ports if h.node_guid},
         }
         incomplete = "; ".join(report.problems) if report.problems else ""
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)

@@ -105,14 +105,14 @@ class MemoryInventory(Check):
 class CpuInventory(Check):
     name = "cpu_inventory"
     stage = "preflight"
-    description = "the CPU model and the number of physical cores are the profile's (lscpu)"
+    description = "the CPU model and the number of physical cores are the profile's (lscpu -J)"
     timeout_s = 20
 
     def applies(self, profile: Profile) -> bool:
         return profile.hardware.judges_cpu()
 
     def command(self, profile: Profile) -> str:
-        return "lscpu"
+        return "lscpu -J"  # JSON: a cut output does not parse (the text has no end to miss)
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         hw = profile.hardware

@@ -40,6 +40,7 @@ EXPECTED = {
     "stress-sdc": ("gpu", {"gpu_stress": "RMA"}),
     "pcie-gpu-gen1-under-load": ("pcie", {"pcie_links": "RESEAT"}),
     "pcie-gpu-downtrained": ("pcie", {"pcie_links": "RESEAT"}),
+    "dimm-missing": ("preflight", {"memory_dimms": "RESEAT"}),
 }
 FAULTS = list(EXPECTED)  # node01 healthy, node02 the first fault, ...
 NODE_FAULT = {f"node{i + 1:02d}": fault for i, fault in enumerate(FAULTS)}

@@ -383,6 +383,16 @@ def test_ibstat_agrees_with_the_fake_tree(tmp_path):
         ((), "systemctl", ["is-active", "nvidia-fabricmanager"], "systemctl_is_active_active_SYNTHETIC.txt"),
         ((), "nvbandwidth", list(NVBANDWIDTH), "nvbandwidth_h2d_d2h_ce_8xh100_DERIVED.txt"),
         (("gpu-h2d-slow",), "nvbandwidth", list(NVBANDWIDTH), "nvbandwidth_h2d_d2h_ce_8xh100_gpu5_h2d_slow_DERIVED.txt"),
+        ((), "lscpu", ["-J"], "lscpu_J_2x_xeon_platinum_8480c_SYNTHETIC.json"),
+        ((), "dmidecode", ["-t", "memory"], "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt"),
+        (
+            ("dimm-missing",),
+            "dmidecode",
+            ["-t", "memory"],
+            "dmidecode_t_memory_2s_32x64gb_ddr5_cpu0_dimm_c2_missing_SYNTHETIC.txt",
+        ),
+        ((), "smartctl", ["--scan", "-d", "nvme"], "smartctl_scan_d_nvme_10_drives_SYNTHETIC.txt"),
+        ((), "smartctl", ["-j", "-a", "/dev/nvme7"], "smartctl_j_a_nvme_3_84tb_u2_SYNTHETIC.json"),
     ],
 )
 def test_tool_prints_the_recording_for_the_node(node, faults, tool, args, sample):

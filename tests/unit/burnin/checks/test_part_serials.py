@@ -1,0 +1,53 @@
+"""A failing GPU or HCA is named by its serial / node GUID, so a vendor's RMA desk can find the part
+(issue 17 item 2): the GPU checks put nvidia-smi's 'Serial Number' in the message and the metrics,
+the IB check ibstat's 'Node GUID'."""
+
+from __future__ import annotations
+
+from bringup.profiles import apply_overrides
+from burnin.checks.base import CommandOutput, judge
+from burnin.checks.gpu import GpuInventory, GpuMemoryHealth
+from burnin.checks.ib import IbPorts
+from burnin.parsers.ibstat import parse_ibstat
+from burnin.parsers.nvidia_smi import parse_query
+from burnin.result import Severity, Verdict
+from tests.paths import REPO
+from tests.profiles import shipped
+from tests.unit.burnin.parsers._samples import load
+
+PROFILE = shipped()
+
+
+def test_a_failing_gpu_is_named_by_its_serial() -> None:
+    text = load("nvidia_smi_q_a10_remapped_rows_pending.txt")
+    serials = [g.serial for g in parse_query(text).gpus]
+    assert serials and all(serials)
+    result = judge(GpuMemoryHealth(), CommandOutput(stdout=text), PROFILE)
+    assert result.verdict is not Verdict.PASS
+    critical = [f for f in result.findings if f.severity is Severity.CRITICAL]
+    assert critical and all(f"serial {serials[0]}" in f.message for f in critical)
+
+
+def test_gpu_inventory_records_every_serial() -> None:
+    text = load("nvidia_smi_q_8xh100_535_183.txt")
+    result = judge(GpuInventory(), CommandOutput(stdout=text), PROFILE)
+    assert result.metrics["serials"] == [g.serial for g in parse_query(text).gpus]
+    assert len(result.metrics["serials"]) == 8
+
+
+def test_a_down_ib_port_is_named_by_its_hca_node_guid() -> None:
+    # The lab's 8x CX-7 NDR recording with mlx5_6 down (the corpus's H100 ibstat samples are Ethernet).
+    text = (
+        REPO / "bringup/lab/standins/samples/ibstat_8xh100_cx7_ndr_ib_mlx5_6_down_polling_DERIVED.txt"
+    ).read_text()
+    text = text.split("\n", 1)[1]
+    hcas = {h.name: h.node_guid for h in parse_ibstat(text).hcas}
+    result = judge(IbPorts(), CommandOutput(stdout=text, rc=0), apply_overrides(PROFILE, ()))
+    down = [f for f in result.findings if f.severity is Severity.CRITICAL and " port " in f.subject]
+    assert down
+    for f in down:
+        guid = hcas[f.subject.split()[0]]
+        assert guid and f"node GUID {guid}" in f.message and f"Node GUID: {guid}" in f.evidence
+    assert result.metrics["node_guids"] == {
+        n: g for n, g in hcas.items() if g and n in result.metrics["node_guids"]
+    }
