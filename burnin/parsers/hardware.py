@@ -281,9 +281,7 @@ def parse_nvme_smart_log(text: str, device: str = "") -> NvmeHealth:
     data = _json_object(text, "nvme smart-log")
     if "critical_warning" not in data or "avail_spare" not in data:
         raise ParseError("nvme smart-log: no 'critical_warning' and 'avail_spare': not its JSON")
-    warning = data["critical_warning"]
-    if isinstance(warning, dict):  # nvme-cli 2.9+ prints the bits as an object with 'value'
-        warning = warning.get("value")
+    warning = data["critical_warning"]  # an integer in nvme-cli 2.3; any other layout is a ParseError
     return NvmeHealth(
         device=device,
         model="",
