@@ -13,12 +13,12 @@ the recorded rounds leave it, and says so.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from bringup.profiles import Profile
+from burnin.checks import replay_record
 from burnin.checks.ib_load import (
     CounterChange,
     EndOutput,
@@ -32,7 +32,6 @@ from burnin.checks.ib_load import (
     measure_session,
     standings,
 )
-from burnin.parsers import ParseError
 from burnin.plan.ib_pairs import PortKey, Session
 from burnin.result import Result
 
@@ -66,25 +65,18 @@ def record_text(
             for index, retest, s, server, client in mine
         ],
     }
-    return f"{RECORD_MARK}\n{json.dumps(doc, separators=(',', ':'))}\n"
+    return replay_record.record_text(RECORD_MARK, doc)
 
 
 def parse_record(evidence: str) -> dict[str, Any]:
     """The record in a node's ``ib_bandwidth`` evidence; ParseError when it holds none (a run
     from before records were kept, or a node the stage never loaded)."""
-    at = evidence.rfind(RECORD_MARK + "\n")
-    if at < 0:
-        raise ParseError(
-            "no ib record in the evidence (the stage keeps one for each node it loaded, since issue 15)"
-        )
-    line = evidence[at + len(RECORD_MARK) + 1 :].split("\n", 1)[0]
-    try:
-        doc = json.loads(line)
-    except ValueError as exc:
-        raise ParseError(f"the ib record is not whole JSON ({exc}): the evidence was cut") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("sessions"), list) or "node" not in doc:
-        raise ParseError("the ib record lacks its node or sessions")
-    return doc
+    return replay_record.parse_record(
+        evidence,
+        RECORD_MARK,
+        "no ib record in the evidence (the stage keeps one for each node it loaded, since issue 15)",
+        {"node": object, "sessions": list},
+    )
 
 
 def _node_evidence(doc: Mapping[str, Any], profile: Profile) -> NodeEvidence:

@@ -13,11 +13,11 @@ failed, and was localised by trials, cannot be judged again (its soak stopped at
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bringup.profiles import Profile
+from burnin.checks import replay_record
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak
 from burnin.parsers import ParseError
 from burnin.result import PASSING, Result, Verdict, info
@@ -56,24 +56,17 @@ def soak_run(
 
 def record_text(group: Iterable[str], soak_failed: bool, runs: Iterable[dict[str, Any]]) -> str:
     doc = {"group": list(group), "soak_failed": soak_failed, "soak": list(runs)}
-    return f"{RECORD_MARK}\n{json.dumps(doc, separators=(',', ':'))}\n"
+    return replay_record.record_text(RECORD_MARK, doc)
 
 
 def parse_record(evidence: str) -> dict[str, Any]:
     """The record in a node's ``nccl_soak`` evidence; ParseError when it holds none or it was cut."""
-    at = evidence.rfind(RECORD_MARK + "\n")
-    if at < 0:
-        raise ParseError(
-            "no nccl record in the evidence (the stage keeps one for each node of a soak group, since issue 15)"
-        )
-    line = evidence[at + len(RECORD_MARK) + 1 :].split("\n", 1)[0]
-    try:
-        doc = json.loads(line)
-    except ValueError as exc:
-        raise ParseError(f"the nccl record is not whole JSON ({exc}): the evidence was cut") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("soak"), list) or "group" not in doc:
-        raise ParseError("the nccl record lacks its group or soak runs")
-    return doc
+    return replay_record.parse_record(
+        evidence,
+        RECORD_MARK,
+        "no nccl record in the evidence (the stage keeps one for each node of a soak group, since issue 15)",
+        {"group": object, "soak": list},
+    )
 
 
 def _judge_run(run: dict[str, Any], profile: Profile) -> Result:
