@@ -3,7 +3,7 @@
 fleet store's own API, then the detector's precision, recall and days to detection.
 
 Usage: .venv/bin/python benchmarks/lemons.py [--sizes 500,1000,2000] [--rates 2.34,6.5]
-                                               [--seeds 101,102,103] [--days 90]
+                                               [--seeds 101,102,103] [--days 90] [--inventory-dir DIR]
 
 The fleet (per size, rate and seed; each in its own SQLite store under /dev/shm or /tmp):
 
@@ -205,14 +205,14 @@ class Outcome:
     write_s: float = 0.0
 
 
-def measure(store: FleetStore, truth: Truth, now: datetime, days: int, out: Outcome) -> None:
-    report = fleet_lemons(store, None, None, REPO / "inventories", now=now)
+def measure(store: FleetStore, truth: Truth, now: datetime, days: int, out: Outcome, inventory: Path) -> None:
+    report = fleet_lemons(store, None, None, inventory, now=now)
     named = {lemon.node for lemon in report.lemons}
     out.lemons += len(truth.lemons)
     out.named += len(named)
     out.tp += len(named & truth.lemons)
     out.fp += len(named - truth.lemons)
-    policy, _ = load_policy(REPO / "inventories")
+    policy, _ = load_policy(inventory)
     window = timedelta(days=policy.window_days)
     history = read_signals(store, None, timedelta(days=days + 1), now=now)
     first_named: dict[str, datetime] = {}
@@ -235,6 +235,9 @@ def main() -> None:
     ap.add_argument("--rates", default="2.34,6.5")
     ap.add_argument("--seeds", default="101,102,103")
     ap.add_argument("--days", type=int, default=90)
+    ap.add_argument(
+        "--inventory-dir", type=Path, default=REPO / "inventories", help="whose policies/lemons.yml to use"
+    )
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     rates = [float(x) for x in args.rates.split(",")]
@@ -242,9 +245,7 @@ def main() -> None:
     base = "/dev/shm" if os.path.isdir("/dev/shm") else None
     now = utcnow().replace(microsecond=0)
     start = now - timedelta(days=args.days)
-    print(
-        f"seeds {seeds}, {args.days} days, window and thresholds: the default policy (inventories/policies)"
-    )
+    print(f"seeds {seeds}, {args.days} days, policy: {load_policy(args.inventory_dir)[1]}")
     head = (
         f"{'nodes':>6} {'rate':>5} {'lemons':>6} {'named':>5} {'TP':>4} {'FP':>3} "
         f"{'precision':>9} {'recall':>6} | {'daily: named':>12} {'FP':>3} {'precision':>9} {'recall':>6} "
@@ -260,7 +261,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     truth = simulate(store, size, rate, args.days, seed * 1000 + size, start)
                     out.write_s += time.perf_counter() - t0
-                    measure(store, truth, now, args.days, out)
+                    measure(store, truth, now, args.days, out, args.inventory_dir)
                     store.close()
             precision = out.tp / out.named if out.named else float("nan")
             recall = out.tp / out.lemons if out.lemons else float("nan")
