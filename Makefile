@@ -1,6 +1,7 @@
 # The user's entry points. Everything runs as root on Debian (the lab needs network namespaces).
 #   make demo        the whole pipeline on the virtual rack: discover -> provision -> configure ->
 #                    burn-in -> golden list + report (DEMO_NODES=6, FAULTS=inventories/faults/demo.yml)
+#   make demo-service  the in-service loop on the lab's Slurm: one health-check drain, one nightly return
 #   make test        installs what the tests need (apt + pip + PostgreSQL) and runs the whole suite
 #   make unit        fast unit tests only (no root, no lab, no PostgreSQL)
 #   make lint        ruff
@@ -24,7 +25,7 @@ RACK        ?=
 STAGES      ?= preflight,gpu,pcie,ib,nccl
 DEMO_NODES  ?= 6
 
-.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean demo
+.PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean demo demo-service
 
 help:
 	@awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' Makefile
@@ -65,6 +66,14 @@ lab-down:
 # Idempotent: takes down what an earlier demo left, then runs everything again.
 demo: system-deps install
 	$(BIN)/bringup lab demo --nodes $(DEMO_NODES) $(if $(FAULTS),--faults $(FAULTS))
+
+# The in-service loop, shown by its two lab tests (real slurmctld/slurmd, real CLI): a fault makes
+# slurmd's health check drain a golden node and `burnin sync` fail it; then a repaired node is
+# burnt in by `burnin nightly`, comes back golden and is resumed in Slurm.
+demo-service: system-deps install
+	$(BIN)/pytest -p no:cacheprovider -q -s -m lab \
+		tests/lab/test_service_lab.py::test_a_fault_drains_the_node_and_sync_fails_it \
+		tests/lab/test_nightly_lab.py::test_a_repaired_node_is_burnt_in_beside_golden_partners_comes_back_golden_and_resumed
 
 lab-status:
 	$(BIN)/bringup lab status

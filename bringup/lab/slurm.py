@@ -104,17 +104,28 @@ def render_slurm_conf(
         "KillWait=2",
         "MinJobAge=60",
         "MessageTimeout=10",
+        # `burnin nightly --idle` tests in the lowest partition; a job of the rack's partition
+        # preempts it at once (cancelled: the test counts as not run).
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=CANCEL",
     ]
     lines += [f"HealthCheck{key}={value}" for key, value in (health_check or {}).items()]
     for node in state.nodes:
         lines.append(f"NodeName={node.name} NodeAddr={node.ip} CPUs={cpus} State=UNKNOWN")
     nodes = ",".join(n.name for n in state.nodes)
-    lines.append(f"PartitionName={partition_name(state)} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP")
+    lines.append(
+        f"PartitionName={partition_name(state)} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP PriorityTier=10"
+    )
+    lines.append(f"PartitionName={idle_partition_name(state)} Nodes={nodes} MaxTime=INFINITE State=UP PriorityTier=1")
     return "\n".join(lines) + "\n"
 
 
 def partition_name(state: LabState) -> str:
     return state.name
+
+
+def idle_partition_name(state: LabState) -> str:
+    return f"{state.name}-idle"
 
 
 def _node_ids(root: Path, user: str) -> tuple[int, int] | None:
@@ -238,7 +249,12 @@ class SlurmService:
             raise LabError(f"slurmctld did not start: {(proc.stderr or proc.stdout).strip()[-1000:]}")
         started = self._start_node_daemons(state, run)
         self._wait_idle(started, env, base)
-        return {**lab_vars, "slurm_partition": partition_name(state), "slurm_conf": str(conf)}
+        return {
+            **lab_vars,
+            "slurm_partition": partition_name(state),
+            "slurm_idle_partition": idle_partition_name(state),
+            "slurm_conf": str(conf),
+        }
 
     def stop(self, state_dir: Path) -> list[str]:
         path = state_dir / SERVICE_DIR / SERVICE_FILE

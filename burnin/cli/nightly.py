@@ -65,6 +65,23 @@ EXIT_BUSY = 2  # as a bad option: nothing was done
 @click.option(
     "--notify", default=None, metavar="CMD", help="A shell command fed the night's summary as JSON on stdin."
 )
+@click.option(
+    "--idle",
+    is_flag=True,
+    help="Instead: re-test idle golden nodes as preemptible lowest-priority Slurm jobs "
+    "(single-node stages; a preempted test is not run).",
+)
+@click.option(
+    "--idle-partition",
+    default=None,
+    help="With --idle: the preemptible partition (inventory slurm_idle_partition, else bringup-idle).",
+)
+@click.option(
+    "--idle-timeout",
+    default="2h",
+    show_default=True,
+    help="With --idle: cancel a test job not ended by then.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 @click.pass_context
 def nightly_cmd(
@@ -80,6 +97,9 @@ def nightly_cmd(
     concurrency: int,
     report_dir: Path | None,
     notify: str | None,
+    idle: bool,
+    idle_partition: str | None,
+    idle_timeout: str,
     as_json: bool,
 ) -> None:
     """Re-test the repaired nodes (and --revalidate N% of the golden ones): drain them without
@@ -93,6 +113,10 @@ def nightly_cmd(
         timeout = parse_age(drain_timeout).total_seconds()
     except ValueError as exc:
         raise usage_error(exc, "--drain-timeout") from None
+    try:
+        idle_timeout_s = parse_age(idle_timeout).total_seconds()
+    except ValueError as exc:
+        raise usage_error(exc, "--idle-timeout") from None
     store, inv = store_from(ctx), inventory_dir_from(ctx)
     names = list(racks) or sorted(p.stem for p in inv.glob("*.yml") if store.list_nodes(rack=p.stem))
     results: list[NightlyResult] = []
@@ -108,6 +132,9 @@ def nightly_cmd(
             concurrency,
             report_dir,
             notify,
+            idle=idle,
+            idle_partition=idle_partition,
+            idle_timeout_s=idle_timeout_s,
         )
         try:
             results.append(run_nightly(store, inv, req, say=_say))

@@ -47,8 +47,18 @@ from bringup.select import InvalidRack
 from burnin.launch import group_settings
 from burnin.result import PASSING, Verdict
 from burnin.service import nightly_slurm, slurm
+from burnin.service.nightly_idle import DEFAULT_PARTITION, idle_tests
 from burnin.service.nightly_lock import nightly_lock
-from burnin.service.nightly_plan import NightPlan, NodeView, Return, nightly_reason, plan_night, return_action
+from burnin.service.nightly_plan import (
+    NightPlan,
+    NodeView,
+    Pick,
+    Return,
+    nightly_reason,
+    plan_idle,
+    plan_night,
+    return_action,
+)
 from burnin.service.reasons import DrainOrigin, drain_origin
 from burnin.session import previous_check_time
 from burnin.stages import STAGE_ORDER, is_group_stage
@@ -74,6 +84,9 @@ class NightlyRequest:
     report_dir: Path | None = None
     notify: str | None = None  # a shell command fed the summary as JSON
     poll_s: float = 5.0
+    idle: bool = False  # --idle: preemptible jobs on idle golden nodes instead of the night
+    idle_partition: str | None = None  # default: inventory slurm_idle_partition, else bringup-idle
+    idle_timeout_s: float = 7200.0  # a test job not ended by then is cancelled (not run)
 
 
 @dataclass
@@ -114,7 +127,7 @@ class NightlyResult:
     @property
     def exit_code(self) -> int:
         """0: every tested node came back golden (or nothing to test); 1: some did not."""
-        return 1 if any(r.role == "tested" and r.state_after != "golden" for r in self.rows) else 0
+        return 1 if any(r.role in ("tested", "idle") and r.state_after != "golden" for r in self.rows) else 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -173,7 +186,17 @@ def run_nightly(
             row = NightRow(pick.node, "given back", pick.note, state, state)
             row.slurm = _give_back(store, pick.node, state, view.get(pick.node), 0, conf, "")
             result.rows.append(row)
-        if not plan.tested:
+        if req.idle:
+            _idle_night(
+                store,
+                rack,
+                req,
+                plan_idle(rack_views(store, rack, view), req.revalidate_pct),
+                conf,
+                result,
+                say,
+            )
+        elif not plan.tested:
             say("nothing to test tonight")
         else:
             _night(store, rack, req, plan, conf, result, say)
@@ -227,6 +250,53 @@ def _night(
                 if row.state_after != "golden" and not row.finding and row.role == "tested":
                     row.finding = "not burnt in"
                 row.slurm = _give_back(store, name, row.state_after, now.get(name), run.id, conf, row.finding)
+
+
+def _idle_night(
+    store: FleetStore,
+    rack: Rack,
+    req: NightlyRequest,
+    picks: list[Pick],
+    conf: str | None,
+    result: NightlyResult,
+    say: Say,
+) -> None:
+    """--idle: each idle golden node tested by a preemptible job; a preempted test is not run."""
+    if not picks:
+        say("no idle golden node to test")
+        return
+    names = [p.node for p in picks]
+    partition = req.idle_partition or (rack.hosts[0].vars if rack.hosts else {}).get("slurm_idle_partition")
+    params = {
+        "idle": True,
+        "stages": list(req.stages),
+        "nodes": names,
+        "partition": partition or DEFAULT_PARTITION,
+    }
+    with run_ledger(store, "nightly", req.rack, nodes=names, params=params, actor=ACTOR) as run:
+        result.run_id = run.id
+        rows = {n: NightRow(n, "idle", "idle golden node", *(store.get_node(n).state,) * 2) for n in names}
+        result.rows.extend(rows.values())
+        outcomes = idle_tests(
+            store,
+            rack,
+            run,
+            names,
+            req.stages,
+            req.overrides,
+            partition or DEFAULT_PARTITION,
+            conf,
+            req.idle_timeout_s,
+            req.poll_s,
+            say,
+        )
+        now = nightly_slurm.view(conf)
+        for o in outcomes:
+            row = rows[o.node]
+            row.verdict, row.finding = o.verdict, o.finding
+            row.state_after = store.get_node(o.node).state
+            row.slurm = _give_back(store, o.node, row.state_after, now.get(o.node), run.id, conf, o.finding)
+        run.finish("failed" if any(r.state_after != "golden" for r in rows.values()) else "done")
 
 
 def _take_out(

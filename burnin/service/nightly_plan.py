@@ -70,6 +70,7 @@ class Why(str, Enum):
     LEFTOVER = "left by a dead run"  # drained mid-test by a nightly that died
     REVALIDATE = "revalidate"  # golden, proven longest ago
     PARTNER = "partner"  # golden, beside the tested nodes
+    IDLE = "idle"  # golden and idle: re-tested as a preemptible job (--idle)
 
     def __str__(self) -> str:
         return self.value
@@ -153,6 +154,20 @@ def plan_night(
         idle = [v for v in in_service if v.name not in taken and not is_busy(v.slurm)]  # type: ignore[arg-type]
         plan.partners = [Pick(v.name, Why.PARTNER) for v in idle[:partners]]
     return plan
+
+
+def plan_idle(views: Sequence[NodeView], revalidate_pct: float = 0.0) -> list[Pick]:
+    """``--idle``: golden nodes Slurm shows idle and not drained, proven longest ago first; all of
+    them, or ``revalidate_pct`` % of the golden pool when given."""
+    idle = [
+        v
+        for v in views
+        if v.state == "golden" and v.slurm is not None and not v.slurm.drain and v.slurm.state == "idle"
+    ]
+    idle.sort(key=lambda v: (v.proven_at is not None, v.proven_at or datetime.min))
+    if revalidate_pct > 0:
+        idle = idle[: revalidation_count(sum(1 for v in views if v.state == "golden"), revalidate_pct)]
+    return [Pick(v.name, Why.IDLE) for v in idle]
 
 
 # ---- giving nodes back -------------------------------------------------------------------------

@@ -14,7 +14,10 @@ durations, as `make demo`):
 - a golden node running a real `sbatch` job (--revalidate) is drained and waited for: the job
   completes untouched, then the node is tested;
 - two nightlies at once: the second refuses;
-- a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run.
+- a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run;
+- `--idle`: each idle golden node is tested by a job in the lowest, preemptible partition; a real
+  user job submitted meanwhile preempts node03's at once and starts; node03 stays golden, its
+  test recorded as not run; the other nodes' tests ran and were judged.
 """
 
 from __future__ import annotations
@@ -151,7 +154,8 @@ def test_a_repaired_node_is_burnt_in_beside_golden_partners_comes_back_golden_an
         "--notify",
         f"cat > {lab['root'] / 'notified.json'}",
     )
-    print(f"nightly of one node beside two partners, every stage: {time.monotonic() - started:.1f} s")
+    print(f"\nnightly of one node beside two partners, every stage: {time.monotonic() - started:.1f} s")
+    print("\n".join(summary[0]["lines"]) if summary else output)
     assert code == 0, output
     by = rows(summary)
     # PASS, or WARN when the kernel log still holds lines of the fault
@@ -255,10 +259,10 @@ def test_a_golden_node_running_a_job_is_drained_and_waited_for_then_tested(night
     no_drain_left(lab)
 
 
-def start_nightly(lab) -> subprocess.Popen:
+def start_nightly(lab, *args: str) -> subprocess.Popen:
     burnin = Path(sys.executable).parent / "burnin"
     return subprocess.Popen(
-        [str(burnin), *lab["base"], "nightly", "--rack", lab["rack"], *SETS, "--json"],
+        [str(burnin), *lab["base"], "nightly", "--rack", lab["rack"], *SETS, *args, "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -303,4 +307,68 @@ def test_a_nightly_killed_mid_run_leaves_no_node_drained_by_it_after_the_next(ni
     by = rows(summary)
     assert by["node03"]["role"] == "tested" and by["node03"]["state_after"] == "golden", by
     assert store.get_run(dead_run).status == "abandoned"
+    no_drain_left(lab)
+
+
+def squeue(lab) -> list[dict[str, str]]:
+    text = slurm(lab, "squeue", "-h", "-o", "%i|%T|%N|%j|%P")
+    keys = ("job", "state", "node", "name", "partition")
+    return [dict(zip(keys, line.split("|"), strict=True)) for line in text.splitlines() if line]
+
+
+def test_idle_tests_are_preempted_by_a_user_job_and_count_as_not_run(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    night = start_nightly(lab, "--idle", "--stages", "preflight,gpu", "--set", "diag.stress_minutes=0.75")
+    try:
+        idle_job = wait_for(
+            "node03's idle test running",
+            lambda: next(
+                (
+                    j
+                    for j in squeue(lab)
+                    if j["node"] == "node03"
+                    and j["name"].startswith("bringup-idle-run")
+                    and j["state"] == "RUNNING"
+                ),
+                None,
+            ),
+        )
+        assert idle_job["partition"] == lab["state"].inventory_vars["slurm_idle_partition"]
+        user = slurm(
+            lab,
+            "sbatch",
+            "--parsable",
+            "-N1",
+            "-w",
+            "node03",
+            "--chdir=/tmp",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 2",
+        ).strip()
+        wait_for(
+            "the user's job started", lambda: job_info(lab, user)["JobState"] in ("RUNNING", "COMPLETED"), 60
+        )
+        assert job_info(lab, idle_job["job"])["JobState"] == "PREEMPTED"
+    finally:
+        out, err = night.communicate(timeout=600)
+    assert night.returncode == 0, err + out
+    (summary,) = json.loads(out)
+    by = {r["node"]: r for r in summary["nodes"]}
+    assert set(by) == set(NODES) and all(r["role"] == "idle" for r in by.values()), by
+    assert (by["node03"]["verdict"], by["node03"]["state_after"]) == ("not run", "golden"), by
+    assert by["node03"]["finding"].startswith(f"job {idle_job['job']} preempted"), by
+    for node in ("node01", "node02", "node04"):
+        assert by[node]["verdict"] in ("PASS", "WARN") and by[node]["state_after"] == "golden", by
+        assert {r.stage for r in store.latest_results(node) if r.run_id == summary["run"]} == {
+            "preflight",
+            "gpu",
+        }
+    assert store.get_node("node03").state == "golden"
+    assert not [r for r in store.latest_results("node03") if r.run_id == summary["run"]]  # never a pass
+    (event,) = [e for e in store.history("node03") if e.run_id == summary["run"] and e.kind == "nightly"]
+    assert event.details["status"] == "not run" and event.details["job_state"] == "PREEMPTED"
+    assert job_info(lab, user)["ExitCode"] == "0:0"
     no_drain_left(lab)

@@ -40,7 +40,11 @@ def test_slurm_conf_for_a_lab():
         "node02 NodeAddr=10.213.7.12 CPUs=2 State=UNKNOWN",
         "node03 NodeAddr=10.213.7.13 CPUs=2 State=UNKNOWN",
     ]
-    assert conf["PartitionName"] == ["rackx Nodes=node01,node02,node03 Default=YES MaxTime=INFINITE State=UP"]
+    assert conf["PartitionName"] == [
+        "rackx Nodes=node01,node02,node03 Default=YES MaxTime=INFINITE State=UP PriorityTier=10",
+        "rackx-idle Nodes=node01,node02,node03 MaxTime=INFINITE State=UP PriorityTier=1",  # nightly --idle
+    ]
+    assert (conf["PreemptType"], conf["PreemptMode"]) == (["preempt/partition_prio"], ["CANCEL"])
 
 
 def test_two_labs_share_no_port_socket_or_state():
