@@ -5,44 +5,19 @@ switched off here (they would change this machine)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.paths import REPO
-
-BIN = Path(sys.executable).parent
+from tests.playbooks import run_play
 
 
 def run_role(tmp_path: Path, extra: dict) -> subprocess.CompletedProcess:
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
+    return run_play(
+        tmp_path,
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.include_role:\n        name: burnin_tools\n        tasks_from: health.yml\n"
-    )
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(extra))
-    return subprocess.run(
-        [
-            str(BIN / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            str(playbook),
-            "-e",
-            f"@{vars_file}",
-        ],
-        cwd=REPO / "playbooks",
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-        },
+        "    - ansible.builtin.include_role:\n        name: burnin_tools\n        tasks_from: health.yml\n",
+        extra,
     )
 
 
