@@ -120,6 +120,7 @@ def nightly_cmd(
     store, inv = store_from(ctx), inventory_dir_from(ctx)
     names = list(racks) or sorted(p.stem for p in inv.glob("*.yml") if store.list_nodes(rack=p.stem))
     results: list[NightlyResult] = []
+    busy = False
     for rack in names:
         req = NightlyRequest(
             rack,
@@ -138,15 +139,15 @@ def nightly_cmd(
         )
         try:
             results.append(run_nightly(store, inv, req, say=_say))
-        except NightlyBusy as exc:  # not a failed night: this one did nothing
+        except NightlyBusy as exc:  # not a failed night: this rack's was not run; the others go on
             click.echo(f"burnin nightly: {exc}", err=True)
-            sys.exit(EXIT_BUSY)
+            busy = True
     if as_json:
         click.echo(json.dumps([r.summary() for r in results], indent=2))
     else:
         for r in results:
             _render(r)
-    sys.exit(max((r.exit_code for r in results), default=0))
+    sys.exit(EXIT_BUSY if busy else max((r.exit_code for r in results), default=0))
 
 
 def _say(line: str) -> None:
