@@ -114,15 +114,15 @@ def submit(run: ActiveRun, node: str, script: str, minutes: int, partition: str,
         "--wrap",
         script,
     ]
-    return slurm._run(argv, conf, slurm.TIMEOUT_S).strip().split(";")[0]
+    return slurm.run_slurm(argv, conf, slurm.TIMEOUT_S).strip().split(";")[0]
 
 
 def show_job(job: str, conf: str | None) -> JobView:
-    return parse_job(slurm._run(["scontrol", "show", "job", "-o", job], conf, slurm.TIMEOUT_S))
+    return parse_job(slurm.run_slurm(["scontrol", "show", "job", "-o", job], conf, slurm.TIMEOUT_S))
 
 
 def cancel(job: str, conf: str | None) -> None:
-    slurm._run(["scancel", job], conf, slurm.TIMEOUT_S)
+    slurm.run_slurm(["scancel", job], conf, slurm.TIMEOUT_S)
 
 
 def wait_jobs(

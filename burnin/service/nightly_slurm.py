@@ -15,7 +15,7 @@ from burnin.service.nightly_plan import is_busy
 
 
 def resume(name: str, slurm_conf: str | None = None) -> None:
-    slurm._run(["scontrol", "update", f"NodeName={name}", "State=RESUME"], slurm_conf, slurm.TIMEOUT_S)
+    slurm.run_slurm(["scontrol", "update", f"NodeName={name}", "State=RESUME"], slurm_conf, slurm.TIMEOUT_S)
 
 
 def view(slurm_conf: str | None = None) -> dict[str, SlurmNode]:

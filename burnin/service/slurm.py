@@ -22,7 +22,8 @@ class SlurmError(UserError, RuntimeError):
     """A Slurm command could not run, failed, or printed what it never prints."""
 
 
-def _run(argv: list[str], slurm_conf: str | None, timeout_s: float) -> str:
+def run_slurm(argv: list[str], slurm_conf: str | None, timeout_s: float) -> str:
+    """Run a Slurm client command (with `SLURM_CONF` when given); its stdout, or SlurmError."""
     env = dict(os.environ)
     if slurm_conf:
         env["SLURM_CONF"] = slurm_conf
@@ -43,7 +44,7 @@ def _run(argv: list[str], slurm_conf: str | None, timeout_s: float) -> str:
 def show_node(name: str, slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> SlurmNode:
     """The node as slurmctld sees it now."""
     try:
-        text = _run(["scontrol", "show", "node", "-o", name], slurm_conf, timeout_s)
+        text = run_slurm(["scontrol", "show", "node", "-o", name], slurm_conf, timeout_s)
     except SlurmError as exc:
         if "not found" in str(exc):
             raise SlurmError(f"Slurm has no node {name!r} (scontrol show node: not found)") from exc
@@ -59,12 +60,14 @@ def show_node(name: str, slurm_conf: str | None = None, timeout_s: float = TIMEO
 
 def drain(name: str, reason: str, slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> None:
     """Drain the node with this reason (one argv word: no shell quoting involved)."""
-    _run(["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}"], slurm_conf, timeout_s)
+    run_slurm(
+        ["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}"], slurm_conf, timeout_s
+    )
 
 
 def cluster_nodes(slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> list[SlurmNode]:
     """Every node of the cluster: state, drain, reason, who set it and when (one `sinfo` call)."""
-    text = _run(["sinfo", "-N", "-h", "-o", SINFO_FORMAT], slurm_conf, timeout_s)
+    text = run_slurm(["sinfo", "-N", "-h", "-o", SINFO_FORMAT], slurm_conf, timeout_s)
     try:
         return parse_sinfo_nodes(text)
     except ParseError as exc:
