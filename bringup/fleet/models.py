@@ -129,9 +129,12 @@ class Claim(Base):
 
 class Event(Base):
     __tablename__ = "events"
+    # A rack's newest transition (and newest to golden) per node is an index-only range scan
+    # (bringup/fleet/reads.py); node_id leads, so it serves a node's history as well.
+    __table_args__ = (Index("ix_events_node_kind", "node_id", "kind", "to_state", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     kind: Mapped[str] = mapped_column(String(32), doc="'transition' or another event kind")
