@@ -45,9 +45,11 @@ system-deps:
 	bash scripts/install-system-deps.sh
 
 # BRINGUP_REQUIRE_ALL turns "cannot run here" skips of lab and PostgreSQL tests into failures.
+# --dist loadscope: each test module runs on one worker, so a lab module brings its rack up once
+# and its tests run in their order (some walk one rack through a sequence: fail, repair, nightly).
 test: system-deps dev
 	BRINGUP_TEST_PG_URL=$$(bash scripts/start-postgres.sh) BRINGUP_REQUIRE_ALL=1 \
-		$(BIN)/pytest -n $(WORKERS) $(PYTEST_ARGS)
+		$(BIN)/pytest -n $(WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 unit: dev
 	$(BIN)/pytest -n $(WORKERS) -m "not lab and not postgres and not gpu" $(PYTEST_ARGS)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,34 @@ def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes, state=None
 
         record_host_keys(store, state)
     return base, store
+
+
+@contextmanager
+def golden_lab(tmp_path_factory, label: str, prefix: str, nodes: Sequence[str]) -> Iterator[dict]:
+    """A healthy virtual rack (no faults: tests switch them on) whose ``nodes`` passed a real
+    preflight burn-in and are golden, torn down afterwards whatever happened. Yields its
+    ``state``, ``rack`` name, CLI options ``base``, ``store``, a click ``runner`` and ``root``."""
+    require_root()
+    from click.testing import CliRunner
+
+    from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
+    from burnin.cli import main as burnin_main
+
+    root = tmp_path_factory.mktemp(label)
+    inv = lab_inventory_dir(root / "inventories")
+    name = f"{prefix}{uuid.uuid4().hex[:7]}"
+    rack = VirtualRack(name, root / "state", inv, services=lab_services)
+    spec = root / "faults.yml"
+    spec.write_text("nodes: {}\n")
+    try:
+        state = rack.up(len(nodes), spec)
+        base, store = ready_for_burnin(name, inv, root / "fleet.db", nodes)
+        runner = CliRunner()
+        for args in (["run", "--stages", "preflight", "--json"], ["golden", "--stages", "preflight"]):
+            res = runner.invoke(burnin_main, [*base, args[0], "--rack", name, *args[1:]])
+            assert res.exit_code == 0, res.output
+        assert {n: store.get_node(n).state for n in nodes} == dict.fromkeys(nodes, "golden")
+        yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner, "root": root}
+    finally:
+        rack.down()

@@ -28,17 +28,15 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from bringup.cli.main import main as bringup_main
 from bringup.lab.demo import LAB_SETTINGS
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
+from tests.lab.conftest import golden_lab, node_ssh
 
 pytestmark = pytest.mark.lab
 
@@ -81,29 +79,8 @@ def wait_for(what: str, probe, timeout: float = WAIT_S):
 
 @pytest.fixture(scope="module")
 def nightly_lab(tmp_path_factory):
-    require_root()
-    from bringup.lab.rack import VirtualRack
-    from bringup.lab.services import lab_services
-
-    root = tmp_path_factory.mktemp("nightly")
-    inv = lab_inventory_dir(root / "inventories")
-    name = f"y{uuid.uuid4().hex[:7]}"
-    rack = VirtualRack(name, root / "state", inv, services=lab_services)
-    spec = root / "faults.yml"
-    spec.write_text("nodes: {}\n")
-    try:
-        state = rack.up(len(NODES), spec)
-        db = root / "fleet.db"
-        base, store = ready_for_burnin(name, inv, db, NODES)
-        runner = CliRunner()
-        res = runner.invoke(burnin_main, [*base, "run", "--rack", name, "--stages", "preflight", "--json"])
-        assert res.exit_code == 0, res.output
-        res = runner.invoke(burnin_main, [*base, "golden", "--rack", name, "--stages", "preflight"])
-        assert res.exit_code == 0, res.output
-        assert {n: store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
-        yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner, "root": root}
-    finally:
-        rack.down()
+    with golden_lab(tmp_path_factory, "nightly", "y", NODES) as lab:
+        yield lab
 
 
 def nightly(lab, *args: str) -> tuple[int, list[dict], str]:

@@ -21,14 +21,12 @@ import os
 import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
+from tests.lab.conftest import golden_lab, node_ssh
 
 pytestmark = pytest.mark.lab
 
@@ -93,30 +91,9 @@ def wire_health_checks(state, root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def service_lab(tmp_path_factory):
-    require_root()
-    from bringup.lab.rack import VirtualRack
-    from bringup.lab.services import lab_services
-
-    root = tmp_path_factory.mktemp("service")
-    inv = lab_inventory_dir(root / "inventories")
-    name = f"s{uuid.uuid4().hex[:7]}"
-    rack = VirtualRack(name, root / "state", inv, services=lab_services)
-    spec = root / "faults.yml"
-    spec.write_text("nodes: {}\n")  # healthy; faults are switched on in the tests
-    try:
-        state = rack.up(len(NODES), spec)
-        db = root / "fleet.db"
-        base, store = ready_for_burnin(name, inv, db, NODES)
-        runner = CliRunner()
-        res = runner.invoke(burnin_main, [*base, "run", "--rack", name, "--stages", "preflight", "--json"])
-        assert res.exit_code == 0, res.output
-        res = runner.invoke(burnin_main, [*base, "golden", "--rack", name, "--stages", "preflight"])
-        assert res.exit_code == 0, res.output
-        assert {n: store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
-        wire_health_checks(state, root)
-        yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner}
-    finally:
-        rack.down()
+    with golden_lab(tmp_path_factory, "service", "s", NODES) as lab:
+        wire_health_checks(lab["state"], lab["root"])
+        yield lab
 
 
 def golden_hostfile(lab) -> str:
