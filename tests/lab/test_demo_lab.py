@@ -50,7 +50,7 @@ def test_demo_golden_list_is_exactly_the_healthy_nodes(tmp_path: Path) -> None:
             capture_output=True,
             timeout=300,
         )
-    assert len(golden) == 2 and all(ip.count(".") == 3 for ip in golden), hostfile
+    assert len(golden) == 2 and all(ip.count(".") == 3 for ip in golden), hostfile + excluded
     assert excluded_nodes == {"node02", "node04"}, excluded
     reasons = {line.split("\t")[0]: line for line in excluded.splitlines() if "\t" in line}
     assert "pcie" in reasons["node02"] and "x8" in reasons["node02"]

@@ -38,7 +38,7 @@ from bringup.lab.demo import LAB_SETTINGS
 from burnin.cli import main as burnin_main
 from tests.lab.conftest import golden_lab, node_ssh
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("nightly_lab")]  # its tests walk one rack in order
 
 NODES = ["node01", "node02", "node03", "node04"]
 HEALTH_REASON = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"

@@ -28,7 +28,7 @@ import pytest
 from burnin.cli import main as burnin_main
 from tests.lab.conftest import golden_lab, node_ssh
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("service_lab")]  # its tests walk one rack in order
 
 NODES = ["node01", "node02", "node03"]
 PROFILE = "h100-sxm-8x400g"
