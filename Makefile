@@ -45,11 +45,12 @@ system-deps:
 	bash scripts/install-system-deps.sh
 
 # BRINGUP_REQUIRE_ALL turns "cannot run here" skips of lab and PostgreSQL tests into failures.
-# --dist loadgroup: the tests of a module marked xdist_group run on one worker, in their order
-# (the nightly and service lab tests walk one rack through a sequence: fail, repair, nightly).
+# --dist loadscope: each test module runs on one worker, in its order (the nightly and service
+# lab tests walk one rack through a sequence: fail, repair, nightly), and a lab module brings its
+# rack up once. (--dist loadgroup does not group here: xdist 3.8 under pytest 9 ignores the mark.)
 test: system-deps dev
 	BRINGUP_TEST_PG_URL=$$(bash scripts/start-postgres.sh) BRINGUP_REQUIRE_ALL=1 \
-		$(BIN)/pytest -n $(WORKERS) --dist loadgroup $(PYTEST_ARGS)
+		$(BIN)/pytest -n $(WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 unit: dev
 	$(BIN)/pytest -n $(WORKERS) -m "not lab and not postgres and not gpu" $(PYTEST_ARGS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -139,3 +141,30 @@ def golden_lab(tmp_path_factory, label: str, prefix: str, nodes: Sequence[str]) 
         yield {"state": state, "rack": name, "base": base, "store": store, "runner": runner, "root": root}
     finally:
         rack.down()
+
+
+def slurm(state, *args: str) -> str:
+    """A Slurm client command against the lab's own cluster; its stdout (a failure fails the test)."""
+    env = {**os.environ, "SLURM_CONF": state.inventory_vars["slurm_conf"]}
+    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def slurm_nodes(state) -> dict:
+    """Node name -> what Slurm says of it (burnin's own sinfo reader)."""
+    from burnin.service.slurm import cluster_nodes
+
+    return {n.name: n for n in cluster_nodes(state.inventory_vars["slurm_conf"])}
+
+
+def wait_for(what: str, probe, timeout: float, poll: float = 0.2):
+    """``probe()``'s first truthy answer within ``timeout`` seconds, else the test fails."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(poll)
+    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")

@@ -23,7 +23,6 @@ durations, as `make demo`):
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -36,9 +35,10 @@ import pytest
 from bringup.cli.main import main as bringup_main
 from bringup.lab.demo import LAB_SETTINGS
 from burnin.cli import main as burnin_main
+from tests.lab import conftest
 from tests.lab.conftest import golden_lab, node_ssh
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("nightly_lab")]  # its tests walk one rack in order
+pytestmark = pytest.mark.lab  # its tests walk one rack in order: make test keeps a module on one worker
 
 NODES = ["node01", "node02", "node03", "node04"]
 HEALTH_REASON = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
@@ -48,33 +48,27 @@ WAIT_S = 120
 
 
 def slurm(lab, *args: str) -> str:
-    env = {**os.environ, "SLURM_CONF": lab["state"].inventory_vars["slurm_conf"]}
-    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return conftest.slurm(lab["state"], *args)
 
 
 def slurm_nodes(lab) -> dict:
-    from burnin.service.slurm import cluster_nodes
+    return conftest.slurm_nodes(lab["state"])
 
-    return {n.name: n for n in cluster_nodes(lab["state"].inventory_vars["slurm_conf"])}
+
+def wait_for(what: str, probe, timeout: float = WAIT_S):
+    return conftest.wait_for(what, probe, timeout)
+
+
+def sbatch_sleep(lab, node: str, seconds: int) -> str:
+    """A real user job on ``node`` that sleeps ``seconds``; its job id."""
+    argv = ["sbatch", "--parsable", "-N1", "-w", node, "--chdir=/tmp", "-o", "/dev/null"]
+    return slurm(lab, *argv, "--wrap", f"sleep {seconds}").strip()
 
 
 def switch(lab, node: str, fault: str | None) -> None:
     faults = json.dumps({"faults": [fault] if fault else []})
     rc, _, err = node_ssh(lab["state"], node, f"echo '{faults}' > /etc/bringup-lab/faults.json")
     assert rc == 0, err
-
-
-def wait_for(what: str, probe, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.2)
-    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
 
 
 @pytest.fixture(scope="module")
@@ -204,19 +198,7 @@ def job_info(lab, job: str) -> dict[str, str]:
 
 def test_a_golden_node_running_a_job_is_drained_and_waited_for_then_tested(nightly_lab):
     lab, store = nightly_lab, nightly_lab["store"]
-    job = slurm(
-        lab,
-        "sbatch",
-        "--parsable",
-        "-N1",
-        "-w",
-        "node03",
-        "--chdir=/tmp",
-        "-o",
-        "/dev/null",
-        "--wrap",
-        "sleep 20",
-    ).strip()
+    job = sbatch_sleep(lab, "node03", 20)
     wait_for("the job running on node03", lambda: job_info(lab, job)["JobState"] == "RUNNING", 60)
     code, summary, output = nightly(lab, "--revalidate", "100", "--drain-timeout", "5m")
     assert code == 0, output
@@ -312,19 +294,7 @@ def test_idle_tests_are_preempted_by_a_user_job_and_count_as_not_run(nightly_lab
             ),
         )
         assert idle_job["partition"] == lab["state"].inventory_vars["slurm_idle_partition"]
-        user = slurm(
-            lab,
-            "sbatch",
-            "--parsable",
-            "-N1",
-            "-w",
-            "node03",
-            "--chdir=/tmp",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "sleep 2",
-        ).strip()
+        user = sbatch_sleep(lab, "node03", 2)
         wait_for(
             "the user's job started", lambda: job_info(lab, user)["JobState"] in ("RUNNING", "COMPLETED"), 60
         )

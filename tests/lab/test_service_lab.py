@@ -19,16 +19,16 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import golden_lab, node_ssh
+from tests.lab import conftest
+from tests.lab.conftest import golden_lab, node_ssh, slurm, slurm_nodes
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("service_lab")]  # its tests walk one rack in order
+pytestmark = pytest.mark.lab  # its tests walk one rack in order: make test keeps a module on one worker
 
 NODES = ["node01", "node02", "node03"]
 PROFILE = "h100-sxm-8x400g"
@@ -37,17 +37,8 @@ WAIT_S = 90
 OPERATOR_REASON = "PSU swap, ticket 4711"
 
 
-def slurm(state, *args: str) -> str:
-    env = {**os.environ, "SLURM_CONF": state.inventory_vars["slurm_conf"]}
-    proc = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def slurm_nodes(state) -> dict:
-    from burnin.service.slurm import cluster_nodes
-
-    return {n.name: n for n in cluster_nodes(state.inventory_vars["slurm_conf"])}
+def wait_for(what: str, probe, timeout: float = WAIT_S):
+    return conftest.wait_for(what, probe, timeout, poll=1)
 
 
 def last_health(state, node: str) -> dict | None:
@@ -58,17 +49,6 @@ def last_health(state, node: str) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def wait_for(what: str, probe, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(1)
-    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
 
 
 def wire_health_checks(state, root: Path) -> None:
