@@ -264,17 +264,28 @@ def run_script(
         deadline = started + time_limit
         rc: int | None = None
         error = ""
+        # Read to the end of the stream, not to the exit status: sshd may send the status before
+        # the last of the output (it did under load, and 50 kB of 100 MB went missing).
         while True:
             left = deadline - time.time()
             if left <= 0:
                 error = f"time limit of {time_limit:.0f} s ran out"
+                if channel.exit_status_ready():
+                    rc = channel.recv_exit_status()
+                    error += f" after the command exited (rc {rc}): its output never ended"
                 break
             select.select([channel], [], [], min(left, 1.0))
             while channel.recv_ready():
                 out.write(channel.recv(65536))
             while channel.recv_stderr_ready():
                 err.write(channel.recv_stderr(65536))
-            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+            ended = channel.eof_received or channel.closed
+            if (
+                ended
+                and channel.exit_status_ready()
+                and not channel.recv_ready()
+                and not channel.recv_stderr_ready()
+            ):
                 rc = channel.recv_exit_status()
                 break
         return result(rc, error)

@@ -12,7 +12,7 @@ import logging
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import paramiko
@@ -58,15 +58,21 @@ class _Server(paramiko.ServerInterface):
         return True
 
 
-@pytest.fixture
-def sshd() -> Iterator[dict]:
-    """An SSH server with an ECDSA host key; yields its port, key and the scripts it ran."""
+@contextlib.contextmanager
+def ssh_server(server: Callable[[list[str]], paramiko.ServerInterface] = _Server) -> Iterator[dict]:
+    """An SSH server with an ECDSA host key, answering with ``server``; yields its port, key and
+    the scripts it ran. Each connection is served in a thread of its own, as sshd serves them, so
+    a client that stalls in its key exchange (a host-key scan under load) holds up no other."""
     host_key = paramiko.ECDSAKey.generate()
     ran: list[str] = []
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     transports: list[paramiko.Transport] = []
+
+    def negotiate(t: paramiko.Transport) -> None:
+        with contextlib.suppress(paramiko.SSHException, EOFError, OSError):
+            t.start_server(server=server(ran))
 
     def serve() -> None:
         while True:
@@ -77,14 +83,22 @@ def sshd() -> Iterator[dict]:
             t = paramiko.Transport(conn)
             t.add_server_key(host_key)
             transports.append(t)
-            with contextlib.suppress(paramiko.SSHException, EOFError):
-                t.start_server(server=_Server(ran))
+            threading.Thread(target=negotiate, args=(t,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
-    yield {"port": listener.getsockname()[1], "key": host_key, "ran": ran}
-    listener.close()
-    for t in transports:
-        t.close()
+    try:
+        yield {"port": listener.getsockname()[1], "key": host_key, "ran": ran}
+    finally:
+        listener.close()
+        for t in transports:
+            t.close()
+
+
+@pytest.fixture
+def sshd() -> Iterator[dict]:
+    """An SSH server with an ECDSA host key; yields its port, key and the scripts it ran."""
+    with ssh_server() as served:
+        yield served
 
 
 @pytest.fixture
