@@ -25,6 +25,9 @@ from typing import Any
 from burnin.golden import Decision, GoldenRules, NodeFacts, format_age
 
 FORMATS = ("hostfile", "slurm", "json", "csv")
+# The formats that show each node's GPUs, HCAs and firmware: only they need the ibstat evidence
+# read and parsed, most of the selection's time at 10,000 nodes (issue 18).
+HARDWARE_FORMATS = ("json", "csv")
 ADDRESSES = ("ip", "hostname", "name")
 SCHEMA_ID = "burnin-golden/1"
 MAX_EXPANSION = 1_000_000  # a typo like n[1-999999999] must not eat the machine
@@ -262,16 +265,20 @@ def _rules_dict(rules: GoldenRules) -> dict[str, Any]:
 
 
 def golden_record(
-    fact: NodeFacts, decision: Decision, rules: GoldenRules, store: str, address: str = "ip"
+    fact: NodeFacts,
+    decision: Decision,
+    rules: GoldenRules,
+    store: str,
+    address: str = "ip",
+    hardware: bool = True,
 ) -> dict[str, Any]:
-    """One golden node as the JSON export has it."""
+    """One golden node as the JSON export has it; without ``hardware`` (the hostfile and Slurm
+    formats) the GPU, HCA and firmware fields are left out, not left empty."""
     node = fact.node
-    inventory = _result(fact.rows, "gpu_inventory")
-    hcas = hcas_of(fact)
     event = fact.golden_event
     run_ids = sorted({r for r in decision.runs.values() if r is not None})
     times = [st.time for st in decision.stages.values() if st.time is not None]
-    return {
+    record: dict[str, Any] = {
         "name": fact.name,
         "address": address_of(fact, address),
         "serial": node.serial,
@@ -282,25 +289,24 @@ def golden_record(
         "profile": node.profile,
         "state": node.state,
         "slots": slots_of(fact),
-        "gpu_uuids": [
-            u for u in (inventory.metrics.get("uuids") if inventory is not None else None) or [] if u
-        ],
-        "hca_guids": sorted({h["node_guid"] for h in hcas if h.get("node_guid")}),
-        "hcas": hcas,
-        "firmware": firmware_of(fact),
-        "golden": {
-            "since": _iso(event.time) if event is not None else None,
-            "run_id": event.run_id if event is not None else decision.run_id,
-            "runs": dict(decision.runs),
-            "oldest_result": _iso(min(times)) if times else None,
-        },
-        "rules": _rules_dict(rules),
-        "evidence": {
-            "store": store,
-            "run_ids": run_ids,
-            "show": f"burnin results {fact.name}",
-        },
     }
+    if hardware:
+        inventory = _result(fact.rows, "gpu_inventory")
+        uuids = (inventory.metrics.get("uuids") if inventory is not None else None) or []
+        hcas = hcas_of(fact)
+        record["gpu_uuids"] = [u for u in uuids if u]
+        record["hca_guids"] = sorted({h["node_guid"] for h in hcas if h.get("node_guid")})
+        record["hcas"] = hcas
+        record["firmware"] = firmware_of(fact)
+    record["golden"] = {
+        "since": _iso(event.time) if event is not None else None,
+        "run_id": event.run_id if event is not None else decision.run_id,
+        "runs": dict(decision.runs),
+        "oldest_result": _iso(min(times)) if times else None,
+    }
+    record["rules"] = _rules_dict(rules)
+    record["evidence"] = {"store": store, "run_ids": run_ids, "show": f"burnin results {fact.name}"}
+    return record
 
 
 def excluded_record(fact: NodeFacts, decision: Decision) -> dict[str, Any]:

@@ -176,6 +176,14 @@ def stage_status(stage: str, rows: Iterable[ResultRow]) -> StageStatus:
     )
 
 
+def rows_by_stage(rows: Iterable[ResultRow]) -> dict[str, list[ResultRow]]:
+    """Rows grouped by stage (a node's 20-odd rows are read once, not once per stage)."""
+    out: dict[str, list[ResultRow]] = {}
+    for r in rows:
+        out.setdefault(r.stage, []).append(r)
+    return out
+
+
 def first_problem(results: Iterable[ResultRow]) -> str:
     """'gpu_stress: GPU 3 HW slowdown under load -> RESEAT' for the worst result of a stage."""
     bad = sorted((r for r in results if r.verdict not in PASSING), key=lambda r: -verdict_of(r.verdict).rank)
@@ -220,7 +228,8 @@ def judge(
     if lemon:
         why = lemon.get("evidence", "see burnin lemons")
         reasons.append(f"flagged a lemon ({why}): `burnin clear-lemon` after the fix")
-    stages = {s: stage_status(s, rows) for s in rules.stages}
+    by_stage = rows_by_stage(rows)
+    stages = {s: stage_status(s, by_stage.get(s, ())) for s in rules.stages}
     failed = aged = False
     for st in stages.values():
         if st.verdict is None:
@@ -314,8 +323,9 @@ class NodeFacts:
         return self.node.state if self.node is not None else "not enrolled"
 
 
-def gather(store: Any, rack: Any) -> list[NodeFacts]:
-    """Every node of the rack (store or inventory) with its latest results, in rack order."""
+def gather(store: Any, rack: Any, evidence: Sequence[str] = EVIDENCE_READ) -> list[NodeFacts]:
+    """Every node of the rack (store or inventory) with its latest results, in rack order, and the
+    raw output of the ``evidence`` checks' latest results (none: ``()``)."""
     hosts = {h.name: h for h in rack.hosts}
     facts: list[NodeFacts] = []
     seen = set()
@@ -336,7 +346,7 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
         if node.name in history:
             _note_history(fact, *history[node.name])
         facts.append(fact)
-    wanted = [(f, r) for f in facts for r in f.rows if r.check in EVIDENCE_READ]
+    wanted = [(f, r) for f in facts for r in f.rows if r.check in evidence]
     texts = store.evidence_of([r for _, r in wanted]) if wanted else {}
     for fact, row in wanted:
         if row.id in texts and not row.evidence_pruned_at:
@@ -348,19 +358,21 @@ def gather(store: Any, rack: Any) -> list[NodeFacts]:
     return facts
 
 
-def refresh(store: Any, fact: NodeFacts) -> None:
-    """Re-read a node's record and history (after ``apply`` moved it)."""
-    fact.node = store.get_node(fact.name)
-    fact.in_run = None
-    _read_history(store, fact)
-
-
-def _read_history(store: Any, fact: NodeFacts) -> None:
-    transitions = [e for e in store.history(fact.name) if e.kind == "transition"]
-    if not transitions:
+def after_moves(store: Any, rack: str, facts: Sequence[NodeFacts], applied: Sequence[Applied]) -> None:
+    """The facts as they stand after ``apply``: the rack's node records re-read in one query, and
+    each moved node's last transition (and its last to golden) taken from the event just recorded."""
+    done = {a.move.node: a.event for a in applied if a.done}
+    if not done:
         return
-    golden_event = next((e for e in reversed(transitions) if e.to_state == State.GOLDEN.value), None)
-    _note_history(fact, transitions[-1], golden_event)
+    nodes = {n.name: n for n in store.list_nodes(rack=rack)}
+    for fact in facts:
+        if fact.name not in done:
+            continue
+        event = done[fact.name]
+        fact.node = nodes.get(fact.name, fact.node)
+        fact.in_run = None
+        golden_event = event if event.to_state == State.GOLDEN.value else fact.golden_event
+        _note_history(fact, event, golden_event)
 
 
 def _note_history(fact: NodeFacts, last: Any, golden_event: Any | None) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bringup.fleet.reads import bulk_reading
 from bringup.fleet.runs import sweep_abandoned
 from bringup.fleet.store import FleetStore, redact_url
 from bringup.inventory import Rack
@@ -42,34 +43,43 @@ def select_and_apply(
     *,
     dry_run: bool = False,
     address: str = "ip",
+    hardware: bool = True,
 ) -> GoldenSelection:
     """Decide every node of ``rack``, apply the moves (unless ``dry_run``), and return the golden
-    and excluded records. A node whose move to golden could not be recorded is excluded."""
+    and excluded records. A node whose move to golden could not be recorded is excluded.
+
+    ``hardware``: the records carry each node's GPUs, HCAs and firmware (the json and csv
+    exports, ``export.HARDWARE_FORMATS``); without it no evidence is read. A fixed number of
+    queries for the rack, however many nodes it has (the moves are written one by one)."""
     abandoned = []
     if not dry_run:  # runs whose controller is gone are recorded abandoned (a dry run only ignores them)
         abandoned = [f"{r.kind} run {r.id} abandoned: {r.end_reason}" for r in sweep_abandoned(store)]
-    judged = golden.decide(golden.gather(store, rack), now, max_age, list(stages) if stages else None)
-    moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
-    applied = [] if dry_run else golden.apply(store, list(moves.values()))
-    failed_moves = {a.move.node: a.error for a in applied if not a.done}
-    store_url = redact_url(store.url)
-    golden_records, excluded_records = [], []
-    for fact, rules, decision in judged:
-        if decision.node in moves and decision.node not in failed_moves and not dry_run:
-            golden.refresh(store, fact)  # the node's state and events after its move
-        if decision.golden and decision.node in failed_moves:
-            decision = golden.Decision(
-                decision.node,
-                decision.state,
-                False,
-                (f"could not become golden: {failed_moves[decision.node]}",),
-                decision.stages,
-                decision.run_id,
+    with bulk_reading():
+        evidence = golden.EVIDENCE_READ if hardware else ()
+        facts = golden.gather(store, rack, evidence)
+        judged = golden.decide(facts, now, max_age, list(stages) if stages else None)
+        moves = {d.node: m for _, rules, d in judged if (m := golden.plan_move(d, rules)) is not None}
+        applied = [] if dry_run else golden.apply(store, list(moves.values()))
+        golden.after_moves(store, rack.name, facts, applied)  # the records show the state now
+        failed_moves = {a.move.node: a.error for a in applied if not a.done}
+        store_url = redact_url(store.url)
+        golden_records, excluded_records = [], []
+        for fact, rules, decision in judged:
+            if decision.golden and decision.node in failed_moves:
+                decision = golden.Decision(
+                    decision.node,
+                    decision.state,
+                    False,
+                    (f"could not become golden: {failed_moves[decision.node]}",),
+                    decision.stages,
+                    decision.run_id,
+                )
+            if not decision.golden:
+                excluded_records.append(export.excluded_record(fact, decision))
+                continue
+            golden_records.append(
+                export.golden_record(fact, decision, rules, store_url, address, hardware=hardware)
             )
-        if not decision.golden:
-            excluded_records.append(export.excluded_record(fact, decision))
-            continue
-        golden_records.append(export.golden_record(fact, decision, rules, store_url, address))
     distinct = tuple(dict.fromkeys(rules for _, rules, _ in judged))
     meta = export.ExportMeta(rack.name, now, store_url, distinct)
     return GoldenSelection(

@@ -4,6 +4,10 @@ whole history took `burnin golden` over 1,000 nodes x 300 runs most of an hour).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import func, select
 
 from bringup.fleet.models import Event, Node
@@ -11,6 +15,23 @@ from bringup.fleet.store import FleetStore
 
 TRANSITION = "transition"
 GOLDEN = "golden"
+
+
+@contextmanager
+def bulk_reading() -> Iterator[None]:
+    """The cyclic garbage collector paused while a fleet's rows are read and judged.
+
+    Loading 200,000 results (10,000 nodes) allocates that many ORM objects, none of them garbage,
+    and each full collection walks every one loaded so far: with it running the read took 5.5 s
+    instead of 1.9 s (issue 18). Reference counting still frees what is dropped; the collector
+    runs again on leaving."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def last_transitions(store: FleetStore, rack: str) -> dict[str, tuple[Event, Event | None]]:

@@ -97,7 +97,10 @@ def golden_cmd(
     from burnin.golden_select import select_and_apply
 
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
-    sel = select_and_apply(store, rack_obj, utcnow(), age, stage_list, dry_run=dry_run, address=address)
+    hardware = fmt in export.HARDWARE_FORMATS and not excluded
+    sel = select_and_apply(
+        store, rack_obj, utcnow(), age, stage_list, dry_run=dry_run, address=address, hardware=hardware
+    )
     for line in sel.abandoned:
         note(line)
     if dry_run:

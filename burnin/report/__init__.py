@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
-from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather
+from bringup.fleet.reads import bulk_reading
+from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather, rows_by_stage, stage_status
 from burnin.result import PASSING, Verdict
 from burnin.stages import STAGE_ORDER
 
 IB_STAGE, IB_CHECK = "ib", "ib_bandwidth"
 NCCL_STAGE, NCCL_CHECK = "nccl", "nccl_soak"
 EVIDENCE_LIMIT = 6000  # characters of raw evidence per result in a report; the store keeps more
+# The worst problems whose raw evidence a report carries; the rest are listed with their findings
+# and the command that shows theirs (a fleet with a few hundred warnings stays a readable page).
+EVIDENCE_SHOWN = 200
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ class RackReport:
     def golden(self) -> list[NodeReport]:
         return [n for n in self.nodes if n.golden]
 
-    @property
+    @cached_property
     def problems(self) -> list[tuple[NodeReport, Any]]:
         """(node, result) for every latest result that is not a clean PASS, worst first."""
         not_clean = frozenset(Verdict) - {Verdict.PASS}
@@ -161,6 +166,12 @@ def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:
     return p.ib.rate_gbps * p.floors.ib_write_bw_fraction, p.floors.nccl_busbw_multi_node_gbps
 
 
+def _stages(stages: Sequence[str], rows: Sequence[Any], decision: Decision) -> dict[str, StageStatus]:
+    """Every column's status: the judged stages as the decision has them, the rest from the rows."""
+    by_stage = rows_by_stage(rows)
+    return {s: decision.stages.get(s) or stage_status(s, by_stage.get(s, ())) for s in stages}
+
+
 def build_report(
     rack: str,
     judged: Sequence[tuple[NodeFacts, Any, Decision]],
@@ -168,8 +179,6 @@ def build_report(
     store: str,
 ) -> RackReport:
     """The report of judged nodes (pure)."""
-    from burnin.golden import stage_status
-
     seen = {r.stage for f, _, _ in judged for r in f.rows}
     stages = tuple(STAGE_ORDER) + tuple(sorted(seen - set(STAGE_ORDER)))
     nodes, ib, nccl = [], [], []
@@ -183,7 +192,7 @@ def build_report(
                 node.serial if node is not None else None,
                 decision.golden,
                 decision.reasons,
-                {s: stage_status(s, fact.rows) for s in stages},
+                _stages(stages, fact.rows, decision),
                 tuple(rules.stages),
                 list(fact.rows),
             )
@@ -206,9 +215,10 @@ def collect(
     """Read the rack's nodes and results from the store and judge them (no state changes)."""
     from bringup.fleet.store import redact_url
 
-    judged = decide(gather(store, rack), now, max_age, stages)
-    report = build_report(rack.name, judged, now, redact_url(store.url))
-    report.evidence = store.evidence_of([r for _, r in report.problems])
+    with bulk_reading():
+        judged = decide(gather(store, rack, evidence=()), now, max_age, stages)
+        report = build_report(rack.name, judged, now, redact_url(store.url))
+        report.evidence = store.evidence_of([r for _, r in report.problems[:EVIDENCE_SHOWN]])
     return report
 
 

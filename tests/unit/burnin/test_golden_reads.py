@@ -7,10 +7,12 @@ from __future__ import annotations
 from sqlalchemy import event
 
 from bringup.fleet.lifecycle import State
+from bringup.fleet.models import utcnow
 from bringup.fleet.reads import last_transitions
 from bringup.fleet.store import FleetStore
 from bringup.inventory import load_rack
-from burnin import golden
+from burnin import export, golden
+from burnin.golden_select import select_and_apply
 from burnin.stages import STAGE_ORDER
 from tests.fleet import walk_to
 from tests.inventories import write_rack
@@ -81,3 +83,52 @@ def test_last_transitions_are_the_newest_and_the_newest_to_golden(tmp_path):
         "run 2",
     )
     assert found["fresh"][0].to_state == "enrolled" and found["fresh"][1] is None
+
+
+def _statements(store, fn) -> tuple[list[str], object]:
+    seen: list[str] = []
+    listener = lambda conn, cursor, statement, *a: seen.append(statement)  # noqa: E731
+    event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        value = fn()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", listener)
+    return seen, value
+
+
+def _selects(statements: list[str]) -> int:
+    return sum(s.lstrip().upper().startswith(("SELECT", "WITH")) for s in statements)
+
+
+def test_golden_with_moves_reads_a_fixed_number_of_queries(tmp_path):
+    """Issue 18: after recording the moves, `burnin golden` re-read each moved node's record and
+    whole history, node by node (three more queries per node: 13 s of 43 at 10,000 nodes)."""
+    counts = {}
+    for nodes in (2, 7):
+        store, rack = _rack(tmp_path / f"{nodes}", nodes, 1)
+        seen, sel = _statements(store, lambda s=store, r=rack: select_and_apply(s, r, utcnow(), None, None))
+        assert len(sel.golden) == nodes and len(sel.applied) == nodes
+        for record in sel.golden:  # what the export says is what the store now holds
+            node = store.get_node(record["name"])
+            assert record["state"] == node.state == "golden"
+            assert record["golden"]["since"] == store.history(node.name)[-1].time.isoformat(
+                timespec="seconds"
+            )
+        counts[nodes] = _selects(seen)
+    # one per move: the locked read of the node its transition writes; nothing read after it
+    assert counts[7] - counts[2] == 7 - 2, counts  # was 4 per node (record, history...)
+
+
+def test_a_hostfile_or_slurm_selection_reads_no_evidence(tmp_path):
+    """Issue 18: every selection read and parsed each golden node's ibstat evidence, which only the
+    json and csv exports show (at 10,000 nodes most of `burnin golden`'s time)."""
+    store, rack = _rack(tmp_path, 3, 1)
+    seen, sel = _statements(
+        store, lambda: select_and_apply(store, rack, utcnow(), None, None, dry_run=True, hardware=False)
+    )
+    assert not [s for s in seen if "evidence_blobs" in s]
+    assert export.render("hostfile", sel.meta, sel.golden, sel.excluded).count("slots=8") == 3
+    assert "n[001-003]" in export.render("slurm", sel.meta, sel.golden, sel.excluded)
+    full = select_and_apply(store, rack, utcnow(), None, None, dry_run=True)
+    assert all("hcas" in r and "firmware" in r for r in full.golden)  # json and csv: the whole record
+    assert export.HARDWARE_FORMATS == ("json", "csv")
