@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+from bringup.redfish import hardware as hardware_mod
 from bringup.redfish import nics as nic_mod
 from bringup.redfish import readers
 from bringup.redfish.client import RedfishClient
@@ -48,6 +49,7 @@ HARDWARE_KEYS = (
     "event_log_unread",
     "unavailable",
     "warnings",
+    "inventory",
 )
 _LOG_IDS = ("sel", "iml", "log1", "eventlog")
 # Log entries whose severity only their own resource holds are fetched one by one, the newest
@@ -297,6 +299,8 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     nics, ib, fc, notes = nic_result if nic_result else ([], [], [], [])
     warnings += notes
     firmware = sections.read("firmware", lambda: read_firmware(ctx))
+    # Memory, CPUs, drives, PSUs, fans, Bios attributes (issue 17): each part the BMC reports.
+    inventory = sections.read("inventory", lambda: hardware_mod.read_inventory(ctx, chassis or enclosure))
     event_log = sections.read("event_log", lambda: read_event_log(ctx))
     read_at = _now() if event_log is not None else None
 
@@ -338,6 +342,8 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
         hardware["infiniband"] = ib
     if fc:
         hardware["fibre_channel"] = fc
+    if inventory is not None:
+        hardware["inventory"] = inventory
     if firmware is not None:
         hardware["firmware"] = firmware
     if event_log is not None:
