@@ -5,6 +5,11 @@ stderr, exit code) is returned even when the node hit its time limit half-way, s
 keeps whatever finished. One node that cannot be reached is a result with ``error`` set, never
 an exception that stops the others.
 
+Many nodes (``fan_out``): at most ``concurrency`` sessions are open at once; a few threads open
+them and one thread reads them all, so the controller holds about one thread per open session
+(paramiko's own), not two. ``default_concurrency`` follows the number of nodes up to
+``MAX_CONCURRENCY``, which keeps a fan-out within 256 threads.
+
 Targets come from the same inventory variables Ansible uses (ansible_host, ansible_user,
 ansible_port, ansible_ssh_private_key_file, StrictHostKeyChecking and UserKnownHostsFile in
 ansible_ssh_common_args).
@@ -23,9 +28,13 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import hashlib
 import logging
+import os
+import queue
 import select
+import selectors
 import shlex
 import shutil
 import socket
@@ -33,7 +42,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,9 @@ from bringup.hostkeys import PinnedKeys, fingerprint, known_hosts_name, known_ho
 from bringup.hostkeys import pinned as pinned_keys
 
 DEFAULT_CONCURRENCY = 64
+# Sessions at once unless told otherwise: 200 paramiko threads, CONNECTORS connecting (each with
+# paramiko's handshake timer), one reader and the caller's own stay under 256 threads.
+MAX_CONCURRENCY = 200
 log = logging.getLogger(__name__)
 
 
@@ -73,6 +84,11 @@ class RemoteResult:
     started_at: float = 0.0  # this machine's clock before and after
     finished_at: float = 0.0
     cut: str = ""  # what was cut out of stdout/stderr to keep within the bound ('' : nothing)
+
+
+def default_concurrency(nodes: int) -> int:
+    """Nodes at once when the caller did not say: all of them, up to MAX_CONCURRENCY."""
+    return max(1, min(nodes, MAX_CONCURRENCY))
 
 
 def _ssh_option(args: str, option: str) -> str | None:
@@ -234,6 +250,75 @@ def host_key_refusal(target: SshTarget, shown: paramiko.PKey | None = None) -> s
     )
 
 
+class _Stream:
+    """One node's command being read: its output so far (bounded), its time limit, and the rule
+    for its end. ``run_script`` reads one; the fan-out's reader thread reads many at once."""
+
+    def __init__(
+        self,
+        target: SshTarget,
+        client: paramiko.SSHClient,
+        started: float,
+        time_limit: float,
+        max_output: int,
+    ) -> None:
+        self.target, self.client, self.started = target, client, started
+        self.time_limit, self.deadline = time_limit, started + time_limit
+        self.out, self.err = HeadTail(max_output), HeadTail(max_output)
+        self.channel: paramiko.Channel | None = None
+
+    def start(self, script: str) -> None:
+        self.channel = self.client.get_transport().open_session()  # type: ignore[union-attr]
+        self.channel.exec_command("bash -s")
+        self.channel.sendall(script.encode())
+        self.channel.shutdown_write()
+
+    def pump(self) -> None:
+        """Take what has arrived, without waiting."""
+        channel = self.channel
+        assert channel is not None
+        while channel.recv_ready():
+            self.out.write(channel.recv(65536))
+        while channel.recv_stderr_ready():
+            self.err.write(channel.recv_stderr(65536))
+
+    def finished(self, now: float) -> RemoteResult | None:
+        """The result once the stream has ended or the time limit ran out; None while it runs.
+
+        Read to the end of the stream, not to the exit status: sshd may send the status before
+        the last of the output (it did under load, and 50 kB of 100 MB went missing)."""
+        channel = self.channel
+        assert channel is not None
+        if now >= self.deadline:
+            error, rc = f"time limit of {self.time_limit:.0f} s ran out", None
+            if channel.exit_status_ready():
+                rc = channel.recv_exit_status()
+                error += f" after the command exited (rc {rc}): its output never ended"
+            return self.result(rc, error)
+        ended = channel.eof_received or channel.closed
+        if (
+            ended
+            and channel.exit_status_ready()
+            and not channel.recv_ready()
+            and not channel.recv_stderr_ready()
+        ):
+            return self.result(channel.recv_exit_status(), "")
+        return None
+
+    def result(self, rc: int | None, error: str) -> RemoteResult:
+        cut = "; ".join(n for n in (self.out.note("output"), self.err.note("stderr")) if n)
+        return RemoteResult(
+            self.target.name,
+            self.out.getvalue(),
+            self.err.getvalue(),
+            rc,
+            error,
+            self.started,
+            time.time(),
+            cut=cut,
+        )
+
+
 def run_script(
     target: SshTarget, script: str, time_limit: float, max_output: int = STREAM_CAP
 ) -> RemoteResult:
@@ -242,57 +327,32 @@ def run_script(
     (``RemoteResult.cut`` says what was cut), so a node that prints without end costs the
     controller a bounded amount."""
     started = time.time()
-    out, err = HeadTail(max_output), HeadTail(max_output)
     try:
         client = _connect(target)
     except Exception as exc:  # noqa: BLE001 - every failure is this node's result
         return RemoteResult(
             target.name, error=describe_error(exc, target), started_at=started, finished_at=time.time()
         )
-
-    def result(rc: int | None, error: str) -> RemoteResult:
-        cut = "; ".join(n for n in (out.note("output"), err.note("stderr")) if n)
-        return RemoteResult(
-            target.name, out.getvalue(), err.getvalue(), rc, error, started, time.time(), cut=cut
-        )
-
+    stream = _Stream(target, client, started, time_limit, max_output)
     try:
-        channel = client.get_transport().open_session()  # type: ignore[union-attr]
-        channel.exec_command("bash -s")
-        channel.sendall(script.encode())
-        channel.shutdown_write()
-        deadline = started + time_limit
-        rc: int | None = None
-        error = ""
-        # Read to the end of the stream, not to the exit status: sshd may send the status before
-        # the last of the output (it did under load, and 50 kB of 100 MB went missing).
+        stream.start(script)
         while True:
-            left = deadline - time.time()
-            if left <= 0:
-                error = f"time limit of {time_limit:.0f} s ran out"
-                if channel.exit_status_ready():
-                    rc = channel.recv_exit_status()
-                    error += f" after the command exited (rc {rc}): its output never ended"
-                break
-            select.select([channel], [], [], min(left, 1.0))
-            while channel.recv_ready():
-                out.write(channel.recv(65536))
-            while channel.recv_stderr_ready():
-                err.write(channel.recv_stderr(65536))
-            ended = channel.eof_received or channel.closed
-            if (
-                ended
-                and channel.exit_status_ready()
-                and not channel.recv_ready()
-                and not channel.recv_stderr_ready()
-            ):
-                rc = channel.recv_exit_status()
-                break
-        return result(rc, error)
+            select.select([stream.channel], [], [], max(0.0, min(stream.deadline - time.time(), 1.0)))
+            stream.pump()
+            done = stream.finished(time.time())
+            if done is not None:
+                return done
     except Exception as exc:  # noqa: BLE001 - a dropped connection keeps what arrived
-        return result(None, describe_error(exc, target))
+        return stream.result(None, describe_error(exc, target))
     finally:
         client.close()
+
+
+# ---- many nodes: a few threads connect, one thread reads every open session -----------------
+
+# Threads that open connections (TCP, key exchange, login, the script sent). A node that does not
+# answer holds one for its connect timeout, so there are several; the reading needs only one.
+CONNECTORS = 12
 
 
 def fan_out(
@@ -303,17 +363,200 @@ def fan_out(
 ) -> Iterator[RemoteResult]:
     """Run a script on many nodes at once (at most ``concurrency`` at a time), yielding each
     node's result as soon as it is in, so the caller can save it before the rest finish."""
+    for batch in fan_out_batches(targets, script, time_limit, concurrency):
+        yield from batch
+
+
+def fan_out_batches(
+    targets: Iterable[SshTarget],
+    script: str | Callable[[SshTarget], str],
+    time_limit: float,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> Iterator[list[RemoteResult]]:
+    """``fan_out``, yielding every result that is in at that moment (at least one), so a caller
+    can save them together: while it writes, the next ones gather; when the fleet is quiet, each
+    comes alone and at once (nothing waits for a batch to fill).
+
+    Threads: at most ``concurrency`` SSH sessions are open (paramiko runs a thread for each),
+    ``CONNECTORS`` threads open them and one thread reads them all, so the controller's thread
+    count is bounded by the concurrency plus a constant, not by twice it. A session's slot is
+    free again only when its paramiko thread has ended."""
     targets = list(targets)
     if not targets:
         return
-    pool = ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(targets))))
+    mux = _Multiplexer(targets, script, time_limit, max(1, concurrency))
     try:
-        futures = [
-            pool.submit(run_script, t, script(t) if callable(script) else script, time_limit) for t in targets
-        ]
-        for future in as_completed(futures):
-            yield future.result()
+        yield from mux.batches()
     finally:
         # Interrupted (Ctrl-C, the caller failing): start no other node, and return at once so the
         # run's ending is recorded; the scripts already running end under their time limit.
-        pool.shutdown(wait=False, cancel_futures=True)
+        mux.stop()
+
+
+def _open(target: SshTarget, script: str, time_limit: float) -> _Stream | RemoteResult:
+    """Connect, start the script: the session to read, or the node's failed result."""
+    started = time.time()
+    try:
+        client = _connect(target)
+    except Exception as exc:  # noqa: BLE001 - every failure is this node's result
+        return RemoteResult(
+            target.name, error=describe_error(exc, target), started_at=started, finished_at=time.time()
+        )
+    stream = _Stream(target, client, started, time_limit, STREAM_CAP)
+    try:
+        stream.start(script)
+    except Exception as exc:  # noqa: BLE001
+        client.close()
+        return stream.result(None, describe_error(exc, target))
+    return stream
+
+
+class _Multiplexer:
+    def __init__(
+        self,
+        targets: list[SshTarget],
+        script: str | Callable[[SshTarget], str],
+        time_limit: float,
+        concurrency: int,
+    ) -> None:
+        self.todo = list(reversed(targets))
+        self.count = len(targets)
+        self.script, self.time_limit = script, time_limit
+        self.slots = threading.BoundedSemaphore(min(concurrency, len(targets)))
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.results: queue.SimpleQueue[RemoteResult | None] = queue.SimpleQueue()
+        self.opened: queue.SimpleQueue[_Stream] = queue.SimpleQueue()
+        self.failure: BaseException | None = None
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        self.pipe_closed = False
+        self.connecting = min(CONNECTORS, concurrency, len(targets))
+        threads = [
+            threading.Thread(target=self._connector, name=f"ssh-connect-{i}") for i in range(self.connecting)
+        ]
+        threads.append(threading.Thread(target=self._reader, name="ssh-reader"))
+        for t in threads:
+            t.start()
+
+    def batches(self) -> Iterator[list[RemoteResult]]:
+        received = 0
+        while received < self.count:  # every target gives exactly one result
+            batch = [self.results.get()]
+            while True:
+                try:
+                    batch.append(self.results.get_nowait())
+                except queue.Empty:
+                    break
+            if None in batch:
+                raise RuntimeError(f"the SSH fan-out's reader failed: {self.failure!r}")
+            received += len(batch)
+            yield batch  # type: ignore[misc]
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        with self.lock:  # never write to a closed (and perhaps reused) descriptor
+            if not self.pipe_closed:
+                with contextlib.suppress(BlockingIOError):  # full: the reader has plenty to wake it
+                    os.write(self.wake_w, b"x")
+
+    def _connector(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                if not self.slots.acquire(timeout=0.5):
+                    continue
+                with self.lock:
+                    target = self.todo.pop() if self.todo and not self.stopping.is_set() else None
+                if target is None:
+                    self.slots.release()
+                    return
+                try:
+                    script = self.script(target) if callable(self.script) else self.script
+                    opened = _open(target, script, self.time_limit)
+                except Exception as exc:  # noqa: BLE001 - a bad script for one node fails that node
+                    opened = RemoteResult(target.name, error=f"could not start: {type(exc).__name__}: {exc}")
+                if isinstance(opened, RemoteResult):
+                    self.results.put(opened)
+                    self.slots.release()
+                else:
+                    self.opened.put(opened)
+                    self._wake()
+        finally:
+            with self.lock:
+                self.connecting -= 1
+            self._wake()
+
+    def _reader(self) -> None:
+        """Every open session in one selector; ends when none is open or coming.
+
+        A session whose EOF is in but not its exit status keeps its pipe readable: it is looked
+        at on a short timer instead of the selector, so it never spins the reader."""
+        selector = selectors.DefaultSelector()
+        selector.register(self.wake_r, selectors.EVENT_READ)
+        streams: set[_Stream] = set()  # in the selector
+        waiting: set[_Stream] = set()  # EOF in, exit status not yet
+        closing: list[paramiko.Transport] = []  # a slot is free once its paramiko thread is gone
+        next_sweep = 0.0
+        try:
+            while True:
+                while not self.opened.empty():
+                    stream = self.opened.get()
+                    streams.add(stream)
+                    selector.register(stream.channel, selectors.EVENT_READ, stream)  # type: ignore[arg-type]
+                with self.lock:
+                    idle = self.connecting == 0
+                if idle and not streams and not waiting and self.opened.empty():
+                    break
+                now = time.time()
+                if waiting or closing:
+                    timeout = 0.02
+                else:
+                    timeout = min([s.deadline for s in streams], default=now + 1.0) - now
+                ready = selector.select(max(0.0, min(timeout, 1.0)))
+                now = time.time()
+                touched = set(waiting)
+                for key, _ in ready:
+                    if key.data is None:
+                        os.read(self.wake_r, 4096)
+                    else:
+                        touched.add(key.data)
+                if now >= next_sweep:  # the time limits of quiet sessions
+                    touched |= streams
+                    next_sweep = now + 0.5
+                for stream in touched:
+                    try:
+                        stream.pump()
+                        done = stream.finished(now)
+                    except Exception as exc:  # noqa: BLE001 - a dropped connection keeps what arrived
+                        done = stream.result(None, describe_error(exc, stream.target))
+                    if done is None and (stream in waiting or not stream.channel.eof_received):  # type: ignore[union-attr]
+                        continue
+                    if stream in streams:
+                        selector.unregister(stream.channel)  # type: ignore[arg-type]
+                        streams.discard(stream)
+                    if done is None:
+                        waiting.add(stream)
+                        continue
+                    waiting.discard(stream)
+                    transport = stream.client.get_transport()
+                    stream.client.close()
+                    if transport is None:
+                        self.slots.release()
+                    else:
+                        closing.append(transport)
+                    self.results.put(done)
+                for transport in [t for t in closing if not t.is_alive()]:
+                    closing.remove(transport)
+                    self.slots.release()
+        except BaseException as exc:  # a bug here must not leave the caller waiting for ever
+            self.failure = exc
+            self.results.put(None)
+        finally:
+            selector.close()
+            with self.lock:
+                self.pipe_closed = True
+                os.close(self.wake_r)
+                os.close(self.wake_w)

@@ -31,13 +31,13 @@ def test_an_interrupted_fan_out_starts_no_more_nodes(monkeypatch):
             SshTarget(f"n{i}", "127.0.0.1", port=port, connect_timeout=2) for i in range(1, 6)
         ]
         started = []
-        real = remote.run_script
+        real = remote._open  # where the fan-out starts a node's session
 
         def recording(target, script, time_limit):
             started.append(target.name)
             return real(target, script, time_limit)
 
-        monkeypatch.setattr(remote, "run_script", recording)
+        monkeypatch.setattr(remote, "_open", recording)
         results = remote.fan_out(targets, "true", 30, concurrency=1)
         first = next(results)
         assert first.name == "n0" and first.error  # a refused connection is one failed row
