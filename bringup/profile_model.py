@@ -232,6 +232,7 @@ class Pins(_Section):
     pciutils: Str | None = _pin("pciutils version (lspci -vv LnkCap/LnkSta).")
     stress_ng: Str | None = _pin("stress-ng version.")
     fio: Str | None = _pin("fio version.")
+    sysbench: Str | None = _pin("sysbench version (memory bandwidth, the host stage).")
 
 
 class Floors(_Section):
@@ -398,6 +399,69 @@ class Hardware(_Section):
         return self.cpu_model is not None or self.cpu_cores is not None
 
 
+class HostPerf(_Section):
+    """Host performance floors (the `host` stage): memory bandwidth (sysbench), local NVMe
+    throughput, IOPS and latency (fio) and CPU thermal throttling under a sustained load. Each
+    check runs only when its figures are set; REFERENCE.md "Host (node) tests"."""
+
+    memory_bandwidth_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="Floor of `sysbench memory` read bandwidth over every CPU thread, GB/s (10^9 B/s). "
+        "Unset: memory_bandwidth does not run.",
+    )
+    memory_seconds: PositiveNumber = Field(default=10, description="Seconds sysbench reads memory. Default 10.")
+    memory_block_mib: PositiveInt = Field(
+        default=64,
+        description="Each thread's buffer, MiB: larger than the last-level cache, so DRAM is measured, not "
+        "cache (Xeon 8480: 105 MB L3 per socket, shared by 56 threads). Default 64.",
+    )
+    nvme_directory: Str = Field(
+        default="/var/tmp",
+        description="Directory on local NVMe where fio writes its scratch file (removed afterwards); never "
+        "a raw device. Default /var/tmp; O_DIRECT fails on tmpfs, which fio reports as an error (UNKNOWN).",
+    )
+    nvme_file_gib: PositiveNumber = Field(default=4, description="Size of fio's scratch file, GiB. Default 4.")
+    nvme_seconds: PositiveNumber = Field(
+        default=10, description="Seconds of each fio job (sequential write, sequential read, 4k random read)."
+    )
+    nvme_seq_read_mbps: PositiveNumber | None = Field(
+        default=None, description="Floor of fio sequential read (1 MiB blocks, queue depth 32), MB/s (10^6 B/s)."
+    )
+    nvme_seq_write_mbps: PositiveNumber | None = Field(
+        default=None, description="Floor of fio sequential write (1 MiB blocks, queue depth 32), MB/s."
+    )
+    nvme_randread_iops: PositiveNumber | None = Field(
+        default=None, description="Floor of fio 4 KiB random read IOPS (queue depth 64, one job)."
+    )
+    nvme_randread_p99_us: PositiveNumber | None = Field(
+        default=None, description="Ceiling of the 4 KiB random read 99th-percentile completion latency, us."
+    )
+    cpu_load_seconds: PositiveNumber | None = Field(
+        default=None,
+        description="Seconds of load on every CPU (stress-ng) while the kernel's thermal throttle counters "
+        "are watched. Unset: cpu_throttle does not run.",
+    )
+    cpu_min_load_mhz: PositiveNumber | None = Field(
+        default=None,
+        description="Lowest CPU clock under load (scaling_cur_freq), MHz; below it is a warning. Unset: "
+        "clocks are recorded, not judged.",
+    )
+
+    def judges_memory(self) -> bool:
+        return self.memory_bandwidth_gbps is not None
+
+    def judges_nvme(self) -> bool:
+        return any(
+            v is not None
+            for v in (
+                self.nvme_seq_read_mbps,
+                self.nvme_seq_write_mbps,
+                self.nvme_randread_iops,
+                self.nvme_randread_p99_us,
+            )
+        )
+
+
 class Health(_Section):
     """`burnin health`, the in-service check Slurm runs on the node (docs/in-service.md)."""
 
@@ -445,6 +509,7 @@ class Profile(_Section):
     diag: Diag
     host: Host = Field(default_factory=Host)
     hardware: Hardware = Field(default_factory=Hardware)
+    host_perf: HostPerf = Field(default_factory=HostPerf)
     provisioning: Provisioning = Field(default_factory=Provisioning)
     health: Health = Field(default_factory=Health)
 

@@ -462,9 +462,49 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "fio --output-format=json",
-        (),
+        ("nvme_perf",),
         (mark(r'^\s*"fio version" : "fio-', 3, "'fio version'"),),
-        instead="no check judges fio yet (host performance floors are to come)",
+    ),
+    # ---- host performance (issue 17): the host stage --------------------------------------------
+    Tool(
+        "sysbench memory",
+        ("memory_bandwidth",),
+        (
+            mark(r"^sysbench \d+\.\d+\S* \(using ", 3, "the 'sysbench VERSION (using ...)' banner"),
+            mark(r"^Running memory speed test", 3, "'Running memory speed test'"),
+            mark(r"^[\d.]+ MiB transferred \(", 2, "'MiB transferred'"),
+        ),
+    ),
+    Tool(
+        "cpu_throttle (thermal counters + stress-ng)",
+        ("cpu_throttle",),
+        (
+            mark(
+                r"^/sys/devices/system/cpu/cpu\d+/thermal_throttle/\w+_throttle_count:\d+$",
+                3,
+                "thermal_throttle counters",
+            ),
+            mark(
+                r"^@@burnin-section throttle_before\s*$",
+                3,
+                "the cpu_throttle check's 'throttle_before' section",
+            ),
+            mark(r"^@@burnin-section cpu_clocks\s*$", 2, "its 'cpu_clocks' section"),
+        ),
+        includes=("stress-ng --metrics-brief",),  # its load section is stress-ng's output
+    ),
+    Tool(
+        "stress-ng --metrics-brief",
+        (),
+        (
+            mark(
+                r"^stress-ng: (?:info|metrc):\s+\[\d+\] dispatching hogs:",
+                3,
+                "stress-ng's 'dispatching hogs'",
+            ),
+            mark(r"^stress-ng: (?:info|metrc):\s+\[\d+\] stressor\s+bogo ops", 3, "its metrics header"),
+        ),
+        instead="the cpu_throttle check's output (burnin run --stages host): the load alone shows no throttling",
     ),
 )
 

@@ -10,7 +10,9 @@ PACKAGES=(
   dnsmasq-base ipxe ipxe-qemu ovmf qemu-system-x86 qemu-utils busybox-static  # the lab's PXE boots
   equivs dpkg-dev                 # the lab's apt repository of stand-in packages
   slurm-wlm munge openmpi-bin libpmix-dev  # real slurmctld/srun and mpirun across the fake nodes (libpmix.so for srun --mpi=pmix)
+  slurmdbd mariadb-server          # the lab's Slurm accounting: sacct's job records (bringup/lab/accounting.py)
   chromium                        # renders the HTML report in the report test
+  sysbench fio stress-ng          # the host stage's tools: its unit tests run their commands here
   ca-certificates
 )
 if [ "$(id -u)" != 0 ]; then

@@ -30,6 +30,7 @@ BURNIN_TOOL_PINS = {
     "pciutils": "burnin_tools_pciutils_version",
     "stress_ng": "burnin_tools_stress_ng_version",
     "fio": "burnin_tools_fio_version",
+    "sysbench": "burnin_tools_sysbench_version",
 }
 
 

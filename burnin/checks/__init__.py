@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burnin.checks import copy_bandwidth, gpu, host, ib, inventory, kernel, nccl_local, pcie
+from burnin.checks import copy_bandwidth, gpu, host, host_perf, ib, inventory, kernel, nccl_local, pcie
 from burnin.checks.base import Check
 
 _CHECKS: list[Check] = [
@@ -24,6 +24,10 @@ _CHECKS: list[Check] = [
     inventory.MemoryInventory(),
     inventory.CpuInventory(),
     inventory.NvmeHealthCheck(),
+    # host: minutes of memory, disk and CPU load against the profile's host_perf floors
+    host_perf.MemoryBandwidth(),
+    host_perf.NvmePerf(),
+    host_perf.CpuThrottle(),
     # gpu: minutes to hours of load
     gpu.DcgmDiag(),
     gpu.GpuStress(),

@@ -16,7 +16,7 @@ from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.cli.render import print_findings, styled
 from burnin.evaluate import MAX_BYTES, Evaluation, evaluate_evidence
 from burnin.result import PASSING, Finding, Result
-from burnin.stages import STAGE_ORDER, stage_checks
+from burnin.stages import ALL_STAGES, stage_checks
 
 
 def _profile(ctx: click.Context, name: str) -> Profile:
@@ -99,7 +99,7 @@ def results_cmd(ctx: click.Context, node: str, as_json: bool, with_evidence: boo
     store = store_from(ctx)
     record = store.get_node(node)
     rows = store.latest_results(node)
-    order = {s: i for i, s in enumerate(STAGE_ORDER)}
+    order = {s: i for i, s in enumerate(ALL_STAGES)}
     rows.sort(key=lambda r: (order.get(r.stage, 99), r.check))
     evidence = store.evidence_of(rows) if with_evidence else {}
     if as_json:
@@ -136,7 +136,7 @@ def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
     """List the checks of every stage, and those only `burnin evaluate` applies."""
     profile = _profile(ctx, profile_name) if profile_name else None
     out = table("checks", "stage", "check", "what it looks at")
-    for stage in STAGE_ORDER:
+    for stage in ALL_STAGES:
         checks = (
             stage_checks(stage, profile) if profile else [c for c in ALL_CHECKS.values() if c.stage == stage]
         )

@@ -73,6 +73,7 @@ def test_repository_holds_every_pinned_version_the_roles_ask_for():
         "pciutils": f"1:{pins['pciutils']}-*",
         "stress-ng": f"{pins['stress_ng']}-*",
         "fio": f"{pins['fio']}-*",
+        "sysbench": f"{pins['sysbench']}-*",
     }
     # The globs above are the roles' own (defaults/main.yml), checked here so they cannot drift.
     assert _role_default("nvidia_driver", "nvidia_driver_package_version") == "{{ nvidia_driver_version }}-*"

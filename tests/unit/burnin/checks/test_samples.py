@@ -130,6 +130,30 @@ CASES = [
     ),
     (LAB / "systemctl_is_active_inactive_SYNTHETIC.txt", "fabric_manager", (), "FAIL", {"RECONFIGURE"}),
     (LAB / "nvidia_smi_L_8xh100_DERIVED.txt", "container_gpu", (), "PASS", set()),
+    # host stage (issue 17): this dev VM's figures, judged against themselves and the H100 floors
+    (
+        SHARED / "sysbench_memory_read_local_64m_2threads_kvm.txt",
+        "memory_bandwidth",
+        ("host_perf.memory_bandwidth_gbps=30",),
+        "PASS",
+        set(),
+    ),
+    (SHARED / "sysbench_memory_read_local_64m_2threads_kvm.txt", "memory_bandwidth", (), "FAIL", {"RESEAT"}),
+    (
+        SHARED / "fio_json_seqwrite_seqread_randread_ext4_libaio.json",
+        "nvme_perf",
+        (
+            "host_perf.nvme_seq_read_mbps=1000",
+            "host_perf.nvme_randread_iops=100000",
+            "host_perf.nvme_randread_p99_us=5000",
+        ),
+        "PASS",
+        set(),
+    ),
+    (SHARED / "fio_json_seqwrite_seqread_randread_ext4_libaio.json", "nvme_perf", (), "FAIL", {"RESEAT"}),
+    (SHARED / "cpu_throttle_2x8480c_no_events_SYNTHETIC.txt", "cpu_throttle", (), "PASS", set()),
+    (SHARED / "cpu_throttle_2x8480c_socket1_throttled_SYNTHETIC.txt", "cpu_throttle", (), "FAIL", {"RESEAT"}),
+    (SHARED / "cpu_throttle_kvm_no_counters.txt", "cpu_throttle", (), "UNKNOWN", set()),
 ]
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from burnin.parsers import ParseError
 from burnin.parsers._common import parser
+from burnin.parsers.cpu_load import parse_clock_samples, parse_stress_ng_brief, parse_throttle_counts
 from burnin.parsers.dcgmi import parse_diag
 from burnin.parsers.gpu_burn import parse_gpu_burn
 from burnin.parsers.hardware import (
@@ -38,6 +39,7 @@ from burnin.parsers.nvidia_smi import (
     parse_throttle_samples,
     parse_topology,
 )
+from burnin.parsers.sysbench import parse_sysbench_memory
 from burnin.parsers.sysfs import (
     parse_aer_counters,
     parse_ib_sysfs,
@@ -73,6 +75,10 @@ PARSERS = [
     parse_smartctl_nvme,
     parse_nvme_smart_log,
     parse_fio_json,
+    parse_sysbench_memory,
+    parse_throttle_counts,
+    parse_clock_samples,
+    parse_stress_ng_brief,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name != "INDEX.md"]
