@@ -8,10 +8,11 @@ they print nothing. Which nodes may start is the lifecycle gate (``Step.BURNIN``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State, Step, gate_refusal, parse_state
@@ -46,6 +47,7 @@ class RackRunRequest:
     overrides: Sequence[str] = ()  # --set KEY=VALUE
     launch: LaunchOptions = field(default_factory=LaunchOptions)
     wait: timedelta | None = None  # --wait: queue this long behind a run holding the nodes
+    tags: Mapping[str, Any] = field(default_factory=dict)  # kept in Run.params (an acceptance's iteration)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,12 @@ def run_rack(
         for a in admitted
     }
     skipped = [BurninOutcome(r.name, skipped=r.reason) for r in selection.gate.refused]
-    params = {"stages": stages, "nodes": [h.name for h in selection.hosts], "set": list(request.overrides)}
+    params = {
+        **request.tags,
+        "stages": stages,
+        "nodes": [h.name for h in selection.hosts],
+        "set": list(request.overrides),
+    }
     with run_ledger(
         store,
         "burnin",

@@ -1,0 +1,351 @@
+"""The acceptance's outputs: an HTML summary for the buyer, CSV and JSON for the vendor, JUnit.
+
+Pure renderers of an AcceptanceResult, and ``write_outputs`` that writes them and one RMA bundle
+per rejected node into a folder. The page is one self-contained file like the burn-in report
+(burnin/report/html.py, whose stylesheet it shares): no JavaScript, nothing fetched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from datetime import datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from burnin.accept.bundle import write_bundle
+from burnin.accept.decide import NodeDecision, Reason
+from burnin.accept.outcome import AcceptanceResult
+from burnin.report.html import CSS
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+CSV_FIELDS = (
+    "node",
+    "chassis_serial",
+    "decision",
+    "source",
+    "part",
+    "slot",
+    "part_serial",
+    "finding",
+    "action",
+    "ordered",
+    "found",
+    "stage",
+    "check",
+    "soak_iteration",
+    "seen_at",
+)
+_EXTRA_CSS = """
+.accepted { color: var(--pass); font-weight: 600; } .rejected { color: var(--fail); font-weight: 600; }
+tr.mismatch td { background: #fdecea; } td.ok { color: var(--pass); } td.bad { color: var(--fail); font-weight: 600; }
+"""
+
+
+def _t(value: object) -> str:
+    return escape(_CONTROL.sub("", str(value)), quote=True)
+
+
+def _when(value: datetime | None) -> str:
+    return value.isoformat(timespec="seconds") if value else "-"
+
+
+def _duration(seconds: float) -> str:
+    if seconds <= 0:
+        return "none"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+# ---- aggregations ----------------------------------------------------------------------------
+
+
+def failures_by_cause(decisions: tuple[NodeDecision, ...]) -> list[tuple[str, str, int, list[str]]]:
+    """(component, cause, how many nodes, which) over the rejected nodes, most frequent first."""
+    nodes: dict[tuple[str, str], list[str]] = {}
+    for d in decisions:
+        for r in d.reasons:
+            key = (r.part, _cause(r))
+            if d.node not in nodes.setdefault(key, []):
+                nodes[key].append(d.node)
+    rows = [(part, cause, len(names), sorted(names)) for (part, cause), names in nodes.items()]
+    return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
+
+
+def _cause(reason: Reason) -> str:
+    """The finding without what differs from node to node (serials, numbers in slots)."""
+    text = re.sub(r"\bserial\s*[:=]?\s*\S+", "serial *", reason.finding, flags=re.IGNORECASE)
+    return f"{reason.source}: {text}" if reason.action == "" else f"{text} -> {reason.action}"
+
+
+def history_lines(result: AcceptanceResult) -> dict[str, list[str]]:
+    """Node -> 'rejected on 2026-05-01 for ...', 'accepted on 2026-05-09', oldest first."""
+    out: dict[str, list[str]] = {}
+    for h in result.history:
+        what = f"{h.decision} on {h.time.date().isoformat()} (acceptance #{h.acceptance})"
+        if h.reasons:
+            what += " for " + "; ".join(h.reasons)
+        out.setdefault(h.node, []).append(what)
+    return out
+
+
+# ---- JSON and CSV ----------------------------------------------------------------------------
+
+
+def render_json(result: AcceptanceResult) -> str:
+    d = result.delivery_decision
+    data: dict[str, Any] = {
+        "delivery": result.delivery,
+        "description": result.description,
+        "rack": result.rack,
+        "acceptance": result.acceptance_id,
+        "redelivery_of": result.redelivery_of,
+        "started_at": _when(result.started_at),
+        "finished_at": _when(result.finished_at),
+        "soak_s": result.soak_s,
+        "stages": list(result.stages),
+        "soak_stages": list(result.soak_stages),
+        "decision": {
+            "accepted": d.accepted,
+            "accepted_nodes": d.accepted_nodes,
+            "ordered": d.ordered,
+            "required_fraction": d.required_fraction,
+            "why": d.why,
+            "problems": list(d.problems),
+        },
+        "nodes": [
+            {
+                "node": n.node,
+                "chassis_serial": n.serial,
+                "decision": n.decision,
+                "reasons": [r.as_dict() for r in n.reasons],
+                "notes": [r.as_dict() for r in n.notes],
+            }
+            for n in result.decisions
+        ],
+        "waiting_for_vendor": dict(result.waiting),
+        "conformance": [vars(c) for c in result.conformance],
+        "iterations": [
+            {
+                "iteration": i.iteration,
+                "run": i.run_id,
+                "status": i.status,
+                "started_at": _when(i.started_at),
+                "finished_at": _when(i.finished_at),
+                "nodes": list(i.nodes),
+                "failed": list(i.failed),
+            }
+            for i in result.iterations
+        ],
+        "history": [
+            {
+                "node": h.node,
+                "acceptance": h.acceptance,
+                "decision": h.decision,
+                "reasons": list(h.reasons),
+                "time": _when(h.time),
+            }
+            for h in result.history
+        ],
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_csv(result: AcceptanceResult) -> str:
+    """One row per reason of a rejected node, one row per accepted node."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for n in result.decisions:
+        base = {"node": n.node, "chassis_serial": n.serial or "", "decision": n.decision}
+        if not n.reasons:
+            writer.writerow(base)
+        for r in n.reasons:
+            writer.writerow(
+                {
+                    **base,
+                    "source": r.source,
+                    "part": r.part,
+                    "slot": r.slot,
+                    "part_serial": r.serial,
+                    "finding": _CONTROL.sub("", r.finding),
+                    "action": r.action,
+                    "ordered": r.ordered,
+                    "found": r.found,
+                    "stage": r.stage,
+                    "check": r.check,
+                    "soak_iteration": "" if r.iteration is None else r.iteration,
+                    "seen_at": _when(r.seen_at),
+                }
+            )
+    return out.getvalue()
+
+
+# ---- JUnit -----------------------------------------------------------------------------------
+
+
+def render_junit(result: AcceptanceResult) -> str:
+    """One testcase per node: a rejection is a failure listing its reasons."""
+    cases = []
+    for n in result.decisions:
+        name = quoteattr(_CONTROL.sub("", f"{n.node} ({n.serial or 'no serial'})"))
+        classname = quoteattr(_CONTROL.sub("", f"accept.{result.delivery}"))
+        if n.accepted:
+            cases.append(f"    <testcase classname={classname} name={name}/>")
+            continue
+        lines = "\n".join(r.line() for r in n.reasons)
+        message = quoteattr(_CONTROL.sub("", n.reasons[0].line()))
+        body = escape(_CONTROL.sub("", lines))
+        cases.append(
+            f"    <testcase classname={classname} name={name}>\n"
+            f'      <failure message={message} type="rejected">{body}</failure>\n'
+            "    </testcase>"
+        )
+    failures = len(result.rejected)
+    suite = quoteattr(f"acceptance {result.delivery} #{result.acceptance_id} on {result.rack}")
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuites tests="{len(cases)}" failures="{failures}">\n'
+        f'  <testsuite name={suite} tests="{len(cases)}" failures="{failures}" errors="0" '
+        f'timestamp="{_when(result.finished_at)}">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
+    )
+
+
+# ---- HTML ------------------------------------------------------------------------------------
+
+
+def _cards(result: AcceptanceResult) -> str:
+    d = result.delivery_decision
+    verdict = "ACCEPTED" if d.accepted else "REJECTED"
+    cards = [
+        ("delivery", f'<span class="{verdict.lower()}">{verdict}</span>'),
+        ("accepted", f"{d.accepted_nodes} of {d.ordered}"),
+        ("tested now", str(len(result.tested))),
+        ("rejected now", str(len(result.rejected))),
+        ("soak", _t(_duration(result.soak_s))),
+        ("soak iterations", str(sum(1 for i in result.iterations if i.iteration >= 1))),
+    ]
+    body = "".join(f'<div class="card">{label}<b>{value}</b></div>' for label, value in cards)
+    return f'<div class="cards">{body}</div><p>{_t(d.why)}</p>' + "".join(
+        f'<p class="rejected">{_t(p)}</p>' for p in d.problems
+    )
+
+
+def _decisions(result: AcceptanceResult) -> str:
+    rows = []
+    history = history_lines(result)
+    for n in sorted(result.decisions, key=lambda n: (n.accepted, n.node)):
+        reasons = "".join(f"<li>{_t(r.line())}</li>" for r in n.reasons) or "-"
+        notes = "".join(f"<li>{_t(r.line())}</li>" for r in n.notes)
+        past = "".join(f"<li>{_t(line)}</li>" for line in history.get(n.node, []))
+        rows.append(
+            f"<tr><td>{_t(n.node)}</td><td>{_t(n.serial or '-')}</td>"
+            f'<td class="{n.decision}">{_t(n.decision)}</td>'
+            f'<td><ul class="reasons">{reasons}</ul>{f"<p>notes:</p><ul>{notes}</ul>" if notes else ""}</td>'
+            f'<td><ul class="reasons">{past}</ul></td></tr>'
+        )
+    for node, why in sorted(result.waiting.items()):
+        past = "".join(f"<li>{_t(line)}</li>" for line in history.get(node, []))
+        rows.append(
+            f'<tr><td>{_t(node)}</td><td>-</td><td class="rejected">not re-tested</td><td>{_t(why)}</td>'
+            f'<td><ul class="reasons">{past}</ul></td></tr>'
+        )
+    head = "<tr><th>node</th><th>chassis serial</th><th>decision</th><th>reasons</th><th>history</th></tr>"
+    return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _causes(result: AcceptanceResult) -> str:
+    rows = failures_by_cause(result.decisions)
+    if not rows:
+        return '<p class="empty">No failures.</p>'
+    body = "".join(
+        f"<tr><td>{_t(part)}</td><td>{_t(cause)}</td><td>{count}</td><td>{_t(', '.join(names))}</td></tr>"
+        for part, cause, count, names in rows
+    )
+    head = "<tr><th>component</th><th>cause</th><th>nodes</th><th>which</th></tr>"
+    return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def _conformance(result: AcceptanceResult) -> str:
+    if not result.conformance:
+        return '<p class="empty">No conformance data (was the rack discovered?).</p>'
+    body = "".join(
+        f'<tr class="{"" if c.ok else "mismatch"}"><td>{_t(c.node)}</td><td>{_t(c.part)}</td>'
+        f"<td>{_t(c.ordered)}</td><td>{_t(c.found)}</td>"
+        f'<td class="{"ok" if c.ok else "bad"}">{"yes" if c.ok else "NO"}</td></tr>'
+        for c in sorted(result.conformance, key=lambda c: (c.node, c.part))
+    )
+    head = "<tr><th>node</th><th>part</th><th>ordered</th><th>found</th><th>matches</th></tr>"
+    return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def _iterations(result: AcceptanceResult) -> str:
+    if not result.iterations:
+        return '<p class="empty">No burn-in run.</p>'
+    body = "".join(
+        f"<tr><td>{'order stages' if i.iteration == 0 else f'soak {i.iteration}'}</td><td>{i.run_id}</td>"
+        f"<td>{_t(i.status)}</td><td>{_t(_when(i.started_at))}</td><td>{_t(_when(i.finished_at))}</td>"
+        f"<td>{len(i.nodes)}</td><td>{_t(', '.join(i.failed) or '-')}</td></tr>"
+        for i in result.iterations
+    )
+    head = (
+        "<tr><th>iteration</th><th>run</th><th>status</th><th>started</th><th>finished</th>"
+        "<th>nodes</th><th>failed here</th></tr>"
+    )
+    return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def render_html(result: AcceptanceResult) -> str:
+    title = f"Acceptance of {result.delivery} on rack {result.rack}"
+    again = f", re-testing the rejected nodes of #{result.redelivery_of}" if result.redelivery_of else ""
+    meta = (
+        f"acceptance #{result.acceptance_id}{again}; started {_when(result.started_at)}, decided "
+        f"{_when(result.finished_at)}; stages {', '.join(result.stages)}; soak {_duration(result.soak_s)} "
+        f"of {', '.join(result.soak_stages)}"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{_t(title)}</title><style>{CSS}{_EXTRA_CSS}</style></head><body>"
+        f'<h1>{_t(title)}</h1><p class="meta">{_t(result.description)}<br>{_t(meta)}</p>'
+        f"{_cards(result)}"
+        f"<h2>Nodes</h2>{_decisions(result)}"
+        f"<h2>Failures by component and cause</h2>{_causes(result)}"
+        f"<h2>Ordered against found</h2>{_conformance(result)}"
+        f"<h2>Burn-in and soak iterations</h2>{_iterations(result)}"
+        "</body></html>\n"
+    )
+
+
+# ---- files -----------------------------------------------------------------------------------
+
+
+def write_outputs(result: AcceptanceResult, out_dir: Path) -> list[Path]:
+    """acceptance.html/.csv/.json/.junit.xml and rma/<node>-<serial>-rma.tar.gz per rejected node."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (
+        ("acceptance.html", render_html(result)),
+        ("acceptance.csv", render_csv(result)),
+        ("acceptance.json", render_json(result)),
+        ("acceptance.junit.xml", render_junit(result)),
+    ):
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    if result.rejected:
+        rma = out_dir / "rma"
+        rma.mkdir(exist_ok=True)
+        written += [write_bundle(result, d, rma) for d in result.rejected]
+    return written
+
+
+def count_by_decision(result: AcceptanceResult) -> Counter[str]:
+    return Counter(d.decision for d in result.decisions)

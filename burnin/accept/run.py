@@ -1,0 +1,328 @@
+"""`burnin accept` as one call: a delivery's nodes burnt in, soaked, compared with the order and
+decided, with the reports and RMA bundles written; or, for a delivery already decided, its
+rejected nodes tested again.
+
+``accept_delivery`` works under an ``accept`` run (no claims of its own: each burn-in run it
+starts claims its nodes) and keeps all of its state in the fleet store (burnin/accept/ledger.py),
+so the same command after a crash or a kill continues the acceptance instead of starting over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from bringup.delivery import Delivery, load_delivery
+from bringup.errors import UserError
+from bringup.fleet.lifecycle import IllegalTransition, State, Step, may_start, parse_state
+from bringup.fleet.models import utcnow
+from bringup.fleet.runs import run_ledger
+from bringup.fleet.store import FleetStore
+from bringup.remote import DEFAULT_CONCURRENCY
+from bringup.select import select
+from burnin.accept import ledger
+from burnin.accept.decide import REJECTED, NodeDecision, NodeEvidence, decide_delivery, decide_node
+from burnin.accept.order_check import conformance_of
+from burnin.accept.outcome import (
+    AcceptanceResult,
+    ConformanceRow,
+    HistoryEntry,
+    IterationSummary,
+    NodeFacts,
+)
+from burnin.accept.report import write_outputs
+from burnin.accept.soak import SoakPlan, failed_nodes, run_soak, still_in
+from burnin.session import Progress, RackRunRequest, run_rack
+
+
+class NothingToTest(UserError):
+    """The delivery was decided and none of its rejected nodes can be tested again now."""
+
+    def __init__(self, message: str, accepted: bool):
+        super().__init__(message)
+        self.accepted = accepted
+
+
+@dataclass(frozen=True)
+class AcceptRequest:
+    rack: str
+    delivery: str  # a name under inventories/deliveries/ or a path
+    soak_s: float | None = None  # --soak; None: the order's soak
+    overrides: Sequence[str] = ()  # --set KEY=VALUE for the burn-in stages
+    concurrency: int = DEFAULT_CONCURRENCY
+    out_dir: Path | None = None  # where the reports and bundles go (None: not written)
+
+
+@dataclass
+class AcceptProgress:
+    on_line: Callable[[str], None] | None = None  # what the acceptance is doing now
+    burnin: Progress | None = None  # the burn-in runs' own progress
+
+    def line(self, text: str) -> None:
+        if self.on_line is not None:
+            self.on_line(text)
+
+
+@dataclass(frozen=True)
+class AcceptPlan:
+    acceptance: int | None  # None: a new acceptance (its id is its first run's)
+    nodes: tuple[str, ...]
+    soak_s: float
+    redelivery_of: int | None
+    waiting: dict[str, str]
+
+
+_WAIT_HINT = (
+    "still failed: once the vendor has fixed it, `bringup nodes mark-repaired {node}` and discover it again"
+)
+
+
+def plan_acceptance(store: FleetStore, request: AcceptRequest, delivery: Delivery, hosts: Sequence[str]) -> AcceptPlan:
+    """Continue an unfinished acceptance, re-test the rejected nodes of a decided one, or start."""
+    history = ledger.acceptances(store, request.rack, delivery.name)
+    soak_s = request.soak_s if request.soak_s is not None else float(delivery.acceptance.soak)
+    if history and not history[-1].complete:
+        last = history[-1]
+        return AcceptPlan(last.id, last.nodes, last.soak_s, last.redelivery_of, {})
+    if not history:
+        return AcceptPlan(None, tuple(hosts), soak_s, None, {})
+    latest = {d.node: d for d in ledger.decisions(store, request.rack, delivery.name)}
+    rejected = sorted(n for n, d in latest.items() if d.decision == REJECTED and n in hosts)
+    untested = [h for h in hosts if h not in latest]  # joined the rack after the last acceptance
+    ready, waiting = [], {}
+    for name in rejected:
+        state = parse_state(store.get_node(name).state)
+        if may_start(Step.BURNIN, state):
+            ready.append(name)
+        else:
+            waiting[name] = _WAIT_HINT.format(node=name) if state is State.FAILED else f"{state.value}"
+    todo = ready + untested
+    if not todo:
+        if waiting:
+            lines = "; ".join(f"{n}: {why}" for n, why in waiting.items())
+            raise NothingToTest(
+                f"delivery {delivery.name}: no rejected node can be tested again ({lines})", False
+            )
+        when = history[-1].finished_at.date().isoformat() if history[-1].finished_at else "?"
+        raise NothingToTest(
+            f"delivery {delivery.name} on rack {request.rack}: every node was accepted "
+            f"(acceptance #{history[-1].id}, {when}); nothing to test again",
+            True,
+        )
+    return AcceptPlan(None, tuple(todo), soak_s, history[-1].id, waiting)
+
+
+def accept_delivery(
+    store: FleetStore, inventory_dir: Path, request: AcceptRequest, progress: AcceptProgress | None = None
+) -> AcceptanceResult:
+    """Accept (or reject) the delivery's nodes on the rack; see the module docstring."""
+    progress = progress or AcceptProgress()
+    delivery = load_delivery(request.delivery, inventory_dir)
+    selection = select(store, request.rack, inventory_dir, None, Step.DISCOVER)
+    hosts = [h.name for h in selection.hosts]
+    plan = plan_acceptance(store, request, delivery, hosts)
+    stages = tuple(delivery.acceptance.stages)
+    soak_stages = tuple(delivery.acceptance.soak_stages)
+    params = {
+        "delivery": delivery.name,
+        "acceptance": plan.acceptance,
+        "nodes": list(plan.nodes),
+        "soak_s": plan.soak_s,
+        "redelivery_of": plan.redelivery_of,
+        "stages": list(stages),
+        "soak_stages": list(soak_stages),
+    }
+    with run_ledger(store, ledger.ACCEPT_KIND, request.rack, params=params) as run:
+        acceptance = plan.acceptance or run.id
+        record = next(a for a in ledger.acceptances(store, request.rack, delivery.name) if a.id == acceptance)
+        if plan.acceptance:
+            progress.line(
+                f"continuing acceptance #{acceptance} (started {record.started_at:%Y-%m-%d %H:%M} UTC)"
+            )
+        skipped = _burn_in(store, inventory_dir, request, acceptance, plan.nodes, stages, progress)
+        soak = SoakPlan(record.started_at, plan.soak_s, soak_stages)
+        _soak(store, inventory_dir, request, acceptance, plan.nodes, soak, progress)
+        result = _decide(store, delivery, request.rack, acceptance, record, plan, skipped, run.id)
+        if request.out_dir is not None:
+            result.outputs = [str(p) for p in write_outputs(result, request.out_dir)]
+        run.finish("done")
+    return result
+
+
+def _tags(acceptance: int, iteration: int) -> dict[str, int]:
+    return {"acceptance": acceptance, "iteration": iteration}
+
+
+def _burn_in(
+    store: FleetStore,
+    inventory_dir: Path,
+    request: AcceptRequest,
+    acceptance: int,
+    nodes: Sequence[str],
+    stages: Sequence[str],
+    progress: AcceptProgress,
+) -> dict[str, str]:
+    """Iteration 0, the order's stages, unless a finished run already did it; the nodes the gate
+    refused, with why."""
+    if any(i.iteration == 0 and i.finished for i in ledger.iterations(store, request.rack, acceptance)):
+        return {}
+    progress.line(f"burn-in: stages {', '.join(stages)} on {len(nodes)} node(s)")
+    run = RackRunRequest(
+        request.rack,
+        list(stages),
+        list(nodes),
+        request.concurrency,
+        overrides=request.overrides,
+        tags=_tags(acceptance, 0),
+    )
+    outcomes = run_rack(store, inventory_dir, run, progress.burnin)
+    return {o.node: o.skipped for o in outcomes if o.skipped}
+
+
+def _soak(
+    store: FleetStore,
+    inventory_dir: Path,
+    request: AcceptRequest,
+    acceptance: int,
+    nodes: Sequence[str],
+    plan: SoakPlan,
+    progress: AcceptProgress,
+) -> None:
+    def load() -> tuple[list[ledger.IterationRecord], list[str]]:
+        done = ledger.iterations(store, request.rack, acceptance)
+        rows = ledger.results_of_runs(store, [i.run_id for i in done])
+        states = {n: parse_state(store.get_node(n).state) for n in nodes}
+        out = [n for n, s in states.items() if not may_start(Step.BURNIN, s)]
+        tested_first = {r.node for r in rows}
+        never = [n for n in nodes if n not in tested_first]  # refused or unreachable at iteration 0
+        return done, still_in(nodes, rows, [*out, *never])
+
+    def one(number: int, names: list[str]) -> None:
+        run = RackRunRequest(
+            request.rack,
+            list(plan.stages),
+            names,
+            request.concurrency,
+            overrides=request.overrides,
+            tags=_tags(acceptance, number),
+        )
+        run_rack(store, inventory_dir, run, progress.burnin)
+
+    def told(number: int, names: list[str]) -> None:
+        left = max(0.0, (plan.end - utcnow()).total_seconds())
+        progress.line(
+            f"soak iteration {number}: {', '.join(plan.stages)} on {len(names)} node(s), {left:.0f} s left"
+        )
+
+    run_soak(plan, load, one, utcnow, told)
+
+
+def _decide(
+    store: FleetStore,
+    delivery: Delivery,
+    rack: str,
+    acceptance: int,
+    record: ledger.AcceptanceRecord,
+    plan: AcceptPlan,
+    skipped: dict[str, str],
+    run_id: int,
+) -> AcceptanceResult:
+    iterations = ledger.iterations(store, rack, acceptance)
+    iteration_of = {i.run_id: i.iteration for i in iterations}
+    rows = ledger.results_of_runs(store, list(iteration_of))
+    first_failed = failed_nodes(rows)
+    decisions: list[NodeDecision] = []
+    conformance: list[ConformanceRow] = []
+    facts: dict[str, NodeFacts] = {}
+    for name in plan.nodes:
+        node = store.get_node(name)
+        reasons, parts = conformance_of(delivery, node, store.latest_results(name))
+        conformance.extend(parts)
+        evidence = NodeEvidence(
+            name,
+            node.serial,
+            reasons,
+            skipped.get(name, ""),
+            [r for r in rows if r.node == name],
+            tuple(delivery.acceptance.stages),
+        )
+        decision = decide_node(evidence, iteration_of)
+        decisions.append(decision)
+        _record(store, delivery.name, acceptance, decision, run_id)
+        node = store.get_node(name)
+        facts[name] = NodeFacts(name, node.serial, node.state, node.profile, dict(node.hardware or {}))
+    history = [
+        HistoryEntry(d.node, d.acceptance, d.decision, d.reasons, d.time)
+        for d in ledger.decisions(store, rack, delivery.name)
+    ]
+    latest = {h.node: h.decision for h in history}
+    hosts = len({h.node for h in history})
+    problems = []
+    if hosts != delivery.nodes.count:
+        problems.append(
+            f"{hosts} node(s) on rack {rack} were tested against this order; it lists {delivery.nodes.count}"
+        )
+    wanted = [r.result_id for d in decisions if not d.accepted for r in d.reasons if r.result_id is not None]
+    summaries = tuple(
+        IterationSummary(
+            i.iteration,
+            i.run_id,
+            i.status,
+            i.started_at,
+            i.finished_at,
+            i.nodes,
+            tuple(sorted(n for n, run in first_failed.items() if run == i.run_id)),
+        )
+        for i in iterations
+    )
+    return AcceptanceResult(
+        delivery=delivery.name,
+        description=delivery.description,
+        rack=rack,
+        acceptance_id=acceptance,
+        started_at=record.started_at,
+        finished_at=utcnow(),
+        soak_s=plan.soak_s,
+        stages=tuple(delivery.acceptance.stages),
+        soak_stages=tuple(delivery.acceptance.soak_stages),
+        redelivery_of=plan.redelivery_of,
+        tested=plan.nodes,
+        decisions=tuple(decisions),
+        delivery_decision=decide_delivery(
+            latest, delivery.nodes.count, delivery.acceptance.min_accepted_fraction, problems
+        ),
+        conformance=tuple(conformance),
+        iterations=summaries,
+        history=tuple(history),
+        nodes=facts,
+        evidence=ledger.evidence_by_id(store, wanted),
+        waiting=dict(plan.waiting),
+    )
+
+
+def _record(store: FleetStore, delivery: str, acceptance: int, decision: NodeDecision, run_id: int) -> None:
+    """The decision as the node's event; a rejected node leaves the way to golden (failed)."""
+    lines = [r.line() for r in decision.reasons]
+    what = f"delivery {delivery}, acceptance #{acceptance}: {decision.decision}"
+    store.record_event(
+        decision.node,
+        ledger.DECISION_EVENT,
+        what + (f": {lines[0]}" if lines else ""),
+        run_id=run_id,
+        details={
+            "delivery": delivery,
+            "acceptance": acceptance,
+            "decision": decision.decision,
+            "reasons": lines,
+        },
+    )
+    if decision.accepted:
+        return
+    node = store.get_node(decision.node)
+    if node.state in (State.FAILED.value, State.RETIRED.value):
+        return
+    # A node in repair (or not yet discovered) stays where it is; its decision event says rejected.
+    with suppress(IllegalTransition):
+        store.transition(decision.node, State.FAILED, what + f": {lines[0]}", run_id=run_id)
