@@ -14,6 +14,8 @@ state, a partition named after the lab. The host's `srun` reaches it through ``S
   and the nodes have no cgroup mounts; ``MpiDefault=pmix``: Debian's slurmd ships the PMIx plugin
   and Debian's OpenMPI uses the same PMIx, so `srun` bootstraps MPI ranks itself.
 - Node daemons are started over SSH after the nodes are up; they die with their node.
+- Accounting (``accounting.py``): a MariaDB server and slurmdbd per lab, started before
+  slurmctld, so ``sacct`` answers with real job records; a host without them runs without.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bringup.lab import accounting
 from bringup.lab.network import RUN_DIR, LabError
 from bringup.lab.state import LabNode, LabState
 from bringup.procs import read_pid, stop_pid
@@ -66,10 +69,18 @@ def munge_dir(prefix: str) -> Path:
 
 
 def render_slurm_conf(
-    state: LabState, controller_host: str, cpus: int, health_check: dict[str, str] | None = None
+    state: LabState,
+    controller_host: str,
+    cpus: int,
+    health_check: dict[str, str] | None = None,
+    accounting_on: bool | None = None,
 ) -> str:
     """slurm.conf for the lab: pure, so it can be checked without a running lab. ``health_check``
-    adds the HealthCheck* lines (Program, Interval, NodeState: the burnin_tools role's)."""
+    adds the HealthCheck* lines (Program, Interval, NodeState: the burnin_tools role's);
+    ``accounting_on`` (default: when the host has MariaDB and slurmdbd) the slurmdbd lines."""
+    if accounting_on is None:
+        accounting_on = accounting.available()
+    munge_socket = f"{munge_dir(state.prefix)}/munge.socket.2"
     ctld_port, slurmd_port = ports_for(state.run_id)
     base = Path(state.state_dir) / SERVICE_DIR
     lines = [
@@ -80,7 +91,7 @@ def render_slurm_conf(
         f"SlurmdPort={slurmd_port}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={munge_dir(state.prefix)}/munge.socket.2",
+        f"AuthInfo=socket={munge_socket}",
         "SlurmUser=root",
         "SlurmdUser=root",
         f"StateSaveLocation={base}/ctld",
@@ -93,7 +104,11 @@ def render_slurm_conf(
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",
+        *(
+            accounting.slurm_conf_lines(state, munge_socket)
+            if accounting_on
+            else ["AccountingStorageType=accounting_storage/none"]
+        ),
         "MpiDefault=pmix",
         "SchedulerType=sched/builtin",
         "SelectType=select/linear",
@@ -116,7 +131,9 @@ def render_slurm_conf(
     lines.append(
         f"PartitionName={partition_name(state)} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP PriorityTier=10"
     )
-    lines.append(f"PartitionName={idle_partition_name(state)} Nodes={nodes} MaxTime=INFINITE State=UP PriorityTier=1")
+    lines.append(
+        f"PartitionName={idle_partition_name(state)} Nodes={nodes} MaxTime=INFINITE State=UP PriorityTier=1"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -233,15 +250,23 @@ class SlurmService:
         conf = base / "slurm.conf"
         (base / "ctld").mkdir(parents=True, exist_ok=True)
         run = munge_dir(state.prefix)
+        with_accounting = "AccountingStorageType=accounting_storage/slurmdbd" in conf.read_text()
+        # stopped in this order: slurmctld flushes to slurmdbd, which needs MariaDB; munged last
+        pids = {"slurmctld": str(base / "slurmctld.pid")}
+        if with_accounting:
+            pids.update(accounting.pidfiles(state, base))
         record = {
             "munge_dir": str(run),
-            "pidfiles": {"munged": str(run / "munged.pid"), "slurmctld": str(base / "slurmctld.pid")},
+            "db_dir": str(accounting.run_dir(state.prefix)) if with_accounting else "",
+            "pidfiles": {**pids, "munged": str(run / "munged.pid")},
         }
         (base / SERVICE_FILE).write_text(json.dumps(record, indent=2))  # before anything starts
         self._start_host_munged(state, run)
         ctld_port, _ = ports_for(state.run_id)
         _check_port_free(state.gateway, ctld_port)
         env = {**os.environ, "SLURM_CONF": str(conf)}
+        if with_accounting:
+            accounting.start(state, base, f"{run}/munge.socket.2", env)
         proc = subprocess.run(
             ["slurmctld", "-f", str(conf)], env=env, capture_output=True, text=True, timeout=30
         )
@@ -249,11 +274,14 @@ class SlurmService:
             raise LabError(f"slurmctld did not start: {(proc.stderr or proc.stdout).strip()[-1000:]}")
         started = self._start_node_daemons(state, run)
         self._wait_idle(started, env, base)
+        if with_accounting:
+            accounting.wait_cluster(state, env)
         return {
             **lab_vars,
             "slurm_partition": partition_name(state),
             "slurm_idle_partition": idle_partition_name(state),
             "slurm_conf": str(conf),
+            "slurm_accounting": with_accounting,  # sacct answers (slurmdbd + MariaDB)
         }
 
     def stop(self, state_dir: Path) -> list[str]:
@@ -268,6 +296,9 @@ class SlurmService:
         run = Path(record.get("munge_dir", ""))
         if run.name.endswith("-munge") and run.parent == RUN_DIR and run.exists():
             shutil.rmtree(run, ignore_errors=True)
+        db = Path(record.get("db_dir") or "/nonexistent")
+        if db.name.endswith("-db") and db.parent == RUN_DIR and db.exists():
+            shutil.rmtree(db, ignore_errors=True)
         path.unlink()
         return removed
 

@@ -1,0 +1,189 @@
+"""The lab's Slurm accounting: a real MariaDB server and slurmdbd on the host, one pair per lab.
+
+With them slurmctld records every job (``AccountingStorageType=accounting_storage/slurmdbd``) and
+``sacct`` answers with real job records: jobs that end ``NODE_FAIL``, ``FAILED`` or are
+requeued, with their nodes. Started and stopped by the lab's Slurm service (``slurm.py``).
+
+- MariaDB: ``mariadb-install-db`` into the lab state dir (0.4 s), then ``mariadbd --no-defaults``
+  as root (the state dir may sit in a private 0700 test directory the mysql user cannot enter) on
+  127.0.0.1 and a per-lab port; ``--init-file`` creates the database and the ``slurm`` user with
+  a random password before the server takes connections. Ready in about 0.2 s.
+- slurmdbd has no ``-f``: it reads ``slurmdbd.conf`` beside ``SLURM_CONF`` (0600, owned by the
+  SlurmUser, root here). It listens on the lab gateway, so nodes could reach it too.
+- munge: a client's connection to slurmdbd does not use slurm.conf's ``AuthInfo`` but
+  ``AccountingStoragePass`` (Slurm's "alternate MUNGE socket" for slurmdbd): without it sacct
+  goes to the host's default munged and fails with "Protocol authentication error".
+- slurmctld registers the cluster with slurmdbd itself on its first connection.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from bringup.lab.network import RUN_DIR, LabError
+from bringup.lab.state import LabState
+
+PORT_BASE = 29000  # after slurm.py's 21000 + 2 x 4000
+PORT_SLOTS = 4000  # MariaDB port = PORT_BASE + 2 x slot; slurmdbd port = that + 1
+DB_NAME = "slurm_acct_db"
+DB_USER = "slurm"
+DBD_CONF = "slurmdbd.conf"
+READY_TIMEOUT_S = 30.0
+BINARIES = ("mariadbd", "mariadb-install-db", "slurmdbd")
+
+
+def accounting_ports(run_id: str) -> tuple[int, int]:
+    """(MariaDB port, slurmdbd port) of a lab: stable per lab, apart from slurmctld's range."""
+    slot = int(run_id, 16) % PORT_SLOTS
+    return PORT_BASE + 2 * slot, PORT_BASE + 2 * slot + 1
+
+
+def available() -> bool:
+    """The host has MariaDB and slurmdbd (apt: mariadb-server slurmdbd)."""
+    return all(shutil.which(b, path="/usr/sbin:/usr/bin:/sbin:/bin") for b in BINARIES)
+
+
+def run_dir(prefix: str) -> Path:
+    """MariaDB's socket and pid file (a short path: a unix socket path has 108 bytes)."""
+    return RUN_DIR / f"{prefix}-db"
+
+
+def slurm_conf_lines(state: LabState, munge_socket: str) -> list[str]:
+    """The accounting lines of the lab's slurm.conf (pure)."""
+    _, dbd_port = accounting_ports(state.run_id)
+    return [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        f"AccountingStorageHost={state.gateway}",
+        f"AccountingStoragePort={dbd_port}",
+        # Not a password with auth/munge: the munge socket a client uses to reach slurmdbd.
+        f"AccountingStoragePass={munge_socket}",
+    ]
+
+
+def render_slurmdbd_conf(state: LabState, base: Path, munge_socket: str, password: str) -> str:
+    """slurmdbd.conf (pure). ``password`` is the MariaDB password of the slurm user."""
+    db_port, dbd_port = accounting_ports(state.run_id)
+    return (
+        "\n".join(
+            [
+                f"# slurmdbd of the virtual rack {state.name!r} (run {state.run_id}), by `bringup lab up`.",
+                "AuthType=auth/munge",
+                f"AuthInfo=socket={munge_socket}",
+                "DbdHost=localhost",  # slurmdbd checks this against its own name; localhost always is
+                f"DbdAddr={state.gateway}",
+                f"DbdPort={dbd_port}",
+                "SlurmUser=root",
+                f"PidFile={base}/slurmdbd.pid",
+                f"LogFile={base}/slurmdbd.log",
+                "StorageType=accounting_storage/mysql",
+                "StorageHost=127.0.0.1",
+                f"StoragePort={db_port}",
+                f"StorageUser={DB_USER}",
+                f"StoragePass={password}",
+                f"StorageLoc={DB_NAME}",
+            ]
+        )
+        + "\n"
+    )
+
+
+def init_sql(password: str) -> str:
+    return (
+        f"CREATE DATABASE IF NOT EXISTS {DB_NAME};\n"
+        f"CREATE OR REPLACE USER '{DB_USER}'@'127.0.0.1' IDENTIFIED BY '{password}';\n"
+        f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1';\n"
+    )
+
+
+def pidfiles(state: LabState, base: Path) -> dict[str, str]:
+    """The daemons' pid files, for the Slurm service's record (stopped in this order)."""
+    return {"slurmdbd": str(base / "slurmdbd.pid"), "mariadbd": str(run_dir(state.prefix) / "mariadbd.pid")}
+
+
+def start(state: LabState, base: Path, munge_socket: str, env: dict[str, str]) -> None:
+    """MariaDB, then slurmdbd (its conf beside ``env['SLURM_CONF']``); returns once slurmdbd listens."""
+    db_port, dbd_port = accounting_ports(state.run_id)
+    for port, host in ((db_port, "127.0.0.1"), (dbd_port, state.gateway)):
+        _check_port_free(host, port)
+    password = secrets.token_hex(16)
+    _start_mariadb(state, base, db_port, password)
+    conf = Path(env["SLURM_CONF"]).parent / DBD_CONF
+    conf.touch(mode=0o600)
+    conf.chmod(0o600)  # slurmdbd refuses a conf others can read (it holds the password)
+    conf.write_text(render_slurmdbd_conf(state, base, munge_socket, password))
+    proc = subprocess.run(["slurmdbd"], env=env, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise LabError(f"slurmdbd did not start: {(proc.stderr or proc.stdout).strip()[-1000:]}")
+    _wait_port(state.gateway, dbd_port, "slurmdbd", base / "slurmdbd.log")
+
+
+def _start_mariadb(state: LabState, base: Path, port: int, password: str) -> None:
+    data = base / "mariadb"
+    run = run_dir(state.prefix)
+    run.mkdir(parents=True, exist_ok=True)
+    if not (data / "mysql").is_dir():
+        proc = subprocess.run(
+            ["mariadb-install-db", "--user=root", f"--datadir={data}", "--skip-test-db",
+             "--auth-root-authentication-method=socket", "--skip-name-resolve"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise LabError(f"mariadb-install-db failed: {(proc.stderr or proc.stdout).strip()[-1000:]}")
+    init = base / "mariadb-init.sql"
+    init.touch(mode=0o600)
+    init.chmod(0o600)
+    init.write_text(init_sql(password))
+    log = base / "mariadb.log"
+    subprocess.Popen(
+        ["mariadbd", "--no-defaults", "--user=root", f"--datadir={data}", f"--socket={run}/mysqld.sock",
+         f"--pid-file={run}/mariadbd.pid", f"--port={port}", "--bind-address=127.0.0.1",
+         "--skip-name-resolve", f"--log-error={log}", f"--init-file={init}",
+         # a small lab database: small buffers start faster and leave the 2 cores' memory alone
+         "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--skip-log-bin"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    _wait_port("127.0.0.1", port, "mariadbd", log)
+
+
+def _wait_port(host: str, port: int, what: str, log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            s.settimeout(1)
+            if s.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-10:]) if log.exists() else ""
+    raise LabError(f"{what} does not listen on {host}:{port} after {READY_TIMEOUT_S:.0f} s\n{tail}")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise LabError(f"port {host}:{port} for this lab's accounting is taken ({exc})") from exc
+
+
+def wait_cluster(state: LabState, env: dict[str, str]) -> None:
+    """Until slurmctld has registered the lab's cluster with slurmdbd (its first connection)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    last = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(
+            ["sacctmgr", "-n", "-P", "list", "cluster", "format=cluster,controlport"],
+            env=env, capture_output=True, text=True, timeout=15,
+        )  # fmt: skip
+        last = (proc.stdout or proc.stderr).strip()
+        rows = dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
+        if state.prefix.lower() in rows:
+            return
+        time.sleep(0.2)
+    raise LabError(f"slurmctld did not register cluster {state.prefix} with slurmdbd: {last[-500:]}")
