@@ -115,10 +115,12 @@ def _summary(
         if r.ordered or r.found:
             lines.append(f"   Ordered:  {r.ordered or '-'}    Found: {r.found or '-'}")
         if r.source == "order":
-            lines.append(f"   Evidence: {order_names.get(r.part, '-')} (what the BMC and node reported)")
-        elif r.result_id in evidence_names:
+            lines.append(
+                f"   Evidence: {order_names.get(r.part, '-')} (what discovery and the checks reported)"
+            )
+        if r.result_id in evidence_names:
             lines.append(f"   Evidence: {evidence_names[r.result_id]} ({r.stage} stage, check {r.check})")
-        else:
+        elif r.source != "order":
             lines.append("   Evidence: none stored (pruned, or the check produced no output)")
     lines += [
         "",

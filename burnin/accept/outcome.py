@@ -21,7 +21,7 @@ class ConformanceRow:
     part: str
     ordered: str
     found: str
-    ok: bool
+    ok: bool | None  # None: nobody reported it, so it could not be compared
 
 
 @dataclass(frozen=True)

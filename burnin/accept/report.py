@@ -276,10 +276,15 @@ def _causes(result: AcceptanceResult) -> str:
 def _conformance(result: AcceptanceResult) -> str:
     if not result.conformance:
         return '<p class="empty">No conformance data (was the rack discovered?).</p>'
+    matches = {
+        True: ("", "ok", "yes"),
+        False: ("mismatch", "bad", "NO"),
+        None: ("mismatch", "bad", "not compared"),
+    }
     body = "".join(
-        f'<tr class="{"" if c.ok else "mismatch"}"><td>{_t(c.node)}</td><td>{_t(c.part)}</td>'
+        f'<tr class="{matches[c.ok][0]}"><td>{_t(c.node)}</td><td>{_t(c.part)}</td>'
         f"<td>{_t(c.ordered)}</td><td>{_t(c.found)}</td>"
-        f'<td class="{"ok" if c.ok else "bad"}">{"yes" if c.ok else "NO"}</td></tr>'
+        f'<td class="{matches[c.ok][1]}">{matches[c.ok][2]}</td></tr>'
         for c in sorted(result.conformance, key=lambda c: (c.node, c.part))
     )
     head = "<tr><th>node</th><th>part</th><th>ordered</th><th>found</th><th>matches</th></tr>"

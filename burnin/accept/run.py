@@ -24,7 +24,7 @@ from bringup.remote import DEFAULT_CONCURRENCY
 from bringup.select import select
 from burnin.accept import ledger
 from burnin.accept.decide import REJECTED, NodeDecision, NodeEvidence, decide_delivery, decide_node
-from burnin.accept.order_check import conformance_of
+from burnin.accept.order_check import conformance_of, delivery_problems
 from burnin.accept.outcome import (
     AcceptanceResult,
     ConformanceRow,
@@ -79,7 +79,9 @@ _WAIT_HINT = (
 )
 
 
-def plan_acceptance(store: FleetStore, request: AcceptRequest, delivery: Delivery, hosts: Sequence[str]) -> AcceptPlan:
+def plan_acceptance(
+    store: FleetStore, request: AcceptRequest, delivery: Delivery, hosts: Sequence[str]
+) -> AcceptPlan:
     """Continue an unfinished acceptance, re-test the rejected nodes of a decided one, or start."""
     history = ledger.acceptances(store, request.rack, delivery.name)
     soak_s = request.soak_s if request.soak_s is not None else float(delivery.acceptance.soak)
@@ -144,7 +146,7 @@ def accept_delivery(
         skipped = _burn_in(store, inventory_dir, request, acceptance, plan.nodes, stages, progress)
         soak = SoakPlan(record.started_at, plan.soak_s, soak_stages)
         _soak(store, inventory_dir, request, acceptance, plan.nodes, soak, progress)
-        result = _decide(store, delivery, request.rack, acceptance, record, plan, skipped, run.id)
+        result = _decide(store, delivery, request.rack, hosts, acceptance, record, plan, skipped, run.id)
         if request.out_dir is not None:
             result.outputs = [str(p) for p in write_outputs(result, request.out_dir)]
         run.finish("done")
@@ -223,6 +225,7 @@ def _decide(
     store: FleetStore,
     delivery: Delivery,
     rack: str,
+    hosts: Sequence[str],
     acceptance: int,
     record: ledger.AcceptanceRecord,
     plan: AcceptPlan,
@@ -258,12 +261,7 @@ def _decide(
         for d in ledger.decisions(store, rack, delivery.name)
     ]
     latest = {h.node: h.decision for h in history}
-    hosts = len({h.node for h in history})
-    problems = []
-    if hosts != delivery.nodes.count:
-        problems.append(
-            f"{hosts} node(s) on rack {rack} were tested against this order; it lists {delivery.nodes.count}"
-        )
+    problems = delivery_problems(delivery, [store.get_node(h) for h in hosts])
     wanted = [r.result_id for d in decisions if not d.accepted for r in d.reasons if r.result_id is not None]
     summaries = tuple(
         IterationSummary(
