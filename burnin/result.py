@@ -62,6 +62,7 @@ class Action(str, Enum):
 
     MONITOR = "MONITOR"  # nothing to do now; watch the trend
     RECONFIGURE = "RECONFIGURE"  # software or setting (driver pin, service, ECC mode): re-run configure
+    UPDATE_FIRMWARE = "UPDATE_FIRMWARE"  # flash a part (BMC, BIOS, VBIOS, HCA) to the version required
     RESET_GPU = "RESET_GPU"  # nvidia-smi -r / GPU reset
     REBOOT = "REBOOT"
     RESEAT = "RESEAT"  # reseat a card, riser or internal cable

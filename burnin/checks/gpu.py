@@ -290,13 +290,35 @@ class GpuVersions(SmiQueryCheck):
                     )
                 )
         if len(vbios) > 1 and not vbios_pin:
-            findings.append(
-                warning(f"GPUs run {len(vbios)} different VBIOS versions: {dict(vbios)}", Action.MONITOR)
-            )
+            # The odd ones out, each named by its serial (the board an RMA or a flash is about).
+            usual = vbios.most_common(1)[0][0]
+            for i, gpu in enumerate(q.gpus):
+                if gpu.vbios_version != usual:
+                    findings.append(
+                        warning(
+                            f"{_where(i, gpu)}: VBIOS {gpu.vbios_version}, its {vbios[usual]} siblings run "
+                            f"{usual} ({len(vbios)} versions in the node: {dict(vbios)})",
+                            Action.MONITOR,
+                            f"VBIOS Version : {gpu.vbios_version}",
+                            f"GPU {i}",
+                        )
+                    )
         metrics = {
             "driver": q.driver_version,
             "cuda": q.cuda_version,
             "vbios": sorted(v or "?" for v in vbios),
+            # Per GPU, for the order comparison (burnin/accept/conformance.py): an old VBIOS
+            # or a wrong model is named by the GPU's serial.
+            "gpu_list": [
+                {
+                    "index": i,
+                    "bus_id": g.bus_id,
+                    "serial": g.serial,
+                    "product": g.product_name,
+                    "vbios": g.vbios_version,
+                }
+                for i, g in enumerate(q.gpus)
+            ],
         }
         return Result.judged(self.name, findings, metrics)
 

@@ -95,6 +95,11 @@ class IbPorts(Check):
             "active": sum(p.state == "Active" for _, p in ports),
             "firmware": sorted({h.firmware or "?" for h, _ in ports}),
             "node_guids": {h.name: h.node_guid for h, _ in ports if h.node_guid},
+            # Per HCA, for the order comparison (burnin/accept/conformance.py).
+            "hca_list": [
+                {"name": h.name, "ca_type": h.ca_type, "firmware": h.firmware, "node_guid": h.node_guid}
+                for h in {h.name: h for h, _ in ports}.values()
+            ],
         }
         incomplete = "; ".join(report.problems) if report.problems else ""
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)

@@ -1,0 +1,7 @@
+"""Accepting a hardware delivery (issue 17): the order (bringup/delivery.py) against what arrived.
+
+``conformance`` compares, purely, what discovery and the checks found with the order, node by
+node and part by part; the rest of the package (the acceptance run, the soak, the decisions,
+the reports and the RMA bundles) is the orchestration ``burnin accept`` calls. docs/acceptance.md
+describes the order file and a run.
+"""
