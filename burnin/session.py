@@ -25,15 +25,17 @@ from burnin.launch import group_settings
 from burnin.result import Verdict
 from burnin.stages.jobs import BurninOutcome, NodeJob, StageOutcome
 from burnin.stages.runner import BurninRun, record_for
+from burnin.stages.slurm_launch import SlurmStages, stage_settings
 
 
 @dataclass(frozen=True)
 class LaunchOptions:
     """How multi-node stages start ranks (None: the inventory's setting, else the default)."""
 
-    launcher: str | None = None  # mpirun | srun
+    launcher: str | None = None  # mpirun | srun | slurm (single-node stages as Slurm jobs too)
     partition: str | None = None
     reservation: str | None = None
+    spool_dir: str | None = None  # --launcher slurm: where the nodes write their results
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,24 @@ def run_rack(
         "nodes": [h.name for h in selection.hosts],
         "set": list(request.overrides),
     }
+    launch = request.launch
+    rack_vars = selection.hosts[0].vars if selection.hosts else {}
+    settings = group_settings(  # rack-wide vars + the command line
+        rack_vars,
+        burnin_launcher=launch.launcher,
+        slurm_partition=launch.partition,
+        slurm_reservation=launch.reservation,
+    )
+    slurm = None
+    if settings.get("burnin_launcher") == "slurm":  # checked before the run starts
+        settings["burnin_launcher"] = "srun"  # and the multi-node stages launch with srun
+        slurm = stage_settings(
+            rack_vars,
+            burnin_spool_dir=launch.spool_dir,
+            slurm_partition=launch.partition,
+            slurm_reservation=launch.reservation,
+        )
+        params["launcher"] = "slurm"
     with run_ledger(
         store,
         "burnin",
@@ -118,16 +138,12 @@ def run_rack(
             previous = previous_check_time(store, host.name, "bmc_event_log")
             target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
             jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
-        launch = request.launch
-        settings = group_settings(  # rack-wide vars + the command line
-            selection.hosts[0].vars if selection.hosts else {},
-            burnin_launcher=launch.launcher,
-            slurm_partition=launch.partition,
-            slurm_reservation=launch.reservation,
-        )
         runner = BurninRun(
             store, run.id, stages, request.concurrency, not request.keep_going, group_settings=settings
         )
+        if slurm is not None:
+            on_line = progress.on_group_progress if progress is not None else None
+            runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)
         outcomes = _execute(runner, jobs, progress)
         run.finish("failed" if any(o.verdict is Verdict.FAIL for o in outcomes) else "done")
     return skipped + outcomes

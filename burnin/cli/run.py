@@ -18,6 +18,7 @@ from burnin.result import PASSING, Verdict
 from burnin.session import LaunchOptions, LocalRunRequest, Progress, RackRunRequest, run_local, run_rack
 from burnin.stages import STAGE_ORDER, parse_stages
 from burnin.stages.jobs import BurninOutcome, StageOutcome
+from burnin.stages.spool import run_task
 
 
 @click.command("run")
@@ -35,10 +36,20 @@ from burnin.stages.jobs import BurninOutcome, StageOutcome
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
 @click.option(
     "--launcher",
-    type=click.Choice(["mpirun", "srun"]),
+    type=click.Choice(["mpirun", "srun", "slurm"]),
     default=None,
-    help="How multi-node stages (nccl) start ranks. Default: inventory burnin_launcher, else mpirun.",
+    help="mpirun|srun: how multi-node stages (nccl) start ranks, single-node stages go over SSH; "
+    "slurm: single-node stages run as one Slurm job per stage (results via --spool-dir) and nccl "
+    "with srun. Default: inventory burnin_launcher, else mpirun.",
 )
+@click.option(
+    "--spool-dir",
+    default=None,
+    help="--launcher slurm: a directory the controller and the nodes mount, where each node's task "
+    "writes its results (inventory burnin_spool_dir). With --local: write this machine's results "
+    "there, not into the store (what each Slurm task runs).",
+)
+@click.option("--run-id", type=int, default=None, help="With --local --spool-dir: the run the results are for.")
 @click.option("--partition", default=None, help="Slurm partition for srun (inventory slurm_partition).")
 @click.option("--reservation", default=None, help="Slurm reservation for srun (inventory slurm_reservation).")
 @click.option(
@@ -65,6 +76,8 @@ def run_cmd(
     force: bool,
     overrides: tuple[str, ...],
     launcher: str | None,
+    spool_dir: str | None,
+    run_id: int | None,
     partition: str | None,
     reservation: str | None,
     wait: str | None,
@@ -78,7 +91,13 @@ def run_cmd(
         raise usage_error(exc, "--wait") from None
     progress_bar = node_progress()
     progress = _progress(progress_bar, as_json)
-    if local:
+    if local and spool_dir:  # one task of a Slurm job (burnin.stages.slurm_launch)
+        if run_id is None or not profile_name or not local_node or len(stage_list) != 1:
+            raise click.UsageError("--local --spool-dir needs --run-id, --profile, --node and one stage")
+        with progress_bar:
+            task = run_task(spool_dir, run_id, local_node, stage_list[0], profile_name, overrides)
+        outcomes = [task.outcome]
+    elif local:
         if not profile_name and not local_node:
             raise click.UsageError("--local needs --profile P (or --node N of the fleet store)")
         local_request = LocalRunRequest(stage_list, profile_name, local_node, keep_going, overrides)
@@ -96,7 +115,7 @@ def run_cmd(
             keep_going,
             force,
             overrides,
-            LaunchOptions(launcher, partition, reservation),
+            LaunchOptions(launcher, partition, reservation, spool_dir),
             wait_for,
         )
         try:

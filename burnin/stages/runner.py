@@ -11,7 +11,7 @@ ready for the next stage or the golden selection.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +126,9 @@ class BurninRun:
     on_node_done: Callable[[StageOutcome], None] | None = None
     group_settings: dict[str, Any] = field(default_factory=dict)  # launcher options for ib/nccl
     on_group_progress: Callable[[str], None] | None = None
+    # Runs single-node stages instead of the SSH batches (burnin.stages.slurm_launch.SlurmStages):
+    # (stage, active jobs) -> (node, judged, error) once per node, as each is in.
+    stage_engine: Callable[[str, dict[str, NodeJob]], Iterable[tuple[str, list[tuple[Result, str]], str]]] | None = None
 
     def run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
         outcomes = {j.name: BurninOutcome(j.name) for j in jobs}
@@ -135,6 +138,13 @@ class BurninRun:
                 break
             if is_group_stage(stage):
                 self._run_group_stage(stage, active, outcomes)
+                self._drop_finished(active, outcomes)
+                continue
+            if self.stage_engine is not None:
+                if self.on_stage_start:
+                    self.on_stage_start(stage, len(active))
+                for name, judged, error in self.stage_engine(stage, dict(active)):
+                    self._record(outcomes[name], stage, judged, error)
                 self._drop_finished(active, outcomes)
                 continue
             plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
