@@ -27,6 +27,8 @@ _OPTION = re.compile(r"^\s+(block size|total size|operation|scope): (\S+)\s*$", 
 _TRANSFERRED = re.compile(r"^([\d.]+) MiB transferred \(([\d.]+) MiB/sec\)\s*$", re.MULTILINE)
 _TOTAL_TIME = re.compile(r"^\s+total time:\s+([\d.]+)s\s*$", re.MULTILINE)
 _EVENTS = re.compile(r"^\s+total number of events:\s+(\d+)\s*$", re.MULTILINE)
+# The report's last line: without it the output was cut (a cut output must not pass).
+_LAST = re.compile(r"^\s+execution time \(avg/stddev\):\s+[\d.]+/[\d.]+\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,9 @@ def parse_sysbench_memory(text: str) -> SysbenchMemory:
         )
     total_time = _TOTAL_TIME.search(text)
     events = _EVENTS.search(text)
-    if not total_time or not events:
+    if not total_time or not events or not _LAST.search(text):
         raise ParseError(
-            "sysbench memory: no 'total time' and 'total number of events': the output is cut short"
+            "sysbench memory: its statistics end early (no 'execution time'): the output is cut short"
         )
     return SysbenchMemory(
         version=banner.group(1),

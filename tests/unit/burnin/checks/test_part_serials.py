@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bringup.profiles import apply_overrides
 from burnin.checks.base import CommandOutput, judge
-from burnin.checks.gpu import GpuInventory, GpuMemoryHealth
+from burnin.checks.gpu import GpuInventory, GpuMemoryHealth, GpuVersions
 from burnin.checks.ib import IbPorts
 from burnin.parsers.ibstat import parse_ibstat
 from burnin.parsers.nvidia_smi import parse_query
@@ -51,3 +51,22 @@ def test_a_down_ib_port_is_named_by_its_hca_node_guid() -> None:
     assert result.metrics["node_guids"] == {
         n: g for n, g in hcas.items() if g and n in result.metrics["node_guids"]
     }
+
+
+def test_a_gpu_on_another_vbios_than_its_siblings_is_named_by_its_serial() -> None:
+    # The lab's gpu-vbios-old recording: GPU 3 (00000000:86:00.0) on 96.00.30.00.01, the rest on
+    # 96.00.74.00.01. Without a VBIOS pin the odd one out is the part to look at.
+    text = (
+        REPO / "bringup/lab/standins/samples/nvidia_smi_q_8xh100_535_183_gpu3_vbios_old_DERIVED.txt"
+    ).read_text()
+    text = text.split("\n", 1)[1]
+    result = judge(GpuVersions(), CommandOutput(stdout=text), PROFILE)
+    assert result.verdict is Verdict.WARN
+    (f,) = result.findings
+    assert f.subject == "GPU 3" and "serial 1654522012479" in f.message and "96.00.30.00.01" in f.message
+    assert f.evidence == "VBIOS Version : 96.00.30.00.01"
+    pinned = judge(
+        GpuVersions(), CommandOutput(stdout=text), apply_overrides(PROFILE, ["pins.vbios=96.00.74.00.01"])
+    )
+    (f,) = pinned.findings
+    assert pinned.verdict is Verdict.FAIL and f.subject == "GPU 3" and "serial 1654522012479" in f.message

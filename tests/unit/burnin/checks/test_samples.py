@@ -154,6 +154,24 @@ CASES = [
     (SHARED / "cpu_throttle_2x8480c_no_events_SYNTHETIC.txt", "cpu_throttle", (), "PASS", set()),
     (SHARED / "cpu_throttle_2x8480c_socket1_throttled_SYNTHETIC.txt", "cpu_throttle", (), "FAIL", {"RESEAT"}),
     (SHARED / "cpu_throttle_kvm_no_counters.txt", "cpu_throttle", (), "UNKNOWN", set()),
+    (LAB / "sysbench_memory_read_224threads_2x8480c_DERIVED.txt", "memory_bandwidth", (), "PASS", set()),
+    (
+        LAB / "sysbench_memory_read_224threads_2x8480c_half_bw_DERIVED.txt",
+        "memory_bandwidth",
+        (),
+        "FAIL",
+        {"RESEAT"},
+    ),
+    (LAB / "fio_json_nvme_perf_raid0_8x_u2_DERIVED.json", "nvme_perf", (), "PASS", set()),
+    (LAB / "fio_json_nvme_perf_raid0_slow_drive_DERIVED.json", "nvme_perf", (), "FAIL", {"RESEAT"}),
+    (
+        LAB / "smartctl_j_a_nvme3_critical_warning_reliability_DERIVED.json",
+        "nvme_health",
+        (),
+        "FAIL",
+        {"RMA"},
+    ),
+    (LAB / "nvidia_smi_q_8xh100_535_183_gpu3_vbios_old_DERIVED.txt", "gpu_versions", (), "WARN", set()),
 ]
 
 
