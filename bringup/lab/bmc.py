@@ -95,6 +95,8 @@ class BmcSystem:
     memory_gib: int = 2048
     firmware: list[dict[str, object]] = field(default_factory=_default_firmware)
     event_log: list[dict[str, object]] = field(default_factory=_default_event_log)
+    # The node's fault spec; the BMC-side ones (bmc_inventory.py) change what this BMC reports.
+    faults: list[str] = field(default_factory=list)
 
 
 def bmc_url(address: str, port: int) -> str:

@@ -18,8 +18,9 @@ DMTF mockup serial). Plain HTTP: the lab never leaves loopback/lab subnets.
 
 Where sushy lacks what an iDRAC has and discovery reads, the filter adds it from the system's
 config (``lab_resource``, ``_rewrite``): BiosVersion, CPU and memory summaries, the Manager's
-firmware version, ``UpdateService/FirmwareInventory`` and a system event log at
-``Managers/<id>/LogServices/Sel/Entries``.
+firmware version, ``UpdateService/FirmwareInventory``, a system event log at
+``Managers/<id>/LogServices/Sel/Entries``, and the hardware inventory of bmc_inventory.py
+(Memory, Processors, Storage, BIOS attributes, Chassis Power, with the BMC-side faults).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from bringup.lab.bmc_inventory import inventory_resource
 
 ENV_KEY = "bringup.bmc.system"  # WSGI environ key: the system the request's address belongs to
 _COLLECTIONS = ("Systems", "Managers", "Chassis")
@@ -122,8 +125,17 @@ class BmcView:
                 cpu.update({"Count": system.get("cpu_count"), "Model": system.get("cpu_model")})
                 mem = doc.setdefault("MemorySummary", {})
                 mem["TotalSystemMemoryGiB"] = system.get("memory_gib")
+                # sushy links these only in its "full" feature set; the lab serves them (bmc_inventory.py).
+                for key, sub in (
+                    ("Memory", "Memory"),
+                    ("Processors", "Processors"),
+                    ("Storage", "Storage"),
+                    ("Bios", "BIOS"),
+                ):
+                    doc.setdefault(key, {"@odata.id": f"/redfish/v1/Systems/{uuid}/{sub}"})
             else:
                 links["ComputerSystems"] = [_odata("Systems", uuid)]
+                doc["Power"] = {"@odata.id": f"/redfish/v1/Chassis/{uuid}/Power"}  # bmc_inventory.py
         elif tail == ["Managers", uuid]:
             doc.setdefault("Links", {})["ManagerForChassis"] = [_odata("Chassis", uuid)]
             doc["FirmwareVersion"] = system.get("bmc_firmware", doc.get("FirmwareVersion"))
@@ -201,6 +213,8 @@ def _log_entries(system: dict[str, Any], base: str) -> list[dict[str, Any]]:
 def lab_resource(parts: list[str], system: dict[str, Any]) -> dict[str, Any] | None:
     """Resources the lab adds to sushy's tree for ``system`` (URL path split on /), or None."""
     tail = parts[2:] if parts[:2] == ["redfish", "v1"] else []
+    if (part := inventory_resource(tail, system)) is not None:  # Memory, Processors, Storage, BIOS, Power
+        return part
     fw_base = "/redfish/v1/UpdateService/FirmwareInventory"
     if tail == ["UpdateService", "FirmwareInventory"]:
         return _collection(

@@ -240,7 +240,12 @@ class VirtualRack:
             network.add_bmc_address(net, net.bmc_ip(i))
         systems = [
             BmcSystem(
-                name=n.name, uuid=n.uuid, serial=n.serial, macs=[n.mac], address=str(net.bmc_ip(n.index))
+                name=n.name,
+                uuid=n.uuid,
+                serial=n.serial,
+                macs=[n.mac],
+                address=str(net.bmc_ip(n.index)),
+                faults=list(n.faults),
             )
             for n in state.nodes
         ]

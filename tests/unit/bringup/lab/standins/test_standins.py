@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.lab import aptrepo, netfaults, standins
+from bringup.lab import aptrepo, bmc_inventory, netfaults, standins
 from bringup.lab.standins import dispatch, sysfs
 from tests.conftest import unavailable
 from tests.paths import REPO
@@ -111,6 +111,7 @@ def test_every_catalog_fault_is_known_and_used():
         f for program in standins.catalog().get("programs", {}).values() for f in program.get("faults", {})
     }
     used |= aptrepo.package_faults() | netfaults.FAULTS  # faults of the lab's packages and network
+    used |= bmc_inventory.BMC_FAULTS  # what the lab BMC reports
     assert used <= set(known)
     assert set(known) <= used, f"faults with no recording: {set(known) - used}"
     for name, description in known.items():

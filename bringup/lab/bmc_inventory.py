@@ -1,0 +1,193 @@
+"""The lab BMC's hardware inventory: what sushy-tools' fake driver lacks and discovery reads
+(bringup/redfish/hardware.py): Memory, Processors, Storage drives, Bios attributes, Chassis Power.
+
+The parts are the lab node's as its stand-in tools show them, so the BMC and the node agree:
+the DIMMs are the stand-in dmidecode recording's (bringup/lab/standins/samples), slot names and
+serials included; the NVMe drives are the smartctl recording's model and capacity; the CPUs are
+the system's ``cpu_model``/``cpu_count``. Every DIMM slot is listed, an empty one with
+``Status.State: Absent`` (as iLO and Supermicro do), so a missing DIMM is named by its slot.
+
+BMC-side faults (the node's fault spec; names in standins/catalog.json):
+
+- ``bmc-dimm-missing``: Memory shows CPU0_DIMM_C2 absent, the slot the node-side
+  ``dimm-missing`` empties. The node-side fault implies this one: a DIMM that is not there is
+  missing to dmidecode and to the BMC alike, so ``dimm-missing`` alone makes both agree;
+  ``bmc-dimm-missing`` alone is the BMC's view only (dmidecode still sees 32).
+- ``bmc-psu-failed``: power supply 3 reports ``Status.Health: Critical`` and
+  ``State: UnavailableOffline``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from bringup.lab.standins import SAMPLES_DIR
+from burnin.parsers.hardware import Dimm, parse_dmidecode_memory
+
+BMC_FAULTS = frozenset({"bmc-dimm-missing", "bmc-psu-failed"})
+_DIMMS_OK = "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt"
+_DIMMS_MISSING = "dmidecode_t_memory_2s_32x64gb_ddr5_cpu0_dimm_c2_missing_SYNTHETIC.txt"
+_SMARTCTL = "smartctl_j_a_nvme_3_84tb_u2_SYNTHETIC.json"
+NVME_COUNT = 10  # smartctl --scan of the stand-ins lists 10 controllers
+PSU_COUNT, FAILED_PSU = 6, 3  # an XE9680: six 2800 W supplies, 3+3
+BIOS_ATTRIBUTES = {
+    "SriovGlobalEnable": "Enabled",
+    "ProcVirtualization": "Enabled",
+    "SysProfile": "PerfOptimized",
+    "LogicalProc": "Enabled",
+    "BootMode": "Uefi",
+}
+
+
+def _sample(name: str) -> str:
+    return (SAMPLES_DIR / name).read_text(encoding="utf-8").partition("\n")[2]  # line 1: # SOURCE
+
+
+@cache
+def _dimms(missing: bool) -> tuple[Dimm, ...]:
+    return tuple(parse_dmidecode_memory(_sample(_DIMMS_MISSING if missing else _DIMMS_OK)))
+
+
+@cache
+def _nvme() -> dict[str, Any]:
+    data = json.loads(_sample(_SMARTCTL))
+    return {"model": data.get("model_name"), "bytes": (data.get("user_capacity") or {}).get("bytes")}
+
+
+def _status(health: str = "OK", state: str = "Enabled") -> dict[str, str]:
+    return {"Health": health, "State": state}
+
+
+def _collection(path: str, kind: str, ids: list[str]) -> dict[str, Any]:
+    return {
+        "@odata.id": path,
+        "@odata.type": f"#{kind}Collection.{kind}Collection",
+        "Name": f"{kind} Collection",
+        "Members": [{"@odata.id": f"{path}/{i}"} for i in ids],
+        "Members@odata.count": len(ids),
+    }
+
+
+def _dimm_doc(path: str, dimm: Dimm) -> dict[str, Any]:
+    present = dimm.size_mib > 0
+    doc: dict[str, Any] = {
+        "@odata.id": path,
+        "@odata.type": "#Memory.v1_17_0.Memory",
+        "Id": dimm.locator,
+        "Name": dimm.locator,
+        "DeviceLocator": dimm.locator,
+        "CapacityMiB": dimm.size_mib,
+        "Status": _status() if present else _status(state="Absent"),
+    }
+    if present:
+        doc.update(
+            {
+                "MemoryDeviceType": "DDR5",
+                "OperatingSpeedMhz": dimm.configured_speed_mts or dimm.speed_mts,
+                "Manufacturer": dimm.manufacturer,
+                "PartNumber": dimm.part_number,
+                "SerialNumber": dimm.serial,
+            }
+        )
+    return doc
+
+
+def _psu(system: dict[str, Any], n: int, failed: bool) -> dict[str, Any]:
+    return {
+        "@odata.id": f"/redfish/v1/Chassis/{system['uuid']}/Power#/PowerSupplies/{n - 1}",
+        "MemberId": str(n - 1),
+        "Name": f"PS{n} Status",
+        "Model": "PWR SPLY,2800W,RDNT,LTON",
+        "Manufacturer": "DELL",
+        "SerialNumber": f"CN{system['serial'][-6:]}PS{n}",
+        "FirmwareVersion": "00.1D.7D",
+        "PowerCapacityWatts": 2800,
+        "PowerSupplyType": "AC",
+        "Oem": {"Dell": {"DellPowerSupply": {"Id": f"PSU.Slot.{n}"}}},  # iDRAC's name for the bay
+        "Status": _status("Critical", "UnavailableOffline") if failed else _status(),
+    }
+
+
+def inventory_resource(tail: list[str], system: dict[str, Any]) -> dict[str, Any] | None:
+    """The resource at ``/redfish/v1/<tail>`` for ``system``, or None (not one of these)."""
+    faults = set(system.get("faults") or ())
+    uuid = system["uuid"]
+    if tail[:2] == ["Chassis", uuid] and tail[2:] == ["Power"]:
+        return {
+            "@odata.id": f"/redfish/v1/Chassis/{uuid}/Power",
+            "@odata.type": "#Power.v1_6_1.Power",
+            "Id": "Power",
+            "Name": "Power",
+            "PowerSupplies": [
+                _psu(system, n, n == FAILED_PSU and "bmc-psu-failed" in faults)
+                for n in range(1, PSU_COUNT + 1)
+            ],
+        }
+    if tail[:2] != ["Systems", uuid] or len(tail) < 3:
+        return None
+    base, rest = f"/redfish/v1/Systems/{uuid}", tail[2:]
+    if rest[0] == "Memory":
+        dimms = {d.locator: d for d in _dimms(bool(faults & {"dimm-missing", "bmc-dimm-missing"}))}
+        if len(rest) == 1:
+            return _collection(f"{base}/Memory", "Memory", list(dimms))
+        dimm = dimms.get(rest[1]) if len(rest) == 2 else None
+        return _dimm_doc(f"{base}/Memory/{rest[1]}", dimm) if dimm else None
+    if rest[0] == "Processors":
+        ids = [f"CPU.Socket.{i}" for i in range(1, int(system.get("cpu_count") or 2) + 1)]
+        if len(rest) == 1:
+            return _collection(f"{base}/Processors", "Processor", ids)
+        if len(rest) == 2 and rest[1] in ids:
+            return {
+                "@odata.id": f"{base}/Processors/{rest[1]}",
+                "@odata.type": "#Processor.v1_9_0.Processor",
+                "Id": rest[1],
+                "Socket": rest[1],
+                "ProcessorType": "CPU",
+                "Model": system.get("cpu_model"),
+                "TotalCores": 56,
+                "TotalThreads": 112,
+                "Status": _status(),
+            }
+        return None
+    if rest[0] == "Storage":
+        drives = [f"Disk.Bay.{i}:Enclosure.Internal.0-1" for i in range(NVME_COUNT)]
+        ctl = f"{base}/Storage/CPU.1"
+        if len(rest) == 1:
+            return _collection(f"{base}/Storage", "Storage", ["CPU.1"])
+        if rest[1:] == ["CPU.1"]:
+            return {
+                "@odata.id": ctl,
+                "@odata.type": "#Storage.v1_8_1.Storage",
+                "Id": "CPU.1",
+                "Name": "CPU.1",
+                "Drives": [{"@odata.id": f"{ctl}/Drives/{d}"} for d in drives],
+                "Drives@odata.count": len(drives),
+                "Status": _status(),
+            }
+        if len(rest) == 4 and rest[1:3] == ["CPU.1", "Drives"] and rest[3] in drives:
+            bay = drives.index(rest[3])
+            return {
+                "@odata.id": f"{ctl}/Drives/{rest[3]}",
+                "@odata.type": "#Drive.v1_9_0.Drive",
+                "Id": rest[3],
+                "Name": f"PCIe SSD in Slot {bay} in Bay 1",
+                "Model": _nvme()["model"],
+                "CapacityBytes": _nvme()["bytes"],
+                "Protocol": "NVMe",
+                "MediaType": "SSD",
+                "SerialNumber": f"S64HNE0T{system['serial'][-4:]}{bay:02d}",
+                "PhysicalLocation": {"PartLocation": {"LocationOrdinalValue": bay, "LocationType": "Slot"}},
+                "Status": _status(),
+            }
+        return None
+    if rest == ["BIOS"]:
+        return {
+            "@odata.id": f"{base}/BIOS",
+            "@odata.type": "#Bios.v1_0_0.Bios",
+            "Id": "BIOS",
+            "Name": "BIOS Configuration Current Settings",
+            "Attributes": dict(BIOS_ATTRIBUTES),
+        }
+    return None
