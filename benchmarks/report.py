@@ -446,7 +446,7 @@ def render_in_chromium(page: Path, nodes: int, shot: Path) -> None:
     print(f"\n== the HTML report of {nodes:,} nodes in headless Chromium", flush=True)
     blank = page.parent / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body></body></html>")
-    size = "--window-size=1400,1800"
+    size = "--window-size=1400,2400"
     chromium("--dump-dom", blank.as_uri())  # the first start reads the browser from disk
     base, _ = chromium(size, f"--screenshot={page.parent / 'blank.png'}", blank.as_uri())
     took, run = chromium(size, "--hide-scrollbars", f"--screenshot={shot}", page.as_uri())

@@ -93,6 +93,8 @@ class RackReport:
     # result id -> its raw output, read from the store for the problems alone (reports show the
     # evidence of what failed, warned or was unknown; a clean PASS's stays in the store)
     evidence: dict[int, str] = field(default_factory=dict)
+    # (node, port, why) of the IB ports whose check measured nothing (the heat map draws them grey)
+    ib_missing: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def golden(self) -> list[NodeReport]:
@@ -112,16 +114,30 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def ib_bars(node: str, rows: Sequence[Any], floor: float | None) -> list[IbPortBar]:
-    """Per-port bandwidth from the latest ib/ib_bandwidth result: metrics {port: {"gbps": ...}}
-    (also accepted under a "ports" key); anything else in the metrics is ignored."""
+def _ib_ports(rows: Sequence[Any]) -> dict[str, Any]:
+    """The latest ib/ib_bandwidth result's metrics per port: {port: {"gbps": ...}} (also accepted
+    under a "ports" key); anything else in the metrics is ignored."""
     row = next((r for r in rows if r.stage == IB_STAGE and r.check == IB_CHECK), None)
     if row is None or not isinstance(row.metrics, dict):
-        return []
+        return {}
     ports = row.metrics.get("ports") if isinstance(row.metrics.get("ports"), dict) else row.metrics
+    return {str(p): v for p, v in ports.items() if isinstance(v, dict)}
+
+
+def ib_unmeasured(node: str, rows: Sequence[Any]) -> list[tuple[str, str, str]]:
+    """(node, port, why) of the ports the ib_bandwidth check judged without a figure."""
+    return [
+        (node, port, " ".join(str(v.get(k)) for k in ("verdict", "status") if v.get(k)) or "no figure")
+        for port, v in sorted(_ib_ports(rows).items())
+        if _number(v.get("gbps")) is None and v.get("verdict")
+    ]
+
+
+def ib_bars(node: str, rows: Sequence[Any], floor: float | None) -> list[IbPortBar]:
+    """Per-port bandwidth from the latest ib/ib_bandwidth result (ports without a figure left out)."""
     bars = []
-    for port, value in sorted(ports.items()):
-        if not isinstance(value, dict) or _number(value.get("gbps")) is None:
+    for port, value in sorted(_ib_ports(rows).items()):
+        if _number(value.get("gbps")) is None:
             continue
         bars.append(
             IbPortBar(
@@ -181,7 +197,7 @@ def build_report(
     """The report of judged nodes (pure)."""
     seen = {r.stage for f, _, _ in judged for r in f.rows}
     stages = tuple(STAGE_ORDER) + tuple(sorted(seen - set(STAGE_ORDER)))
-    nodes, ib, nccl = [], [], []
+    nodes, ib, nccl, missing = [], [], [], []
     for fact, rules, decision in judged:
         node = fact.node
         nodes.append(
@@ -199,10 +215,11 @@ def build_report(
         )
         ib_floor, nccl_floor = _floors(fact)
         ib += ib_bars(fact.name, fact.rows, ib_floor)
+        missing += ib_unmeasured(fact.name, fact.rows)
         series = nccl_series(fact.name, fact.rows, nccl_floor)
         if series is not None:
             nccl.append(series)
-    return RackReport(rack, made_at, store, stages, nodes, ib, nccl)
+    return RackReport(rack, made_at, store, stages, nodes, ib, nccl, ib_missing=missing)
 
 
 def collect(
@@ -218,7 +235,9 @@ def collect(
     with bulk_reading():
         judged = decide(gather(store, rack, evidence=()), now, max_age, stages)
         report = build_report(rack.name, judged, now, redact_url(store.url))
-        report.evidence = store.evidence_of([r for _, r in report.problems[:EVIDENCE_SHOWN]])
+        shown = [r for _, r in report.problems[:EVIDENCE_SHOWN]]
+        texts = store.evidence_of(shown)
+        report.evidence = {r.id: texts.get(r.id, "") for r in shown}  # "": the result kept none
     return report
 
 

@@ -3,6 +3,8 @@ and the JUnit XML (one test case per node and stage)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import shutil
 import struct
@@ -16,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from bringup.fleet.models import CheckResult
-from burnin.report import IbPortBar, RackReport, build_report, ib_bars, nccl_series
-from burnin.report.html import IB_FAIL, IB_LOW, IB_OK, ib_chart, nccl_chart, render_html
+from burnin.report import IbPortBar, RackReport, build_report, ib_bars, ib_unmeasured, nccl_series
+from burnin.report.heatmap import SCALE, heat_map
+from burnin.report.html import render_html
 from burnin.report.junit import render_junit
+from burnin.report.nccl import nccl_chart
 from tests.conftest import unavailable
 from tests.unit.burnin.test_golden import CRIT, RACK, FleetRack
 
@@ -111,11 +115,13 @@ def test_html_content(rack, tmp_path):
     assert page.cells[("gpu002", "gpu")] == "FAIL"
     assert page.cells[("gpu003", "ib")] == "UNKNOWN" and page.cells[("gpu003", "nccl")] == "FAIL"
     assert not any(node == "gpu004" for node, _ in page.cells)  # never ran: no verdict cells
-    assert {"ib-chart", "nccl-chart", "problems-gpu002", "excluded-gpu004"} <= page.ids
+    assert {"ib-heatmap", "nccl-chart", "problems-gpu002", "excluded-gpu004"} <= page.ids
     text = " ".join(page.text)
     assert "stage preflight never ran" in text and "GPU 3 in HW slowdown under load" in text
-    # four IB bars for the two nodes that passed the ib stage, plus gpu003's single (UNKNOWN) port
-    assert html.count('class="ib-bar"') == 5
+    # the heat map: 4 nodes x 2 rails; gpu003's UNKNOWN result measured one port, gpu004 none
+    assert html.count('class="hm-cell') == 8 and html.count('class="hm-cell hm-none"') == 3
+    assert "gpu004 mlx5_0: no ib_bandwidth result" in html and "gpu003 mlx5_1: no such port" in html
+    assert 'data-node="gpu003" data-port="mlx5_0"' in html
     assert html.count('class="nccl-series"') == 3 and html.count('class="bad"') == 1
     assert "floor 388 Gb/s" in html and "floor 360 GB/s" in html  # 400 x 0.97; the profile's NCCL floor
 
@@ -124,7 +130,11 @@ def test_html_is_self_contained_and_escaped(rack, tmp_path):
     html, _ = write_report(rack, tmp_path)
     page = parse(html)
     assert page.external == []  # no src or href leaves the page
-    assert page.tags.get("script", 0) == 0 and "<script>alert" not in html
+    # one script, the matrix's filters, which the CSP admits by its hash (and nothing else)
+    assert page.tags.get("script", 0) == 1 and "<script>alert" not in html
+    (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html and "unsafe-inline'; img" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&amp; &lt;tool&gt;" in html
     assert "\x1b" not in html and "\x00" not in html
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
@@ -132,7 +142,7 @@ def test_html_is_self_contained_and_escaped(rack, tmp_path):
 
 
 def test_charts_without_results():
-    assert 'id="no-ib"' in ib_chart([]) and "no IB results" in ib_chart([])
+    assert 'id="no-ib"' in heat_map([]) and "no IB results" in heat_map([])
     assert 'id="no-nccl"' in nccl_chart([]) and "no NCCL soak results" in nccl_chart([])
     empty = RackReport("r", NOW, "sqlite:///x", ("preflight",), [], [], [])
     html = render_html(empty)
@@ -140,20 +150,47 @@ def test_charts_without_results():
     assert ET.fromstring(render_junit(empty)).get("tests") == "0"
 
 
-def test_ib_chart_tells_a_low_port_that_was_not_blamed_from_one_that_failed():
+def test_heat_map_tells_a_low_port_that_was_not_blamed_from_one_that_failed():
     bars = [
         IbPortBar("n1", "mlx5_0", 390.0, "n2 mlx5_0", 388.0, "PASS"),
         IbPortBar("n1", "mlx5_3", 230.0, "n2 mlx5_3", 388.0, "FAIL"),  # the bad port
         IbPortBar("n2", "mlx5_3", 231.0, "n1 mlx5_3", 388.0, "PASS"),  # its partner, cleared
+        IbPortBar("n2", "mlx5_0", 380.0, "n1 mlx5_0", 388.0, "PASS"),  # 2% low
     ]
-    assert [(b.below_floor, b.low_not_blamed) for b in bars] == [(False, False), (True, False), (False, True)]
-    svg = ib_chart(bars)
-    fills = re.findall(
-        r'<g class="ib-bar" data-node="(\S+)" data-port="(\S+)">.*?<rect [^>]*fill="([^"]+)"', svg
+    assert [(b.below_floor, b.low_not_blamed) for b in bars[:3]] == [
+        (False, False),
+        (True, False),
+        (False, True),
+    ]
+    svg = heat_map(bars, [("n3", "mlx5_0", "UNKNOWN untested")])
+    cells = re.findall(
+        r'<rect class="hm-cell([^"]*)" [^>]*data-node="(\S+)" data-port="(\S+)" fill="([^"]+)"', svg
     )
-    assert fills == [("n1", "mlx5_0", IB_OK), ("n1", "mlx5_3", IB_FAIL), ("n2", "mlx5_3", IB_LOW)]
-    assert "231.0 Gb/s (below the floor, but the other end was blamed)" in svg
-    assert "this port passed" in svg  # the legend says what amber means
+    green, yellow, _, red = (c for _, c, _ in SCALE)
+    assert sorted((node, port, kind.strip(), fill) for kind, node, port, fill in cells) == [
+        ("n1", "mlx5_0", "", green),
+        ("n1", "mlx5_3", "hm-fail", red),  # 59% of the floor, failed: red, outlined
+        ("n2", "mlx5_0", "hm-low", yellow),  # 2% low and passed: its partner was blamed
+        ("n2", "mlx5_3", "hm-low", red),  # as low, but passed: red, dotted
+        ("n3", "mlx5_0", "hm-fail", "#9e9e9e"),  # judged without a figure: grey, outlined
+        ("n3", "mlx5_3", "hm-none", "#e0e0e0"),  # no such port
+    ]
+    assert (
+        "n2 mlx5_3: 231.0 Gb/s, 60% of the floor 388 Gb/s with n1 mlx5_3; PASS (below the floor, but" in svg
+    )
+    assert "n3 mlx5_0: not measured (UNKNOWN untested)" in svg
+    assert 'data-nodes="3" data-rails="2"' in svg and "<b>1</b> failed their check" in svg
+
+
+def test_heat_map_at_fleet_size_is_one_cell_per_port_in_bands():
+    bars = [
+        IbPortBar(f"gpu{n:05d}", f"mlx5_{p}", 392.0, "", 388.0, "PASS") for n in range(250) for p in range(8)
+    ]
+    svg = heat_map(bars)
+    assert svg.count('class="hm-cell') == 2000 and svg.count("<title>") == 2000
+    assert "gpu00000 … gpu00099" in svg and "gpu00200 … gpu00249" in svg  # three bands of up to 100
+    rails = re.findall(r'text-anchor="end">(mlx5_\d+)</text>', svg)
+    assert rails[:8] == [f"mlx5_{p}" for p in range(8)]  # natural order (mlx5_10 after mlx5_9)
 
 
 def test_chart_data_tolerates_odd_metrics():
@@ -174,8 +211,24 @@ def test_chart_data_tolerates_odd_metrics():
     ]
     (bar,) = ib_bars("n", rows, 388.0)
     assert (bar.port, bar.gbps, bar.below_floor) == ("mlx5_0", 390.0, False)
-    nested = [r("ib", "ib_bandwidth", {"ports": {"mlx5_2": {"gbps": 100.0, "verdict": "FAIL"}}})]
-    assert ib_bars("n", nested, None)[0].below_floor
+    nested = [
+        r(
+            "ib",
+            "ib_bandwidth",
+            {
+                "ports": {
+                    "mlx5_2": {"gbps": 100.0, "verdict": "FAIL"},
+                    "mlx5_5": {"gbps": None, "verdict": "UNKNOWN", "status": "untested"},
+                }
+            },
+        )
+    ]
+    assert [b.port for b in ib_bars("n", nested, None)] == ["mlx5_2"] and ib_bars("n", nested, None)[
+        0
+    ].below_floor
+    assert (
+        ib_unmeasured("n", nested) == [("n", "mlx5_5", "UNKNOWN untested")] and ib_unmeasured("n", rows) == []
+    )
     series = nccl_series("n", rows, 360.0)
     assert [(p.index, p.busbw_gbps, p.bad) for p in series.points] == [(1, None, True), (2, 300.0, False)]
     assert nccl_series("n", [], None) is None and ib_bars("n", [], None) == []
@@ -307,7 +360,7 @@ def test_renders_in_headless_chromium(rack, tmp_path):
     assert console_messages(dom.stderr) == []
     rendered = parse(dom.stdout)
     assert rendered.cells[("gpu002", "gpu")] == "FAIL" and rendered.cells[("gpu001", "ib")] == "PASS"
-    assert {"matrix-table", "ib-chart", "nccl-chart", "count-golden"} <= rendered.ids
+    assert {"matrix-table", "ib-heatmap", "nccl-chart", "count-golden"} <= rendered.ids
     assert rendered.tags.get("rect", 0) >= 5 and rendered.tags.get("polyline", 0) == 3
     assert rendered.tags.get("details", 0) >= 3
 
