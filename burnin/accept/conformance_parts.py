@@ -20,8 +20,10 @@ FAILED_STATES = frozenset({"UnavailableOffline", "Disabled", "Deferring", "Quies
 
 
 def latest(results: Iterable[ResultRecord]) -> dict[str, ResultRecord]:
-    """The last result per check (the caller passes the latest; a later duplicate wins)."""
-    return {r.check: r for r in results}
+    """The newest result per check: the highest stored id (a later row wins a tie, as when
+    results not yet stored carry no id)."""
+    ordered = sorted(enumerate(results), key=lambda p: (getattr(p[1], "id", None) or 0, p[0]))
+    return {r.check: r for _, r in ordered}
 
 
 def _metric(results: Mapping[str, ResultRecord], check: str, key: str) -> Any:

@@ -287,3 +287,12 @@ def test_a_dead_fan_is_rma_although_the_order_counts_no_fans(health):
 
     conf = compare_node(order(), node(discovered(edit=stop_fan)), healthy_results())
     assert actions(conf) == [("fan", "FAN2", "", "RMA")]
+
+
+def test_the_newest_result_of_a_check_is_the_one_compared():
+    old = result("gpu_versions", load("nvidia_smi_q_8xh100_535_183.txt"))
+    old.id, old.metrics = 7, {**old.metrics, "gpu_list": old.metrics["gpu_list"][:7]}
+    new = result("gpu_versions", load("nvidia_smi_q_8xh100_535_183.txt"))
+    new.id = 9
+    conf = compare_node(order(), node(discovered()), [new, old, healthy_results()[1]])
+    assert conf.conforms is True  # the 8-GPU result (id 9) wins over the older 7-GPU one
