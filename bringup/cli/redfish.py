@@ -1,6 +1,6 @@
 """`bringup discover`, `bringup power`, `bringup boot`, `bringup bmc jobs`: a rack's BMCs.
 
-Every command walks the rack's BMCs concurrently (``--concurrency``, default 64), shows a
+Every command walks the rack's BMCs concurrently (``--concurrency``, default: every BMC, up to 1,024), shows a
 progress bar on stderr, saves each node's result as it arrives, and ends with a table (or
 ``--json`` on stdout). One failing BMC is one failed row, never a failed run; the exit
 status is 1 when any node failed, so scripts notice.
@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.redfish.endpoint import TransportOptions
-from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome
+from bringup.redfish.fanout import MAX_CONCURRENCY, Outcome
 from bringup.redfish.power import ACTIONS, PowerOptions
 from bringup.redfish.rack import (
     RackJob,
@@ -47,9 +47,8 @@ def bmc_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.option(
                 "--concurrency",
                 type=click.IntRange(1, 4096),
-                default=DEFAULT_CONCURRENCY,
-                show_default=True,
-                help="BMCs worked on at once.",
+                default=None,
+                help=f"BMCs worked on at once [default: all of them, up to {MAX_CONCURRENCY}].",
             ),
             click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout."),
             click.option(
@@ -120,7 +119,7 @@ def _progress(label: str, total: int) -> Iterator[Callable[[Outcome[Any]], None]
 
 
 def _job(
-    ctx: click.Context, rack: str, nodes: tuple[str, ...], concurrency: int, kw: dict[str, Any]
+    ctx: click.Context, rack: str, nodes: tuple[str, ...], concurrency: int | None, kw: dict[str, Any]
 ) -> RackJob:
     options = _transport(kw)
     if options.insecure and not kw.get("dry_run"):
@@ -157,7 +156,7 @@ def discover_cmd(
     ctx: click.Context,
     rack: str,
     nodes: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     as_json: bool,
     accept_new_serial: bool,
     **kw: Any,
@@ -254,7 +253,7 @@ def power_cmd(
     action: str,
     rack: str,
     nodes: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     as_json: bool,
     force: bool,
     graceful_timeout: float,
@@ -324,7 +323,7 @@ def boot_cmd(
     what: str,
     rack: str,
     nodes: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     as_json: bool,
     iso: str | None,
     reset: bool | None,
@@ -379,7 +378,7 @@ def bmc_jobs_cmd(
     ctx: click.Context,
     rack: str,
     nodes: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     as_json: bool,
     clear: bool,
     **kw: Any,

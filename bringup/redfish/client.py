@@ -1,34 +1,36 @@
-"""The one place bringup talks HTTP to a BMC: the DMTF ``redfish`` library, tamed.
+"""The one place bringup talks HTTP to a BMC.
 
-The library does not raise on HTTP errors, has no timeout by default and retries every
-method (POST actions included) ten times with one-second sleeps (LAB.md). This client asks
-it for exactly one attempt per call, with a (connect, read) timeout, and does its own
-retrying: GETs (idempotent) on connection errors, timeouts and 429/500/502/503/504 with
-exponential backoff (a BMC's 500 on a read is usually a passing internal error); anything
-else only when the connection was never established, so an action that may have reached the
-BMC is never repeated. Every failure becomes one of the classes in ``errors``. Basic auth on
-every request, the service root's included: no sessions to leak or to exhaust, which keeps
-hundreds of concurrent BMCs cheap. The library's own basic ``login()`` is not used: it GETs
-the sessions collection only to see a 401 (a 404 on BMCs without one), and the first
-protected request of every operation checks the credentials just as well.
+One kept-alive connection per BMC (``connection.py``, the standard library's http.client: a
+quarter of the CPU per request of requests + urllib3 + the DMTF library it replaced). Every
+call is one attempt with a (connect, read) timeout; this client does the retrying: GETs
+(idempotent) on connection errors, timeouts and 429/500/502/503/504 with exponential backoff
+(a BMC's 500 on a read is usually a passing internal error); anything else only when the
+request never left this machine, so an action that may have reached the BMC is never
+repeated. Every failure becomes one of the classes in ``errors``.
+
+Authentication: one Redfish session per BMC where the service root links a sessions
+collection (``Links.Sessions``): one login (POST, the credentials in its body), the
+``X-Auth-Token`` on every request after it, one logout (DELETE) in ``close()``. A BMC checks a
+token far faster than a password (iDRACs and iLOs run every basic-auth request through their
+user database), and it is one login per BMC rather than one per request. A BMC without a
+SessionService, or one that answers the login 404/405/501, gets basic auth on every request.
+A refused login (401, 403, or a BMC out of sessions) is this node's error; the others carry
+on. A token the BMC drops mid-run (401) is renewed once. Logout failures are logged, never
+raised: the BMC expires the session after its SessionTimeout.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
+import json
 import logging
-import re
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
-import redfish
-import requests
-from redfish.rest.v1 import RetriesExhaustedError, RisObject
-
+from bringup.redfish.connection import Connection, TransportError, tls_context
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import (
     ActionFailed,
@@ -41,12 +43,14 @@ from bringup.redfish.errors import (
     Unreachable,
 )
 from bringup.redfish.messages import describe_messages, link
+from bringup.redfish.readers import split_links
 
 log = logging.getLogger("bringup.redfish")
 
 ROOT = "/redfish/v1/"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_PAGES = 50  # Members@odata.nextLink pages followed per collection (a 1024-entry SEL is ~20)
+_QUERY_SAFE = "/?:!$'()*+,;=~"  # Redfish queries ($expand=.($levels=1)) are sent as written
 
 
 @dataclass
@@ -56,57 +60,15 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _chain(exc: BaseException, depth: int = 8) -> list[BaseException]:
-    """exc and the exceptions it wraps (args, .reason, __cause__, __context__)."""
-    seen: list[BaseException] = []
-    todo = [exc]
-    while todo and len(seen) < depth * 4:
-        e = todo.pop(0)
-        if e in seen:
-            continue
-        seen.append(e)
-        todo += [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
-        for attr in ("reason", "__cause__", "__context__"):
-            nxt = getattr(e, attr, None)
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
-    return seen
-
-
-def _reason(exc: BaseException) -> str:
-    """A short human reason from a requests/urllib3 exception chain."""
-    chain = _chain(exc)
-    for e in chain:
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return e.verify_message or str(e)
-    texts = [str(e) for e in chain if str(e)]
-    for pattern in (
-        r"Failed to establish a new connection: (\[Errno -?\d+\][^')\]]*)",
-        r"Failed to resolve '([^']*)'",
-        r"(\[Errno -?\d+\][^')\]]*)",
-        r"(Connection aborted)",
-        r"(RemoteDisconnected\([^)]*\))",
-    ):
-        for text in texts:
-            if m := re.search(pattern, text):
-                found = m.group(1).strip().strip("\"'")
-                return f"cannot resolve host {found}" if "resolve" in pattern else found
-    return texts[-1][:200] if texts else type(chain[-1]).__name__
-
-
-def _never_sent(exc: BaseException) -> bool:
-    """True when the request surely did not reach the BMC (so repeating it is safe)."""
-    for e in _chain(exc):
-        if isinstance(e, (requests.exceptions.ConnectTimeout, ConnectionRefusedError)):
-            return True
-        name = type(e).__name__
-        if name in ("NewConnectionError", "NameResolutionError", "ConnectTimeoutError"):
-            return True
-    return False
-
-
 def _basic(username: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+def _target(path: str, args: dict[str, str] | None) -> str:
+    path = path.replace("//", "/")
+    if not args:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}{urlencode(args, quote_via=quote, safe=_QUERY_SAFE)}"
 
 
 class RedfishClient:
@@ -122,53 +84,105 @@ class RedfishClient:
         self.endpoint = endpoint
         self.options = options or TransportOptions()
         self._sleep = sleep
-        self._lib: Any = None
+        self._conn: Connection | None = None
+        self._basic = _basic(endpoint.username, endpoint.password)
+        self._token: str | None = None
+        self._session_path: str | None = None
         self.root: dict[str, Any] = {}
         self.requests_made = 0
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def __enter__(self) -> RedfishClient:
-        self.connect()
+        try:
+            self.connect()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def session(self) -> bool:
+        """Whether requests carry a session token (else basic auth)."""
+        return self._token is not None
+
     def connect(self) -> None:
-        """Read the service root, with credentials: one request. A wrong password shows as
-        ``AuthenticationFailed`` at the first protected resource (the root is public)."""
+        """Read the service root (basic auth from the first request: some BMCs wrongly protect
+        it, and asking once without credentials first costs every BMC a request), then log in
+        where the BMC has a SessionService. A wrong password is ``AuthenticationFailed`` at the
+        login, or at the first protected resource without sessions (the root is public)."""
         ep = self.endpoint
-        self._lib = redfish.redfish_client(
-            base_url=ep.url,
-            username=ep.username,
-            password=ep.password,
-            cafile=self.options.cafile,
-            timeout=self.options.timeout,
-            max_retry=0,
-            proxies={"http": "", "https": ""},  # BMC networks are reached directly
-            check_connectivity=False,
+        parts = urlsplit(ep.url)
+        tls = None
+        if parts.scheme == "https":
+            tls = tls_context(self.options.cafile, verify=not self.options.insecure)
+        self._conn = Connection(
+            parts.scheme,
+            parts.hostname or "",
+            parts.port,
+            connect_timeout=self.options.connect_timeout,
+            read_timeout=self.options.read_timeout,
+            tls=tls,
         )
-        # Verification and proxies are passed explicitly; reading them (and ~/.netrc) from the
-        # environment on every request costs a quarter of the client's CPU at hundreds of BMCs.
-        self._lib._session.trust_env = False
-        # Basic auth from the first request: some BMCs wrongly protect the service root, and
-        # asking once without credentials first costs every BMC a request.
-        self._lib.set_authorization_key(_basic(ep.username, ep.password))
         resp = self._request("GET", ROOT)
         if not isinstance(resp.body, dict) or not resp.body:
             raise UnexpectedResponse(f"{ep.url}: the service root {ROOT} is empty or not a JSON object")
         self.root = resp.body
-        # What the library would have done itself with check_connectivity=True.
-        self._lib.root = RisObject.parse(self.root)
-        self._lib.root_resp = True
-        self._lib.login_url = link(self.root, "Links", "Sessions") or "/redfish/v1/SessionService/Sessions"
+        if self.options.sessions:
+            self._login()
+
+    def _login(self) -> None:
+        sessions = link(self.root, "Links", "Sessions")
+        if not sessions:
+            return  # no SessionService: basic auth on every request
+        ep = self.endpoint
+        body = {"UserName": ep.username, "Password": ep.password}
+        try:
+            resp = self._request("POST", sessions, body=body, idempotent=True, login=True)
+        except NotSupported as exc:
+            log.debug("%s: no login sessions (%s): basic auth", ep.name, exc.message)
+            return
+        except ActionFailed as exc:
+            detail = describe_messages(getattr(exc, "body", {}) or {})
+            raise AuthenticationFailed(
+                f"{ep.url}: POST {sessions} refused a login session for user {ep.username!r}: HTTP "
+                f"{exc.status}{f' ({detail})' if detail else ''}",
+                status=exc.status,
+            ) from None
+        token = resp.headers.get("x-auth-token")
+        if not token:
+            log.debug("%s: the login answered no X-Auth-Token: basic auth", ep.name)
+            return
+        where = resp.headers.get("location") or resp.body.get("@odata.id")
+        self._token = token
+        self._session_path = urlsplit(where).path if isinstance(where, str) and where else None
 
     def close(self) -> None:
-        if self._lib is not None:
-            # Basic auth: no session to DELETE on the BMC; closing sockets never masks a result.
-            with contextlib.suppress(Exception):
-                self._lib._session.close()
+        """Log out (one DELETE, its failure logged), then close the connection. Never raises:
+        closing must not mask a node's result."""
+        if self._conn is None:
+            return
+        if self._token and self._session_path:
+            self.requests_made += 1
+            try:
+                raw = self._conn.request("DELETE", self._session_path, None, self._headers())
+                if raw.status >= 300 and raw.status != 404:
+                    log.warning(
+                        "%s: logout answered HTTP %d; the BMC ends the session at its SessionTimeout",
+                        self.endpoint.name,
+                        raw.status,
+                    )
+            except TransportError as exc:
+                log.warning(
+                    "%s: logout failed (%s); the BMC ends the session at its SessionTimeout",
+                    self.endpoint.name,
+                    exc.reason,
+                )
+        self._token = self._session_path = None
+        self._conn.close()
 
     # -- requests -------------------------------------------------------------------------
 
@@ -196,6 +210,16 @@ class RedfishClient:
         headers = {"If-Match": etag} if etag else None
         return self._request("PATCH", path, body=body, headers=headers)
 
+    def _headers(self, extra: dict[str, str] | None = None, *, login: bool = False) -> dict[str, str]:
+        headers = {"Accept": "application/json", "OData-Version": "4.0"}
+        if self._token and not login:
+            headers["X-Auth-Token"] = self._token
+        else:
+            headers["Authorization"] = self._basic
+        if extra:
+            headers.update(extra)
+        return headers
+
     def _request(
         self,
         method: str,
@@ -205,26 +229,27 @@ class RedfishClient:
         args: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         idempotent: bool | None = None,
-        auth_checked: bool = True,
+        login: bool = False,
     ) -> Response:
-        if self._lib is None:
+        if self._conn is None:
             raise RuntimeError("RedfishClient.connect() first")
         idempotent = method == "GET" if idempotent is None else idempotent
+        target = _target(path, args)
+        payload = json.dumps(body).encode() if body is not None else None
+        extra = {**(headers or {}), **({"Content-Type": "application/json"} if payload is not None else {})}
         attempts = 1 + self.options.retries
-        for attempt in range(1, attempts + 1):
+        renewed = False
+        attempt = 0
+        while True:
+            attempt += 1
             self.requests_made += 1
             try:
-                if method == "GET":
-                    raw = self._lib.get(path, args=args, headers=headers, max_retry=0)
-                elif method == "POST":
-                    raw = self._lib.post(path, body=body, headers=headers, max_retry=0)
-                elif method == "PATCH":
-                    raw = self._lib.patch(path, body=body, headers=headers, max_retry=0)
-                else:
-                    raise ValueError(f"unsupported method {method}")
-            except RetriesExhaustedError as exc:
+                raw = self._conn.request(
+                    method, target, payload, self._headers(extra, login=login), idempotent=idempotent
+                )
+            except TransportError as exc:
                 err = self._transport_error(exc, method, path)
-                safe = idempotent or _never_sent(exc)
+                safe = idempotent or not exc.sent
                 if attempt < attempts and safe and not isinstance(err, TlsVerificationFailed):
                     log.debug(
                         "%s: %s %s failed (%s), retry %d", self.endpoint.name, method, path, err, attempt
@@ -236,15 +261,18 @@ class RedfishClient:
                         f"{err.message}; the {method} may have reached the BMC and is not repeated"
                     ) from None
                 raise err from None
-            except redfish.rest.v1.JsonDecodingError:
-                raise UnexpectedResponse(
-                    f"{self.endpoint.url}: {method} {path} answered with invalid JSON"
-                ) from None
-            if raw.status in RETRY_STATUSES and idempotent and attempt < attempts:
-                self._backoff(attempt, raw.getheader("retry-after"))
+            log.debug("%s: %s %s -> %d", self.endpoint.name, method, target, raw.status)
+            if raw.status == 401 and self._token and not login and not renewed:
+                # The BMC dropped the session (its timeout, a BMC reset): one new login.
+                renewed = True
+                self._token = self._session_path = None
+                self._login()
+                attempt -= 1
                 continue
-            return self._check(raw, method, path, auth_checked)
-        raise AssertionError("unreachable")  # the loop always returns or raises
+            if raw.status in RETRY_STATUSES and idempotent and attempt < attempts:
+                self._backoff(attempt, raw.headers.get("retry-after"))
+                continue
+            return self._check(raw.status, raw.body, raw.headers, method, path)
 
     def _backoff(self, attempt: int, retry_after: str | None) -> None:
         delay = min(self.options.backoff * 2 ** (attempt - 1), self.options.backoff_max)
@@ -252,11 +280,10 @@ class RedfishClient:
             delay = min(float(retry_after), self.options.backoff_max)
         self._sleep(delay)
 
-    def _check(self, raw: Any, method: str, path: str, auth_checked: bool) -> Response:
-        status = int(raw.status)
+    def _check(self, status: int, data: bytes, headers: dict[str, str], method: str, path: str) -> Response:
         try:
-            body = raw.dict if raw.read else {}
-        except redfish.rest.v1.JsonDecodingError:
+            body = json.loads(data) if data.strip() else {}
+        except ValueError:
             if 200 <= status < 300 and method == "GET":
                 raise UnexpectedResponse(
                     f"{self.endpoint.url}: GET {path} answered HTTP {status} with a body that is not JSON"
@@ -266,14 +293,11 @@ class RedfishClient:
             if method == "GET":
                 raise UnexpectedResponse(f"{self.endpoint.url}: GET {path} did not answer a JSON object")
             body = {}
-        headers = {k.lower(): v for k, v in raw.getheaders()}
         if 200 <= status < 300:
             return Response(status, body, headers)
         where = f"{self.endpoint.url}: {method} {path}"
         detail = describe_messages(body)
         detail = f" ({detail})" if detail else ""
-        if status == 401 and not auth_checked:
-            return Response(status, body, headers)
         if status == 401:
             raise AuthenticationFailed(
                 f"{where} answered 401: check bmc_username {self.endpoint.username!r} and the password "
@@ -293,21 +317,20 @@ class RedfishClient:
         err.body = body  # type: ignore[attr-defined]  # for vendor diagnosis (Dell pending jobs)
         raise err
 
-    def _transport_error(self, exc: BaseException, method: str, path: str) -> RedfishError:
+    def _transport_error(self, exc: TransportError, method: str, path: str) -> RedfishError:
         url = self.endpoint.url
-        chain = _chain(exc)
-        if any(isinstance(e, requests.exceptions.SSLError) for e in chain):
+        if exc.phase == "tls":
             return TlsVerificationFailed(
-                f"{url}: {_reason(exc)}; give the CA that signed the BMC's certificate with --ca-bundle FILE, "
+                f"{url}: {exc.reason}; give the CA that signed the BMC's certificate with --ca-bundle FILE, "
                 "or accept an unverified connection knowingly with --insecure"
             )
-        if any(isinstance(e, requests.exceptions.ConnectTimeout) for e in chain):
+        if exc.timeout and exc.phase == "connect":
             return Unreachable(f"{url}: no connection within {self.options.connect_timeout:g} s")
-        if any(isinstance(e, requests.exceptions.ReadTimeout) for e in chain):
+        if exc.timeout:
             return Unreachable(
                 f"{url}: no answer to {method} {path} within {self.options.read_timeout:g} s (read timeout)"
             )
-        return Unreachable(f"{url}: {_reason(exc)}")
+        return Unreachable(f"{url}: {exc.reason}")
 
     # -- collections ----------------------------------------------------------------------
 
@@ -325,6 +348,28 @@ class RedfishClient:
         else:
             return None
         return f"{value}($levels=1)" if expand.get("Levels") else value
+
+    @property
+    def links_expand(self) -> bool:
+        """Whether this service advertises ``$expand=~`` (the resources under ``Links``)."""
+        feats = self.root.get("ProtocolFeaturesSupported") or {}
+        expand = feats.get("ExpandQuery") if isinstance(feats, dict) else None
+        return isinstance(expand, dict) and expand.get("Links") is True
+
+    def get_with_links(self, path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """A resource and the resources its ``Links`` name, in one request where the service
+        advertises ``$expand=~`` (a system with its chassis and manager: three GETs in one):
+        (the resource as a plain GET answers it, {path: linked resource}). Elsewhere, or when
+        the service refuses the query after all, a plain GET and no linked resources."""
+        if not self.links_expand:
+            return self.get(path), {}
+        try:
+            doc = self.get(path, args={"$expand": "~"})
+        except (UnexpectedResponse, NotSupported) as exc:
+            if exc.status not in (400, 501):
+                raise
+            return self.get(path), {}
+        return split_links(doc)
 
     @property
     def select_query(self) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.redfish.client import RedfishClient
@@ -23,6 +23,9 @@ class BmcContext:
     system: dict[str, Any]
     manager_path: str | None
     manager: dict[str, Any] | None
+    # Resources the system's Links name, as the BMC expanded them with the system ($expand=~):
+    # read them from here rather than GET them again. Empty where the BMC does not expand links.
+    linked: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def refresh_system(self) -> dict[str, Any]:
         self.system = self.client.get(self.system_path)
@@ -66,12 +69,12 @@ def locate(client: RedfishClient) -> BmcContext:
     ep = client.endpoint
     picked = pick_system(members, ep.system, f"host {ep.name} ({ep.url})")
     system_path = picked.rstrip("/")  # iLO writes ids with a trailing slash
-    system = client.get(system_path)
+    system, linked = client.get_with_links(system_path)
     manager_path = link(system, "Links", "ManagedBy")
     if manager_path is None and (managers := link(root, "Managers")):
         found = client.member_links(managers)
         manager_path = found[0] if found else None
-    manager = client.get_optional(manager_path)
+    manager = linked.get(manager_path or "") or client.get_optional(manager_path)
     detected = detect_vendor(root, manager)
     if ep.vendor_forced and ep.vendor:
         name, source = ep.vendor, "inventory"
@@ -86,4 +89,5 @@ def locate(client: RedfishClient) -> BmcContext:
         system=system,
         manager_path=manager_path.rstrip("/") if manager is not None and manager_path else None,
         manager=manager,
+        linked=linked,
     )

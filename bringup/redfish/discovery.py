@@ -114,7 +114,7 @@ def read_chassis(ctx: BmcContext) -> tuple[dict[str, Any] | None, dict[str, Any]
     paths = links(ctx.system, "Links", "Chassis")
     if not paths and (collection := link(client.root, "Chassis")):
         paths = client.member_links(collection)[:1]
-    docs = [d for d in map(client.get_optional, paths) if d is not None]
+    docs = [d for d in (ctx.linked.get(p) or client.get_optional(p) for p in paths) if d is not None]
     server, enclosure = readers.server_chassis(docs)
     if server is not None and enclosure is None and (up := link(server, "Links", "ContainedBy")):
         parent = client.get_optional(up)

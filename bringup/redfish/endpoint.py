@@ -44,6 +44,9 @@ class TransportOptions:
     ca_bundle: str | None = None
     insecure: bool = False
     allow_http: bool = False  # --allow-http: plain-HTTP BMC addresses allowed for every host
+    # One login session per BMC where it has a SessionService (client.py says why); False:
+    # basic auth on every request, as before issue 18 (benchmarks compare the two).
+    sessions: bool = True
 
     def __post_init__(self) -> None:
         if self.insecure and self.ca_bundle:

@@ -29,7 +29,7 @@ from bringup.redfish.context import locate
 from bringup.redfish.discovery import HARDWARE_KEYS, Discovery, discover
 from bringup.redfish.endpoint import PLAIN_HTTP_NOTE, TransportOptions, transport_details
 from bringup.redfish.errors import InventoryProblem, NotSupported, Refused
-from bringup.redfish.fanout import DEFAULT_CONCURRENCY, Outcome, Task, fan_out
+from bringup.redfish.fanout import Outcome, Task, default_concurrency, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
 from bringup.redfish.targets import Target, plain_http_warnings, targets_for
 from bringup.select import gate_hosts, load_valid_rack, pick_hosts, split_nodes
@@ -65,7 +65,7 @@ class RackJob:
     inventory_dir: Path | None
     nodes: tuple[str, ...] | list[str] | None = None
     transport: TransportOptions = field(default_factory=TransportOptions)
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int | None = None  # None: every BMC at once up to fanout.MAX_CONCURRENCY
     watch: Watch | None = None
 
 
@@ -257,7 +257,7 @@ def discover_rack(job: RackJob, *, accept_new_serial: bool = False) -> RackResul
     tasks = [_task(t, lambda c, t=t: discover(c, t.rule), options) for t in targets]
     params = {
         "nodes": [t.name for t in targets],
-        "concurrency": job.concurrency,
+        "concurrency": job.concurrency or default_concurrency(len(targets)),
         **run_tls_details(options, targets),
     }
     # Reading BMCs changes nothing on a node, so discovery claims none; the ledger still records

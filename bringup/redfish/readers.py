@@ -238,3 +238,24 @@ def event_entries(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _aware(when: datetime) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def split_links(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A resource read with ``$expand=~`` -> (the resource with its ``Links`` back to plain
+    references, as a GET without the query answers it; {path: each linked resource the BMC
+    expanded}). Anything under ``Links`` that is not an expanded reference is left as it is."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def reference(value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("@odata.id"), str) and len(value) > 1:
+            found[value["@odata.id"]] = value
+            return {"@odata.id": value["@odata.id"]}
+        if isinstance(value, list):
+            return [reference(v) for v in value]
+        return value
+
+    links_doc = doc.get("Links")
+    if not isinstance(links_doc, dict):
+        return doc, found
+    plain = {k: (v if k == "Oem" else reference(v)) for k, v in links_doc.items()}
+    return {**doc, "Links": plain}, found

@@ -6,7 +6,10 @@ fake BMCs, each on its own loopback port, each with its own resource tree loaded
 auth to it; nothing in the client is mocked.
 
 What a fake BMC does: GET from its tree (``$expand`` as DSP0266 says, and ``$select``, when
-the fixture's service root advertises them; 501 when not), basic auth on everything but the service root, PATCH merged into
+the fixture's service root advertises them; 501 when not), basic auth or a session token on
+everything but the service root (login: POST to the root's ``Links.Sessions`` with UserName and
+Password answers 201, ``X-Auth-Token`` and ``Location``; logout: DELETE of that location;
+``sessions = False`` answers the login 405, as a BMC without a SessionService), PATCH merged into
 the tree, the actions bringup uses (ComputerSystem.Reset with an optional delay before the
 new state shows, VirtualMedia Insert/Eject, Dell LC status and DeleteJobQueue), settings
 objects applied at the next reset, and hooks a test can set: queued error statuses, hanging
@@ -16,28 +19,26 @@ paths, a per-request latency, forced PATCH/POST errors, a fixed status per path
 Fixture files are ``{path: resource}`` maps; ``"_extends": "other"`` starts from another
 fixture, ``"_delete": [paths]`` removes resources, ``"_fake": {...}`` sets FakeBmc options.
 
-Run standalone (benchmarks): ``python -m tests.doubles.redfish_server --fixture dell-idrac9 --count 256
---latency 0.2``: prints one JSON line with the URLs, serves until stdin closes.
+Benchmarks serve hundreds of them from a process of their own: benchmarks/fleet_sim/redfish.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import copy
 import json
+import secrets
 import ssl
-import sys
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from tests.doubles.tls import self_signed_tls  # noqa: F401  # where the tests import it from
 from tests.paths import FIXTURES as TESTS_FIXTURES
 
 FIXTURES = TESTS_FIXTURES / "redfish"
@@ -123,6 +124,7 @@ class Request(NamedTuple):
     path: str
     body: Any
     query: str
+    auth: str = ""  # "token" (X-Auth-Token), "basic" (Authorization) or "" (none)
 
 
 class FakeBmc:
@@ -142,6 +144,7 @@ class FakeBmc:
         require_if_match: bool = False,
         lc_status: dict[str, Any] | None = None,
         statuses: dict[str, int] | None = None,
+        sessions: bool = True,
         **_: Any,
     ):
         self.resources = {_norm(k): copy.deepcopy(v) for k, v in resources.items()}
@@ -167,6 +170,11 @@ class FakeBmc:
         self.lose_answer: set[str] = set()  # paths whose request is carried out, then never answered
         self.patch_errors: dict[str, tuple[int, dict[str, Any]]] = {}
         self.post_errors: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.sessions = sessions  # False: the login answers 405 (no SessionService)
+        self.tokens: dict[str, str] = {}  # live session token -> its path
+        self.logins = 0  # sessions ever opened
+        self.connections = 0  # TCP connections accepted (keep-alive: one per client, ideally)
+        self.keep_alive = True  # False: close every connection after its answer, without a word
         self._pending_power: dict[str, tuple[str, float]] = {}
         # Serve GETs from a cache of serialized answers (benchmarks: hundreds of BMCs on one
         # thread). Any PATCH/POST clears it; a test that edits ``resources`` directly must not set it.
@@ -185,14 +193,59 @@ class FakeBmc:
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
 
-    def calls(self, method: str | None = None, contains: str = "") -> list[Request]:
-        return [r for r in self.requests if (method is None or r.method == method) and contains in r.path]
+    def calls(
+        self, method: str | None = None, contains: str = "", *, sessions: bool = False
+    ) -> list[Request]:
+        """Requests by method and path; the session login and logout only with ``sessions``
+        (a test asking for POSTs means the actions)."""
+        where = self.sessions_path
+        return [
+            r
+            for r in self.requests
+            if (method is None or r.method == method)
+            and contains in r.path
+            and (sessions or where is None or not (r.path == where or r.path.startswith(where + "/")))
+        ]
 
     # -- request handling -----------------------------------------------------------------
 
     def _authorized(self, headers: dict[str, str]) -> bool:
+        if headers.get("x-auth-token") in self.tokens:
+            return True
         want = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
         return headers.get("authorization") == f"Basic {want}"
+
+    @property
+    def sessions_path(self) -> str | None:
+        ref = ((self.resources.get("/redfish/v1") or {}).get("Links") or {}).get("Sessions") or {}
+        return _norm(ref["@odata.id"]) if isinstance(ref.get("@odata.id"), str) else None
+
+    def _login(self, parsed: Any) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        """POST to the sessions collection: no authorization needed, the credentials are the body."""
+        path = self.sessions_path or ""
+        if path in self.post_errors:
+            status, err = self.post_errors[path]
+            return status, err, {}
+        if not self.sessions:
+            return 405, error_body(f"POST not allowed on {path}"), {}
+        body = parsed if isinstance(parsed, dict) else {}
+        if (body.get("UserName"), body.get("Password")) != (self.username, self.password):
+            return 401, error_body("Login failed: invalid credentials", "Base.1.12.NoValidSession"), {}
+        self.logins += 1
+        token = secrets.token_hex(16)
+        where = f"{path}/{self.logins}"
+        self.tokens[token] = where
+        doc = {"@odata.id": where, "Id": str(self.logins), "UserName": self.username}
+        return 201, doc, {"X-Auth-Token": token, "Location": where}
+
+    def _logout(
+        self, path: str, headers: dict[str, str]
+    ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        token = next((t for t, where in self.tokens.items() if where == path), None)
+        if token is None:
+            return 404, error_body(f"no session at {path}", "Base.1.12.ResourceMissingAtURI"), {}
+        del self.tokens[token]
+        return 204, None, {}
 
     async def handle(
         self, method: str, target: str, headers: dict[str, str], body: bytes
@@ -205,7 +258,8 @@ class FakeBmc:
                 parsed = json.loads(body)
             except ValueError:
                 return 400, error_body("malformed JSON"), {}
-        self.requests.append(Request(method, path, parsed, urlsplit(target).query))
+        auth = "token" if "x-auth-token" in headers else "basic" if "authorization" in headers else ""
+        self.requests.append(Request(method, path, parsed, urlsplit(target).query, auth))
         if self.latency:
             await asyncio.sleep(self.latency)
         if path in self.hang:
@@ -218,6 +272,8 @@ class FakeBmc:
     def _answer(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], parsed: Any
     ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        if method == "POST" and path == self.sessions_path:
+            return self._login(parsed)
         if path not in PUBLIC and not self._authorized(headers):
             return (
                 401,
@@ -234,6 +290,8 @@ class FakeBmc:
                 {"Retry-After": "0"},
             )
         self._apply_power()
+        if method == "DELETE":
+            return self._logout(path, headers)
         if method != "GET":
             self._cache.clear()
         if method == "GET":
@@ -433,6 +491,11 @@ class FakeBmcServer:
         self.start()
         return self
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the BMCs run on: read their counters there (benchmarks/fleet_sim/redfish.py)."""
+        return self._loop
+
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
@@ -463,6 +526,7 @@ class FakeBmcServer:
             self._thread.join(10)
 
     async def _serve(self, bmc: FakeBmc, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        bmc.connections += 1
         try:
             while True:
                 line = await reader.readline()
@@ -488,7 +552,7 @@ class FakeBmcServer:
                 head += [f"{k}: {v}" for k, v in extra.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
                 await writer.drain()
-                if headers.get("connection", "").lower() == "close":
+                if headers.get("connection", "").lower() == "close" or not bmc.keep_alive:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError, ssl.SSLError):
             pass
@@ -503,68 +567,3 @@ def serving(*bmcs: FakeBmc, tls: ssl.SSLContext | None = None) -> Iterator[tuple
     """Serve ``bmcs`` for the duration of a ``with`` block."""
     with FakeBmcServer(list(bmcs), tls=tls):
         yield bmcs
-
-
-def self_signed_tls(directory: Path, host: str = "127.0.0.1") -> tuple[Path, ssl.SSLContext]:
-    """A self-signed certificate for ``host`` (an IP): (certificate path, server context)."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-bmc")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "bmc-cert.pem", directory / "bmc-key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    return cert_path, context
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve fake vendor-shaped BMCs (tests, benchmarks).")
-    parser.add_argument("--fixture", default="dell-idrac9")
-    parser.add_argument("--count", type=int, default=1)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
-    parser.add_argument("--password", default="calvin")
-    args = parser.parse_args(argv)
-    resources, fake = load_fixture(args.fixture)
-    bmcs = []
-    for i in range(args.count):
-        tree = copy.deepcopy(resources)
-        for doc in tree.values():  # every BMC its own serial, as in a real rack
-            if isinstance(doc, dict) and isinstance(doc.get("SerialNumber"), str) and doc["SerialNumber"]:
-                doc["SerialNumber"] = f"{doc['SerialNumber']}{i:04d}"
-        bmcs.append(FakeBmc(tree, **{**fake, "latency": args.latency, "password": args.password}))
-        bmcs[-1].cache_gets = True
-    with FakeBmcServer(bmcs):
-        print(json.dumps({"urls": [b.url for b in bmcs]}), flush=True)
-        sys.stdin.read()  # until the parent closes our stdin
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -416,5 +416,5 @@ def test_power_cycle_polls_until_the_bmc_reports_each_state():
     assert [c.body["ResetType"] for c in fake.calls("POST")] == ["GracefulShutdown", "On"]
     # It waited: several state reads between the two actions.
     gets = [i for i, r in enumerate(fake.requests) if r.method == "GET" and r.path == S]
-    posts = [i for i, r in enumerate(fake.requests) if r.method == "POST"]
+    posts = [i for i, r in enumerate(fake.requests) if r.method == "POST" and "Reset" in r.path]
     assert sum(posts[0] < g < posts[1] for g in gets) >= 3
