@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.delivery import parse_duration
@@ -95,9 +96,9 @@ def _print(result: AcceptanceResult) -> None:
     for d in sorted(result.decisions, key=lambda d: d.node):
         style = "green" if d.accepted else "red"
         reasons = "\n".join(r.line() for r in d.reasons) or "-"
-        out.add_row(d.node, d.serial or "-", f"[{style}]{d.decision}[/]", reasons)
+        out.add_row(escape(d.node), escape(d.serial or "-"), f"[{style}]{d.decision}[/]", escape(reasons))
     for node, why in sorted(result.waiting.items()):
-        out.add_row(node, "-", "[red]not re-tested[/]", why)
+        out.add_row(escape(node), "-", "[red]not re-tested[/]", escape(why))
     console.print(out)
     decision = result.delivery_decision
     verdict = "[green]ACCEPTED[/]" if decision.accepted else "[red]REJECTED[/]"

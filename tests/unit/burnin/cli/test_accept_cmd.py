@@ -49,3 +49,22 @@ def test_a_delivery_whose_nodes_were_all_accepted_has_nothing_to_test(tmp_path):
     res = invoke(fleet, "--delivery", "po42", "--out", str(tmp_path / "out"))
     assert res.exit_code == 0, res.output
     assert "every node was accepted" in res.output and f"acceptance #{run.id}" in res.output
+
+
+def test_reasons_are_printed_as_text_not_as_markup():
+    """A slot like '/dev/nvme3' in brackets once crashed the summary table (rich read it as a
+    closing tag)."""
+    from dataclasses import replace
+
+    from bringup.ui import console
+    from burnin.accept.decide import REJECTED, NodeDecision, Reason
+    from burnin.cli.accept import _print
+    from tests.unit.burnin.accept.test_outputs import result
+
+    nvme = Reason(
+        "burn-in", "nvme_health", "critical warning", "RMA", slot="/dev/nvme3 (serial S64H)", serial="S64H"
+    )
+    shown = replace(result(), decisions=(NodeDecision("n1", "SN1", REJECTED, (nvme,)),))
+    with console.capture() as captured:
+        _print(shown)
+    assert "[/dev/nvme3" in captured.get()  # shown as written (the table may fold the rest)
