@@ -72,6 +72,8 @@ def test_discover_every_lab_node(rack_env):
         assert hw["system"]["uuid"] == node.uuid and hw["system"]["bios_version"]
         assert {f["id"] for f in hw["firmware"]} >= {"BIOS", "BMC"}
         assert hw["event_log"] == [] and hw["event_log_read_at"]  # the lab's SEL is healthy
+        # The hardware inventory the lab BMC serves (bringup/lab/bmc_inventory.py), all of it read.
+        assert hw["inventory"]["not_reported"] == {} and len(hw["inventory"]["memory"]) == 32
     store.close()
     assert password not in result.output and password not in history_text(db)
 
