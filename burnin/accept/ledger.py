@@ -184,7 +184,9 @@ def evidence_by_id(store: FleetStore, result_ids: Sequence[int]) -> dict[int, st
 
 
 def decisions(store: FleetStore, rack: str, delivery: str) -> list[DecisionRecord]:
-    """Every decision recorded for ``delivery`` on the rack's nodes, oldest first."""
+    """Every decision recorded for ``delivery`` on the rack's nodes, oldest first; one per node
+    and acceptance (an acceptance that crashed after deciding decides again when continued: the
+    last word stands)."""
     with store.reading() as s:
         rows = s.execute(
             select(Event, Node.name)
@@ -192,18 +194,18 @@ def decisions(store: FleetStore, rack: str, delivery: str) -> list[DecisionRecor
             .where(Node.rack == rack, Event.kind == DECISION_EVENT)
             .order_by(Event.id)
         ).all()
-    out = []
+    out: dict[tuple[str, int], DecisionRecord] = {}
     for ev, name in rows:
         details = ev.details or {}
         if details.get("delivery") != delivery:
             continue
-        out.append(
-            DecisionRecord(
-                name,
-                int(details.get("acceptance") or 0),
-                str(details.get("decision", "")),
-                tuple(str(r) for r in details.get("reasons", ())),
-                ev.time,
-            )
+        acceptance = int(details.get("acceptance") or 0)
+        out.pop((name, acceptance), None)  # re-inserted last: the order is the newest word's
+        out[(name, acceptance)] = DecisionRecord(
+            name,
+            acceptance,
+            str(details.get("decision", "")),
+            tuple(str(r) for r in details.get("reasons", ())),
+            ev.time,
         )
-    return out
+    return list(out.values())

@@ -104,9 +104,9 @@ def _print(result: AcceptanceResult) -> None:
     verdict = "[green]ACCEPTED[/]" if decision.accepted else "[red]REJECTED[/]"
     console.print(f"delivery {result.delivery}: {verdict}: {decision.why}", highlight=False)
     for problem in decision.problems:
-        console.print(f"  {problem}", highlight=False, markup=False)
+        console.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
     for path in result.outputs:
-        console.print(f"  wrote {path}", highlight=False, markup=False)
+        console.print(f"  wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 
 COMMANDS = (accept_cmd,)

@@ -167,7 +167,7 @@ def test_a_short_soak_survives_a_killed_controller_and_fails_a_node_from_the_ite
 
 DELIVERY_NODES = ["node01", "node02", "node03", "node04", "node05", "node06"]
 DELIVERY_FAULTS = {
-    "node01": ["dimm-missing", "bmc-dimm-missing"],  # dmidecode and Redfish Memory agree
+    "node01": ["dimm-missing"],  # implies bmc-dimm-missing: dmidecode and Redfish Memory agree
     "node02": ["gpu-vbios-old"],
     "node03": ["nvme-critical-warning"],
     "node04": ["bmc-psu-failed"],
@@ -211,7 +211,8 @@ def test_a_delivery_of_six_nodes_rejects_exactly_the_five_faulty_ones_with_bundl
         state = rack.up(len(DELIVERY_NODES), spec)
         base, store = ready_for_burnin(name, inv, tmp_path / "fleet.db", DELIVERY_NODES, state)
         serials = {n: store.get_node(n).serial for n in DELIVERY_NODES}
-        packing = [s for n, s in serials.items() if n != "node05"]
+        # The packing list names the serial the vendor meant to ship; node05 came with another.
+        packing = [s if n != "node05" else "PACKED-BUT-NOT-SHIPPED" for n, s in serials.items()]
         order(
             inv,
             "six",
@@ -233,6 +234,7 @@ def test_a_delivery_of_six_nodes_rejects_exactly_the_five_faulty_ones_with_bundl
             "node06": "accepted",
         }, json.dumps(decided, indent=1)[-6000:]
         assert report["decision"]["accepted"] is False and report["decision"]["accepted_nodes"] == 1
+        assert any("PACKED-BUT-NOT-SHIPPED" in p for p in report["decision"]["problems"]), report["decision"]
 
         def reasons(node: str) -> list[dict]:
             return decided[node]["reasons"]
@@ -296,5 +298,35 @@ def test_a_delivery_of_six_nodes_rejects_exactly_the_five_faulty_ones_with_bundl
         bad.write_text('<!DOCTYPE html><html><body><script>console.error("control")</script></body></html>')
         assert console_lines(bad)
         assert console_lines(out / "acceptance.html") == []
+
+        # Re-delivery: the vendor replaced node03's drive; an operator marks it repaired and it is
+        # discovered again. The same command tests node03 alone; the others still wait.
+        rc, _, err = node_ssh(state, "node03", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
+        assert rc == 0, err
+        for args in (
+            ["nodes", "mark-repaired", "node03", "--reason", "NVMe swapped"],
+            ["discover", "--rack", name],
+        ):
+            res = subprocess.run(
+                [str(BIN / "bringup"), *base, *args], capture_output=True, text=True, timeout=300
+            )
+            assert res.returncode == 0, res.stdout + res.stderr
+        again = tmp_path / "again"
+        proc = subprocess.run(
+            accept_argv(base, name, "six", again), capture_output=True, text=True, timeout=900
+        )
+        assert proc.returncode == 1, proc.stdout + proc.stderr  # 2 of 6 accepted
+        second = json.loads((again / "acceptance.json").read_text())
+        assert [(n["node"], n["decision"]) for n in second["nodes"]] == [("node03", "accepted")], second[
+            "nodes"
+        ]
+        assert second["redelivery_of"] == report["acceptance"]
+        assert sorted(second["waiting_for_vendor"]) == ["node01", "node02", "node04", "node05"]
+        assert second["decision"]["accepted_nodes"] == 2
+        history = [(h["acceptance"], h["decision"]) for h in second["history"] if h["node"] == "node03"]
+        assert history == [(report["acceptance"], "rejected"), (second["acceptance"], "accepted")]
+        page = (again / "acceptance.html").read_text()
+        assert "rejected on " in page and "accepted on " in page
+        assert not (again / "rma").exists()  # nothing rejected this time: no bundle
     finally:
         rack.down()

@@ -127,3 +127,14 @@ def test_a_delivery_whose_nodes_were_all_accepted_has_nothing_to_test(store):
     with pytest.raises(NothingToTest, match="every node was accepted") as err:
         plan_acceptance(store, request(), order(), NODES)
     assert err.value.accepted
+
+
+def test_a_decision_made_twice_by_a_continued_acceptance_counts_once(store):
+    first = accept_run(store, "error")  # crashed after deciding, before it ended
+    decide(store, first, "n1", "rejected")
+    decide(store, first, "n1", "accepted")  # continued: decided again
+    decide(store, first, "n2", "accepted")
+    assert [(d.node, d.decision) for d in ledger.decisions(store, RACK, "po42")] == [
+        ("n1", "accepted"),
+        ("n2", "accepted"),
+    ]
