@@ -1,0 +1,67 @@
+"""The lab BMC's hardware inventory (bringup/lab/bmc_inventory.py) read by the same parsers
+discovery uses: the node's stand-in recordings and the BMC agree, and the BMC-side faults
+change exactly one part. The real sushy-tools run is tests/lab/test_hardware_inventory_lab.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from bringup.lab.bmc_inventory import BMC_FAULTS, inventory_resource
+from bringup.lab.standins import SAMPLES_DIR, known_faults
+from bringup.redfish import hardware
+from burnin.parsers.hardware import parse_dmidecode_memory
+
+UUID = "9b1f0d1e-0000-4000-8000-000000000001"
+
+
+def system(*faults: str) -> dict:
+    return {
+        "uuid": UUID,
+        "serial": "LABABC123001",
+        "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
+        "cpu_count": 2,
+        "faults": list(faults),
+    }
+
+
+def get(sys: dict, path: str) -> dict | None:
+    return inventory_resource(path.strip("/").split("/")[2:], sys)
+
+
+def dimms(sys: dict) -> list[dict]:
+    collection = get(sys, f"/redfish/v1/Systems/{UUID}/Memory")
+    return [hardware.parse_dimm(get(sys, m["@odata.id"])) for m in collection["Members"]]
+
+
+def test_memory_is_the_stand_in_dmidecode_recording():
+    text = (SAMPLES_DIR / "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt").read_text().partition("\n")[2]
+    node_side = parse_dmidecode_memory(text)
+    bmc_side = dimms(system())
+    assert [(d["slot"], d["serial"], d["size_gib"]) for d in bmc_side] == [
+        (d.locator, d.serial, d.size_mib / 1024) for d in node_side
+    ]
+
+
+@pytest.mark.parametrize("fault", ["bmc-dimm-missing", "dimm-missing"])
+def test_a_missing_dimm_is_absent_in_its_slot(fault):
+    absent = [d for d in dimms(system(fault)) if not d["present"]]
+    assert [(d["slot"], d["state"], d["size_gib"]) for d in absent] == [("CPU0_DIMM_C2", "Absent", None)]
+
+
+def test_bmc_psu_failed_fails_supply_3_only():
+    ok, _ = hardware.parse_power(get(system(), f"/redfish/v1/Chassis/{UUID}/Power"))
+    failed, _ = hardware.parse_power(get(system("bmc-psu-failed"), f"/redfish/v1/Chassis/{UUID}/Power"))
+    assert [p["health"] for p in ok] == ["OK"] * 6
+    assert [(p["slot"], p["health"], p["state"]) for p in failed if p["health"] != "OK"] == [
+        ("PSU.Slot.3", "Critical", "UnavailableOffline")
+    ]
+
+
+def test_other_systems_paths_and_unknown_resources_are_not_served():
+    assert get(system(), "/redfish/v1/Systems/another-uuid/Memory") is None
+    assert get(system(), f"/redfish/v1/Systems/{UUID}/Memory/NO_SUCH_SLOT") is None
+    assert get(system(), f"/redfish/v1/Systems/{UUID}/EthernetInterfaces") is None  # sushy's own
+
+
+def test_the_bmc_faults_are_in_the_catalog():
+    assert set(known_faults()) >= BMC_FAULTS
