@@ -44,6 +44,16 @@ def _version(text: Any) -> str | None:
     return match.group(1) if match and match.groups() else (match.group(0) if match else text.strip())
 
 
+def _reseat_subjects(result: ResultRecord | None) -> list[str]:
+    """The slots a check's RESEAT findings name (memory_dimms: 'CPU0_DIMM_C2 (P0_...)')."""
+    findings = getattr(result, "findings", None) or []
+    return [
+        str(f.get("subject")).split(" (")[0]
+        for f in findings
+        if isinstance(f, dict) and f.get("action") == Action.RESEAT.value and f.get("subject")
+    ]
+
+
 def _gib(value: float) -> str:
     return f"{value:g} GiB"
 
@@ -166,6 +176,8 @@ def memory(
     if want.dimm_count is not None and any(n != want.dimm_count for n in counts.values()):
         ok = False
         empty = [str(d.get("slot")) for d in dimms or [] if not d.get("present")]
+        if not empty:  # a BMC that lists populated slots only (iDRAC): dmidecode names the empty one
+            empty = _reseat_subjects(results.get("memory_dimms"))
         seen = ", ".join(f"{n} ({src})" for src, n in counts.items())
         fewer = min(counts.values()) < want.dimm_count
         out.add(

@@ -77,7 +77,13 @@ def node(hardware: dict, serial: str | None = SERIAL, profile: str = PROFILE) ->
 
 def result(check: str, text: str) -> CheckResult:
     judged = judge(ALL_CHECKS[check], CommandOutput(text), shipped())
-    return CheckResult(check=check, stage="preflight", verdict=judged.verdict.value, metrics=judged.metrics)
+    return CheckResult(
+        check=check,
+        stage="preflight",
+        verdict=judged.verdict.value,
+        metrics=judged.metrics,
+        findings=[f.to_dict() for f in judged.findings],
+    )
 
 
 def lab_sample(name: str) -> str:
@@ -296,3 +302,20 @@ def test_the_newest_result_of_a_check_is_the_one_compared():
     new.id = 9
     conf = compare_node(order(), node(discovered()), [new, old, healthy_results()[1]])
     assert conf.conforms is True  # the 8-GPU result (id 9) wins over the older 7-GPU one
+
+
+def test_a_bmc_listing_populated_dimms_only_gets_the_empty_slot_from_dmidecode():
+    """Supermicro (and iDRAC) list populated DIMMs only: a missing one is simply not there.
+    dmidecode, whose recording has DIMM_B1 empty, names the slot."""
+
+    def drop_one(resources):
+        memory = resources["/redfish/v1/Systems/1/Memory"]
+        memory["Members"] = [m for m in memory["Members"] if not m["@odata.id"].endswith("/2")]
+        memory["Members@odata.count"] = 3
+        resources.pop("/redfish/v1/Systems/1/Memory/2")
+
+    dmidecode = result("memory_dimms", load("dmidecode_t_memory_4slots_1empty_SYNTHETIC.txt"))
+    conf = compare_node(order(), node(discovered(edit=drop_one)), [*healthy_results(), dmidecode])
+    [missing] = [m for m in conf.mismatches if m.part == "memory"]
+    assert (missing.slot, missing.action) == ("DIMM_B1", Action.RESEAT)
+    assert missing.finding == "3 (Redfish), 3 (dmidecode) DIMMs populated, the order has 4; empty: DIMM_B1"
