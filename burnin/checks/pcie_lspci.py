@@ -43,7 +43,8 @@ def _where(dev: LspciDevice, kind: str) -> str:
     slot = dev.physical_slot or (str(dev.slot_number) if dev.slot_number is not None else None)
     label = {"gpu": "GPU", "nic": "NIC", "nvme": "NVMe", "excerpt": "device"}[kind]
     parts = [p for p in (dev.bdf, f"slot {slot}" if slot else None) if p]
-    return f"{label} {' '.join(parts) if parts else '(no header in the excerpt)'}"
+    serial = f" (serial {dev.serial})" if dev.serial else ""  # the card's VPD: what an RMA desk asks for
+    return f"{label} {' '.join(parts) if parts else '(no header in the excerpt)'}{serial}"
 
 
 def _reading(dev: LspciDevice) -> str:

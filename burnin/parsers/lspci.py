@@ -35,6 +35,8 @@ class LspciDevice:
     devsta: dict[str, bool] = field(default_factory=dict)
     ue_status: dict[str, bool] = field(default_factory=dict)  # AER UESta
     ce_status: dict[str, bool] = field(default_factory=dict)  # AER CESta
+    # Vital Product Data '[SN] Serial number: MT2304XZ02VD' (NICs, HCAs): names the card for an RMA
+    serial: str | None = None
 
     @property
     def downgraded(self) -> bool:
@@ -93,6 +95,8 @@ def _device(bdf: str | None, desc: str | None, cls: str | None, body: list[str])
             if express.endswith(("(Slot+)", "(Slot-)")):
                 express = express[: -len("(Slot+)")].strip()
             values["express_type"] = express
+        if (m := re.match(r"^\[SN\] Serial number:\s*(\S+)", line)) and "serial" not in values:
+            values["serial"] = m.group(1)
         if (m := re.match(r"^Slot #(\d+)", line)) and "slot_number" not in values:
             values["slot_number"] = int(m.group(1))
     ids = re.findall(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]", desc or "")
@@ -116,6 +120,7 @@ def _device(bdf: str | None, desc: str | None, cls: str | None, body: list[str])
         devsta=values["devsta"],
         ue_status=values["ue_status"],
         ce_status=values["ce_status"],
+        serial=values.get("serial"),
     )
 
 

@@ -33,8 +33,13 @@ def test_lspci_names_the_device_and_its_slot() -> None:
     result = _judge("pcie_lspci", f"{first}\n\tPhysical Slot: 7\n{rest}")
     assert result.verdict is Verdict.FAIL
     messages = [f.message for f in result.findings]
-    assert "NIC 0000:b1:00.1 slot 7 link is x8, expected x16 (the device can do x16)" in messages
-    assert "NIC 0000:b1:00.1 slot 7 link runs at Gen4 (16 GT/s), expected Gen5" in messages
+    assert (
+        "NIC 0000:b1:00.1 slot 7 (serial MT2304XZ02VD) link is x8, expected x16 (the device can do x16)"
+        in messages
+    )
+    assert (
+        "NIC 0000:b1:00.1 slot 7 (serial MT2304XZ02VD) link runs at Gen4 (16 GT/s), expected Gen5" in messages
+    )
 
 
 def test_lspci_gpu_speed_at_idle_is_a_note_but_its_width_fails() -> None:

@@ -8,7 +8,9 @@ from bringup.profiles import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.gpu import GpuInventory, GpuMemoryHealth, GpuVersions
 from burnin.checks.ib import IbPorts
+from burnin.checks.pcie_lspci import LspciLinks
 from burnin.parsers.ibstat import parse_ibstat
+from burnin.parsers.lspci import parse_lspci_vv
 from burnin.parsers.nvidia_smi import parse_query
 from burnin.result import Severity, Verdict
 from tests.paths import REPO
@@ -70,3 +72,13 @@ def test_a_gpu_on_another_vbios_than_its_siblings_is_named_by_its_serial() -> No
     )
     (f,) = pinned.findings
     assert pinned.verdict is Verdict.FAIL and f.subject == "GPU 3" and "serial 1654522012479" in f.message
+
+
+def test_a_downtrained_hca_in_lspci_is_named_by_its_vpd_serial() -> None:
+    # lspci -vv prints the card's Vital Product Data: '[SN] Serial number: MT2304XZ02VD'.
+    text = load("lspci_vv_cx7_downtrained_16gt_x8.txt")
+    result = judge(LspciLinks(), CommandOutput(stdout=text), PROFILE)
+    assert result.verdict is Verdict.FAIL
+    critical = [f for f in result.findings if f.severity is Severity.CRITICAL]
+    assert critical and all("serial MT2304XZ02VD" in f.subject for f in critical)
+    assert [d.serial for d in parse_lspci_vv(load("lspci_vv_cx7_gen5_x16_ok.txt"))] == ["MT2340J88735"]
