@@ -16,9 +16,13 @@ functions the commands call (a fresh FleetStore for each, so no cache is warm fr
 
 - the inventory loaded and validated (`load_valid_rack`);
 - `burnin golden`: `select_and_apply` as a dry run, then for real (the first selection after a
-  burn-in: a move per node), then again (steady state: no moves);
+  burn-in: a move per node), then again (steady state: no moves) for the hostfile and Slurm
+  formats, and once more for json and csv (which read and parse every node's ibstat evidence);
 - the exports rendered from that selection: hostfile, Slurm hostlist and exclude list, JSON, CSV;
 - `burnin report`: `collect`, `render_html`, `render_junit`, and writing both files.
+
+Each step prints its wall time and this process's CPU time (the CPU figure holds when other work
+shares the machine; the wall figure does not).
 
 For ``--html-nodes`` (one of the sizes) the HTML report is rendered in headless Chromium
 (`--screenshot`), wall time of the whole browser run printed beside that of a blank page (the
@@ -340,15 +344,15 @@ class Timer:
 
     def __call__(self, label: str, fn: Callable[[], Any]) -> Any:
         prof = cProfile.Profile() if self.profile else None
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if prof:
             prof.enable()
         value = fn()
         if prof:
             prof.disable()
-        took = time.perf_counter() - t0
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
         self.lines.append((label, took))
-        print(f"   {label:<46} {took:7.2f} s", flush=True)
+        print(f"   {label:<46} {took:7.2f} s wall {cpu:7.2f} s CPU", flush=True)
         if prof and took > 0.5:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
         return value
@@ -380,16 +384,17 @@ def measure(nodes: int, work: Path, args: argparse.Namespace) -> Path:
     timer = Timer(args.profile)
     rack, _ = timer("inventory loaded (load_valid_rack)", lambda: load_valid_rack(RACK, inv))
 
-    def golden(dry_run: bool) -> Any:
+    def golden(dry_run: bool, hardware: bool) -> Any:
         store = FleetStore(url)
         try:
-            return select_and_apply(store, rack, utcnow(), None, None, dry_run=dry_run)
+            return select_and_apply(store, rack, utcnow(), None, None, dry_run=dry_run, hardware=hardware)
         finally:
             store.close()
 
-    timer("golden --dry-run (select_and_apply)", lambda: golden(True))
-    first = timer("golden, first: a move per node", lambda: golden(False))
-    sel = timer("golden, steady state: no moves", lambda: golden(False))
+    timer("golden --dry-run (select_and_apply)", lambda: golden(True, False))
+    first = timer("golden, first: a move per golden node", lambda: golden(False, False))
+    timer("golden, steady state (hostfile, slurm)", lambda: golden(False, False))
+    sel = timer("golden, steady state (json, csv: hardware)", lambda: golden(False, True))
     assert not sel.moves and len(first.moves) == len(first.golden), (len(first.moves), len(sel.moves))
     out = work / "out"
     out.mkdir(exist_ok=True)
@@ -457,6 +462,7 @@ def render_in_chromium(page: Path, nodes: int, shot: Path) -> None:
     cells = dom.stdout.count('class="hm-cell')
     print(f"   blank page (the browser's own start):        {base:7.2f} s")
     print(f"   the report, loaded and screenshot taken:     {took:7.2f} s   (target < 3 s)")
+    print(f"   the report's own part (the difference):      {took - base:7.2f} s")
     print(f"   console messages: {len(messages)}" + "".join(f"\n     {m}" for m in messages[:10]))
     print(f"   heat map cells in the rendered DOM: {cells:,} (nodes x rails = {nodes * len(RAILS):,})")
     print(f"   screenshot: {shot}")
