@@ -91,6 +91,7 @@ def request_counts(fixture: str, tls: Path | None) -> None:
 
 def run(fleet: RedfishFleet, urls: list[str], concurrency: int, opts: TransportOptions) -> dict[str, float]:
     fleet.reset()
+    server0 = fleet.stats()["server_cpu"]
     tasks = [
         Task(
             f"node{i:04d}",
@@ -113,6 +114,7 @@ def run(fleet: RedfishFleet, urls: list[str], concurrency: int, opts: TransportO
         "requests": seen["requests"] / len(urls),
         "open_sessions": seen["open_sessions"],
         "connections": seen["connections"] / len(urls),
+        "server_cpu": seen["server_cpu"] - server0,
     }
 
 
@@ -175,7 +177,7 @@ def main() -> None:
     )
     print(
         f"{'BMCs':>5} {'concurrency':>11} {'wall s':>7} {'x 1 BMC':>8} {'CPU s':>6} {'CPU ms/BMC':>10} "
-        f"{'req/BMC':>7} {'conn/BMC':>8} {'open sessions':>13}   before: {'conc':>4} {'wall s':>6} "
+        f"{'req/BMC':>7} {'conn/BMC':>8} {'open sessions':>13} {'sim CPU s':>9}   before: {'conc':>4} {'wall s':>6} "
         f"{'x 1 BMC':>7} {'CPU ms/BMC':>10}"
     )
     verdicts = []
@@ -185,7 +187,7 @@ def main() -> None:
         was = f"{before[0]:>12} {before[1]:>6.2f} {before[2]:>7.2f} {before[3]:>10.1f}" if before else ""
         print(
             f"{n:>5} {conc:>11} {r['wall']:>7.2f} {ratio:>8.2f} {r['cpu']:>6.2f} {r['cpu'] / n * 1000:>10.2f} "
-            f"{r['requests']:>7.1f} {r['connections']:>8.1f} {r['open_sessions']:>13.0f}   {was}"
+            f"{r['requests']:>7.1f} {r['connections']:>8.1f} {r['open_sessions']:>13.0f} {r['server_cpu']:>9.2f}   {was}"
         )
         if n in TARGETS and single:
             met = "met" if ratio < TARGETS[n] else "NOT met"

@@ -13,9 +13,10 @@ per second on one core and what a benchmark measures is the client.
 
 Protocol on stdin/stdout (one JSON line each way): at start it prints ``{"urls": [...],
 "ca": PATH|null}``; then each line ``stats`` is answered with the totals since the last
-``reset`` (``requests``, ``logins``, ``open_sessions``, ``connections``, ``by_kind``:
-requests per resource kind); ``reset`` zeroes them; ``no-expand`` takes ``ExpandQuery`` out of every service root. It serves
-until stdin closes.
+``reset`` (``requests``, ``logins``, ``open_sessions``, ``connections``, ``basic_auth``,
+``by_kind``: requests per resource kind) and ``server_cpu``, the process's own CPU seconds (a
+benchmark can tell when the fleet, not the client, is the limit); ``reset`` zeroes the totals;
+``no-expand`` takes ``ExpandQuery`` out of every service root. It serves until stdin closes.
 
 ``RedfishFleet`` starts it as a child process (the client under test must not share a GIL
 with the BMCs) and speaks that protocol.
@@ -29,6 +30,7 @@ import copy
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,7 @@ def stats(bmcs: list[FakeBmc]) -> dict[str, Any]:
         "open_sessions": sum(len(b.tokens) for b in bmcs),
         "connections": sum(b.connections for b in bmcs),
         "basic_auth": sum(r.auth == "basic" for b in bmcs for r in b.requests),
+        "server_cpu": time.process_time(),  # this process's CPU seconds so far: is the sim the limit?
         "by_kind": dict(sorted(kinds.items())),
     }
 

@@ -168,7 +168,8 @@ class RedfishClient:
         if self._token and self._session_path:
             self.requests_made += 1
             try:
-                raw = self._conn.request("DELETE", self._session_path, None, self._headers())
+                # DELETE is idempotent: sent again if the kept-alive connection turns out closed.
+                raw = self._conn.request("DELETE", self._session_path, None, self._headers(), idempotent=True)
                 if raw.status >= 300 and raw.status != 404:
                     log.warning(
                         "%s: logout answered HTTP %d; the BMC ends the session at its SessionTimeout",

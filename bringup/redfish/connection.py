@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
 # A connection last used longer ago than this is not trusted with a request: BMCs close
 # idle keep-alive connections after a few seconds (iDRAC: 5 s to 60 s depending on version).
@@ -151,11 +152,21 @@ class Connection:
         ``idempotent`` (GETs always): sent again once when a kept-alive connection turns out closed."""
         for _ in range(MAX_REDIRECTS + 1):
             resp = self._exchange(method, target, body, headers, idempotent or method == "GET")
-            location = resp.headers.get("location", "")
-            if method != "GET" or resp.status not in (301, 302, 307, 308) or not location.startswith("/"):
+            location = self._same_origin(resp.headers.get("location", ""))
+            if method != "GET" or resp.status not in (301, 302, 307, 308) or location is None:
                 return resp
             target = location
         return resp
+
+    def _same_origin(self, location: str) -> str | None:
+        """The path (and query) of a redirect to this same BMC; None for anywhere else."""
+        if location.startswith("/"):
+            return location
+        parts = urlsplit(location)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if (parts.scheme, parts.hostname, port) != (self.scheme, self.host, self.port) or not parts.path:
+            return None
+        return parts.path + (f"?{parts.query}" if parts.query else "")
 
     def _exchange(
         self, method: str, target: str, body: bytes | None, headers: dict[str, str], idempotent: bool

@@ -175,6 +175,7 @@ class FakeBmc:
         self.logins = 0  # sessions ever opened
         self.connections = 0  # TCP connections accepted (keep-alive: one per client, ideally)
         self.keep_alive = True  # False: close every connection after its answer, without a word
+        self.redirects: dict[str, str] = {}  # path -> the Location a 301 there sends the client to
         self._pending_power: dict[str, tuple[str, float]] = {}
         # Serve GETs from a cache of serialized answers (benchmarks: hundreds of BMCs on one
         # thread). Any PATCH/POST clears it; a test that edits ``resources`` directly must not set it.
@@ -280,6 +281,8 @@ class FakeBmc:
                 error_body("Unable to authenticate: invalid credentials", "Base.1.12.InsufficientPrivilege"),
                 {},
             )
+        if path in self.redirects:
+            return 301, None, {"Location": self.redirects[path]}
         if path in self.statuses:
             status = self.statuses[path]
             return status, error_body(f"{REASONS.get(status, 'Error')} at {path}"), {}

@@ -14,7 +14,7 @@ from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import locate
 from bringup.redfish.discovery import discover_endpoint
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
-from bringup.redfish.errors import AuthenticationFailed
+from bringup.redfish.errors import AuthenticationFailed, UnexpectedResponse
 from bringup.redfish.fanout import Task, fan_out
 from tests.doubles.redfish_server import FakeBmc, error_body, serving
 
@@ -196,3 +196,17 @@ def test_select_asks_for_the_fields_where_advertised_and_falls_back_where_refuse
         assert len(asked) == 2 and asked[0].startswith("$select=") and asked[1] == ""
     assert found[0].hardware["event_log"] == found[1].hardware["event_log"] == found[2].hardware["event_log"]
     assert found[0].hardware["event_log"]
+
+
+def test_a_redirect_to_the_same_bmc_is_followed_and_one_elsewhere_is_not():
+    moved, away = fake(), fake()
+    for bmc in (moved, away):
+        bmc.resources["/redfish/v1/Systems-v2"] = copy.deepcopy(bmc.resources["/redfish/v1/Systems"])
+    with serving(moved, away):
+        moved.redirects["/redfish/v1/Systems"] = f"{moved.url}/redfish/v1/Systems-v2"
+        away.redirects["/redfish/v1/Systems"] = "https://elsewhere.example/redfish/v1/Systems"
+        found = discover_endpoint(ep(moved), opts())
+        with pytest.raises(UnexpectedResponse, match="HTTP 301"):
+            discover_endpoint(ep(away), opts())
+    assert found.serial == "CNFCP0041M0789" and moved.calls("GET", "/redfish/v1/Systems-v2")
+    assert away.tokens == {}  # logged out all the same
