@@ -28,6 +28,14 @@ FORMATS = ("hostfile", "slurm", "json", "csv")
 # The formats that show each node's GPUs, HCAs and firmware: only they need the ibstat evidence
 # read and parsed, most of the selection's time at 10,000 nodes (issue 18).
 HARDWARE_FORMATS = ("json", "csv")
+
+
+def needs_hardware(fmt: str, want_excluded: bool = False) -> bool:
+    """Whether ``render(fmt, ..., want_excluded)`` shows the golden nodes' hardware: json always
+    (its document holds both lists), csv for the golden list only."""
+    return fmt == "json" or (fmt in HARDWARE_FORMATS and not want_excluded)
+
+
 ADDRESSES = ("ip", "hostname", "name")
 SCHEMA_ID = "burnin-golden/1"
 MAX_EXPANSION = 1_000_000  # a typo like n[1-999999999] must not eat the machine

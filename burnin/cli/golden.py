@@ -97,7 +97,7 @@ def golden_cmd(
     from burnin.golden_select import select_and_apply
 
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
-    hardware = fmt in export.HARDWARE_FORMATS and not excluded
+    hardware = export.needs_hardware(fmt, excluded)
     sel = select_and_apply(
         store, rack_obj, utcnow(), age, stage_list, dry_run=dry_run, address=address, hardware=hardware
     )
@@ -147,13 +147,15 @@ def report_cmd(
     from burnin.report import collect
     from burnin.report.html import render_html
     from burnin.report.junit import render_junit
+    from burnin.report.reliability import fleet_section
 
     if html_path is None and junit_path is None:
         raise click.UsageError("give --html FILE and/or --junit FILE")
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
     report = collect(store, rack_obj, utcnow(), age, stage_list)
     if html_path is not None:
-        atomic_write(html_path, render_html(report))
+        fleet = fleet_section(store, rack, inventory_dir_from(ctx), report.made_at)  # issue 16
+        atomic_write(html_path, render_html(report, [fleet]))
         note(f"wrote {html_path}")
     if junit_path is not None:
         atomic_write(junit_path, render_junit(report))

@@ -4,6 +4,9 @@ about an hour for 1,000 nodes x 300 runs)."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 from sqlalchemy import event
 
 from bringup.fleet.lifecycle import State
@@ -131,4 +134,35 @@ def test_a_hostfile_or_slurm_selection_reads_no_evidence(tmp_path):
     assert "n[001-003]" in export.render("slurm", sel.meta, sel.golden, sel.excluded)
     full = select_and_apply(store, rack, utcnow(), None, None, dry_run=True)
     assert all("hcas" in r and "firmware" in r for r in full.golden)  # json and csv: the whole record
-    assert export.HARDWARE_FORMATS == ("json", "csv")
+    assert [f for f in export.FORMATS if export.needs_hardware(f)] == ["json", "csv"]
+    assert export.needs_hardware("json", want_excluded=True)  # the document holds both lists
+    assert not export.needs_hardware("csv", want_excluded=True)
+
+
+def test_the_json_of_excluded_nodes_still_carries_the_golden_hardware(tmp_path):
+    store, rack = _rack(tmp_path, 2, 1)
+    store.close()
+    from click.testing import CliRunner
+
+    from burnin.cli import main
+
+    db, inv = tmp_path / "fleet.db", tmp_path / "inv"
+    res = CliRunner().invoke(
+        main,
+        [
+            "--db",
+            str(db),
+            "--inventory-dir",
+            str(inv),
+            "golden",
+            "--rack",
+            RACK,
+            "--format",
+            "json",
+            "--excluded",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert len(doc["nodes"]) == 2 and all("hcas" in n and "firmware" in n for n in doc["nodes"])
+    jsonschema.validate(doc, export.json_schema())
