@@ -19,7 +19,7 @@ from bringup.fleet.lifecycle import State, Step, gate_refusal, parse_state
 from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.profiles import apply_overrides, find_profile
-from bringup.remote import DEFAULT_CONCURRENCY, target_for_node
+from bringup.remote import default_concurrency, target_for_node
 from bringup.select import select
 from burnin.launch import group_settings
 from burnin.result import Verdict
@@ -43,7 +43,7 @@ class RackRunRequest:
     rack: str
     stages: Sequence[str]
     nodes: Sequence[str] = ()  # --nodes; empty: the whole rack
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int | None = None  # nodes at once; None: every node, up to remote.MAX_CONCURRENCY
     keep_going: bool = False  # run later stages even after a stage failed
     force: bool = False  # also re-test golden nodes
     overrides: Sequence[str] = ()  # --set KEY=VALUE
@@ -129,18 +129,20 @@ def run_rack(
         on_wait=progress.on_wait if progress is not None else None,
     ) as run:
         jobs = []
+        # Fresh (a queued run waited), and one query each for the whole rack, not two per node.
+        records = {n.name: n for n in store.list_nodes(request.rack)}
+        latest = store.latest_results_of_rack(request.rack)
         for a in admitted:
-            host, node = a.host, store.get_node(a.host.name)  # fresh: a queued run waited
+            host = a.host
+            node = records.get(host.name) or store.get_node(host.name)
             if node.state != State.BURNIN.value:
                 store.transition(
                     host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
                 )
-            previous = previous_check_time(store, host.name, "bmc_event_log")
             target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
             jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
-        runner = BurninRun(
-            store, run.id, stages, request.concurrency, not request.keep_going, group_settings=settings
-        )
+        concurrency = request.concurrency or default_concurrency(len(jobs))
+        runner = BurninRun(store, run.id, stages, concurrency, not request.keep_going, group_settings=settings)
         if slurm is not None:
             on_line = progress.on_group_progress if progress is not None else None
             runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)

@@ -111,6 +111,35 @@ def put(session: Session, text: str, cache: dict[str, int] | None = None) -> int
     return found
 
 
+def put_many(session: Session, texts: Sequence[str], cache: dict[str, int]) -> list[int]:
+    """``put`` for many texts at once: the ids of their blobs, in order. One query finds those
+    stored already and one flush adds the rest (a wave of results is one transaction, not one
+    query per output). Where another writer added one of them meanwhile (PostgreSQL), each is
+    put on its own. ``cache`` (sha256 -> id) is filled."""
+    keys = [digest(t) for t in texts]
+    unknown = sorted({k for k in keys if k not in cache})
+    for i in range(0, len(unknown), 500):
+        chunk = unknown[i : i + 500]
+        found = select(EvidenceBlob.sha256, EvidenceBlob.id).where(EvidenceBlob.sha256.in_(chunk))
+        cache.update(session.execute(found).tuples().all())
+    new: dict[str, EvidenceBlob] = {}
+    for key, text in zip(keys, texts, strict=True):
+        if key not in cache and key not in new:
+            raw = text.encode("utf-8", "surrogatepass")
+            new[key] = EvidenceBlob(sha256=key, size=len(raw), codec=CODEC, data=zlib.compress(raw, _LEVEL))
+    if new:
+        try:
+            with session.begin_nested():
+                session.add_all(new.values())
+        except IntegrityError:
+            for key, text in zip(keys, texts, strict=True):
+                if key in new:
+                    put(session, text, cache)
+        else:
+            cache.update({key: blob.id for key, blob in new.items()})
+    return [cache[k] for k in keys]
+
+
 def store_text(session: Session, text: str | None, cache: dict[str, int] | None = None) -> int | None:
     """``put`` a result's evidence, capped: the runner caps each stream (stdout, stderr) and
     tells the check first; this is the store's own bound, for any caller: both streams with
@@ -118,6 +147,13 @@ def store_text(session: Session, text: str | None, cache: dict[str, int] | None 
     if text is None:
         return None
     return put(session, cap(text, 2 * output_cap() + 4096).text, cache)
+
+
+def store_texts(session: Session, texts: Sequence[str | None], cache: dict[str, int]) -> list[int | None]:
+    """``store_text`` for many results' evidence at once (``put_many``); None stays None."""
+    capped = [cap(t, 2 * output_cap() + 4096).text for t in texts if t is not None]
+    ids = iter(put_many(session, capped, cache))
+    return [None if t is None else next(ids) for t in texts]
 
 
 def run_output(text: str) -> str:

@@ -390,29 +390,45 @@ class FleetStore:
 
         Each row: stage, check, verdict, and optionally metrics, findings, evidence, time.
         """
-        for row in rows:
+        return self.add_results_many([(key, rows)], run_id=run_id)[0]
+
+    def add_results_many(
+        self, batches: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, run_id: int | None = None
+    ) -> list[list[CheckResult]]:
+        """``add_results`` for several nodes in one transaction (all or none): what a fan-out has
+        in at one moment is one write, its nodes and evidence found by one query each."""
+        for row in (row for _, rows in batches for row in rows):
             if row["verdict"] not in VERDICTS:
                 raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {row['verdict']!r}")
-        blobs: dict[str, int] = {}  # the stage's shared outputs (nvidia-smi -q) stored once
+        blobs: dict[str, int] = {}  # shared outputs (nvidia-smi -q, an unchanged dmesg) stored once
         with self.session() as s:
-            node = self._find(s, key)
-            results = [
-                CheckResult(
-                    run_id=run_id,
-                    node_id=node.id,
-                    stage=row["stage"],
-                    check=row["check"],
-                    verdict=row["verdict"],
-                    metrics=row.get("metrics") or {},
-                    findings=list(row.get("findings") or ()),
-                    evidence_id=evidence.store_text(s, row.get("evidence"), blobs),
-                    time=row.get("time") or utcnow(),
-                )
-                for row in rows
-            ]
-            s.add_all(results)
-            _leave_golden_on_fail(s, node, results, run_id)
-            return results
+            keys = sorted({key for key, _ in batches})
+            stmt = select(Node).where(or_(Node.name.in_(keys), Node.serial.in_(keys)))
+            found = list(s.execute(stmt).scalars())
+            nodes = {n.serial: n for n in found if n.serial} | {n.name: n for n in found}
+            nodes.update((key, self._find(s, key)) for key in keys if key not in nodes)  # NodeNotFound
+            texts = [r.get("evidence") for _, rows in batches for r in rows]
+            ids = iter(evidence.store_texts(s, texts, blobs))
+            out: list[list[CheckResult]] = []
+            for key, rows in batches:
+                results = [
+                    CheckResult(
+                        run_id=run_id,
+                        node_id=nodes[key].id,
+                        stage=row["stage"],
+                        check=row["check"],
+                        verdict=row["verdict"],
+                        metrics=row.get("metrics") or {},
+                        findings=list(row.get("findings") or ()),
+                        evidence_id=next(ids),
+                        time=row.get("time") or utcnow(),
+                    )
+                    for row in rows
+                ]
+                s.add_all(results)
+                _leave_golden_on_fail(s, nodes[key], results, run_id)
+                out.append(results)
+            return out
 
     def latest_results(self, key: str) -> list[CheckResult]:
         """The newest result of every (stage, check) of a node, without its evidence (one

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.remote import DEFAULT_CONCURRENCY
+from bringup.remote import MAX_CONCURRENCY
 from bringup.select import InvalidRack, UnknownNodes, split_nodes
 from bringup.ui import console, err_console, node_progress, table
 from burnin.cli.render import styled, usage_error
@@ -30,7 +30,13 @@ from burnin.stages.spool import run_task
     "--profile", "profile_name", default=None, help="With --local: the profile name or a .yml path."
 )
 @click.option("--node", "local_node", default=None, help="With --local: record results under this node.")
-@click.option("--concurrency", default=DEFAULT_CONCURRENCY, show_default=True, help="Nodes at once.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Nodes at once over SSH (one session each). Default: every node of the run, at most "
+    f"{MAX_CONCURRENCY}, which keeps the controller within 256 threads (docs/fleet-scale.md).",
+)
 @click.option("--keep-going", is_flag=True, help="Run later stages even after a stage failed.")
 @click.option("--force", is_flag=True, help="Also re-test golden nodes (they are in service).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
@@ -71,7 +77,7 @@ def run_cmd(
     local: bool,
     profile_name: str | None,
     local_node: str | None,
-    concurrency: int,
+    concurrency: int | None,
     keep_going: bool,
     force: bool,
     overrides: tuple[str, ...],

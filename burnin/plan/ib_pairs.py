@@ -218,3 +218,66 @@ def plan_retest(
         busy |= {suspect, PortKey(choice, suspect.rail)}
         flows.append((suspect.rail, suspect.node, choice, True))  # the proven port serves
     return Round(index, _sessions(flows, base_tcp_port), (), retest=True), untested
+
+
+def plan_waves(round_: Round, bound: int) -> list[Round]:
+    """The round in waves of at most ``bound`` nodes, run one after the other, so a round over
+    more nodes than the controller holds sessions for keeps the bound (issue 18).
+
+    A session's two ends are always in one wave. Nodes that load each other (a pair, a 3-cycle,
+    a pair that differs on some rail: one group, linked by sessions) stay in one wave, so each
+    node runs all its servers and clients in one SSH session; only a group larger than a wave
+    is split by session, and its nodes then run in more than one wave. Groups are packed first
+    fit, largest first. A round within the bound is one wave, itself.
+    """
+    if bound < 2:
+        raise ValueError(f"a wave needs room for a session's two ends, got a bound of {bound}")
+    if len(round_.nodes) <= bound:
+        return [round_]
+    parent: dict[str, str] = {}
+
+    def root(node: str) -> str:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for s in round_.sessions:
+        a, b = root(s.server), root(s.client)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    groups: dict[str, list[Session]] = {}
+    for s in round_.sessions:
+        groups.setdefault(root(s.server), []).append(s)
+    ordered = sorted(groups.values(), key=lambda g: (-len(_nodes_of(g)), min(_nodes_of(g))))
+    waves: list[tuple[set[str], list[Session]]] = []
+
+    def place(nodes: set[str], sessions: list[Session]) -> None:
+        for wave_nodes, wave_sessions in waves:
+            if len(wave_nodes | nodes) <= bound:
+                wave_nodes |= nodes
+                wave_sessions += sessions
+                return
+        waves.append((set(nodes), list(sessions)))
+
+    for group in ordered:
+        nodes = _nodes_of(group)
+        if len(nodes) <= bound:
+            place(nodes, group)
+        else:  # larger than a wave: by session
+            for s in group:
+                place({s.server, s.client}, [s])
+    order = {s: i for i, s in enumerate(round_.sessions)}
+    return [
+        Round(
+            round_.index,
+            tuple(sorted(sessions, key=order.__getitem__)),
+            round_.unpaired if i == 0 else (),
+            round_.retest,
+        )
+        for i, (_, sessions) in enumerate(waves)
+    ]
+
+
+def _nodes_of(sessions: Iterable[Session]) -> set[str]:
+    return {n for s in sessions for n in (s.server, s.client)}

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out
+from bringup.remote import SshTarget, default_concurrency, fan_out
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import (
     CHECK,
@@ -49,7 +49,7 @@ from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports, s
 from burnin.parsers.ibstat import parse_ibstat
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
-from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds
+from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds, plan_waves
 from burnin.result import Result, info
 from burnin.stages.batch import Job, build_script, parse_output
 from burnin.stages.jobs import GroupContext, GroupResults
@@ -145,8 +145,8 @@ def parse_discovery(node: str, outputs: Mapping[str, CommandOutput]) -> Discover
     return found
 
 
-def discover(jobs: Mapping[str, SshTarget]) -> dict[str, Discovery]:
-    """One round trip per node; the first node also maps the fabric."""
+def discover(jobs: Mapping[str, SshTarget], bound: int | None = None) -> dict[str, Discovery]:
+    """One round trip per node, at most ``bound`` at once; the first node also maps the fabric."""
     first = min(jobs) if jobs else None
     scripts = {}
     for name in jobs:
@@ -155,7 +155,7 @@ def discover(jobs: Mapping[str, SshTarget]) -> dict[str, Discovery]:
     by_target = {t.name: n for n, t in jobs.items()}
     found: dict[str, Discovery] = {}
     targets = list(jobs.values())
-    concurrency = min(len(targets), DEFAULT_CONCURRENCY) or 1  # discovery need not be simultaneous
+    concurrency = bound or default_concurrency(len(targets))  # discovery need not be simultaneous
     for res in fan_out(targets, lambda t: scripts[by_target[t.name]][0], DISCOVERY_TIME_LIMIT_S, concurrency):
         node = by_target[res.name]
         script, token, keys = scripts[node]
@@ -334,7 +334,8 @@ def collect_round(
         before, after = frames[f"b{j}"], frames[f"a{j}"]
         try:
             changes = counter_changes(_counters_of(before, info_), _counters_of(after, info_))
-            outputs.changes[info_.key] = changes
+            # a port in two waves of a round (a group larger than a wave): both reads count
+            outputs.changes.setdefault(info_.key, []).extend(changes)
         except ParseError as exc:
             outputs.counter_problems[info_.key] = str(exc)[:200]
         chunks.append(
@@ -367,21 +368,32 @@ def run_round(
     infos: Mapping[PortKey, IbPortInfo],
     seconds: int,
     out_json: Mapping[str, bool],
+    bound: int | None = None,
+    on_wave: Callable[[int, int, int], None] | None = None,
 ) -> RoundOutputs:
+    """The round on its nodes, one SSH session per node carrying all its servers and clients;
+    when the round has more nodes than ``bound`` (default: remote.default_concurrency), in
+    waves of at most that many (burnin.plan.ib_pairs.plan_waves), one after the other.
+    ``on_wave(i, waves, nodes)`` is told as each wave starts."""
     hosts = {n: t.host for n, t in targets.items()}
-    nodes = [n for n in round_.nodes if n in targets]
-    plans = {
-        n: round_script(n, list(round_.sessions), infos, hosts, seconds, out_json.get(n, False))
-        for n in nodes
-    }
-    by_target = {targets[n].name: n for n in nodes}
     outputs = RoundOutputs()
     limit = seconds + SERVER_GRACE_S + CLIENT_TRIES + 90
-    for res in fan_out(
-        [targets[n] for n in nodes], lambda t: plans[by_target[t.name]].script, limit, len(nodes) or 1
-    ):
-        node = by_target[res.name]
-        collect_round(node, plans[node], res.stdout, res.error, round_, outputs)
+    waves = plan_waves(round_, max(2, bound or default_concurrency(len(round_.nodes))))
+    for i, wave in enumerate(waves, 1):
+        nodes = [n for n in wave.nodes if n in targets]
+        if on_wave is not None and len(waves) > 1:
+            on_wave(i, len(waves), len(nodes))
+        plans = {
+            n: round_script(n, list(wave.sessions), infos, hosts, seconds, out_json.get(n, False))
+            for n in nodes
+        }
+        by_target = {targets[n].name: n for n in nodes}
+        scripts = {targets[n].name: plans[n].script for n in nodes}
+        for res in fan_out(
+            [targets[n] for n in nodes], lambda t, s=scripts: s[t.name], limit, len(nodes) or 1
+        ):
+            node = by_target[res.name]
+            collect_round(node, plans[node], res.stdout, res.error, round_, outputs)
     return outputs
 
 
@@ -432,7 +444,7 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     rounds = max(j.profile.diag.ib_rounds for j in jobs.values())
     targets = {n: j.target for n, j in jobs.items()}
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
-    found = discover(targets)  # type: ignore[arg-type]
+    found = discover(targets, ctx.concurrency)  # type: ignore[arg-type]
     fabric = next((d.fabric for d in found.values() if d.fabric), None)
 
     evidence: dict[str, NodeEvidence] = {}
@@ -477,7 +489,15 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
         ctx.progress(
             f"ib {tag}: {len(round_.sessions)} session(s) on {len(round_.nodes)} node(s), {seconds} s"
         )
-        outputs = run_round(round_, targets, infos, seconds, out_json)  # type: ignore[arg-type]
+        outputs = run_round(
+            round_,
+            targets,  # type: ignore[arg-type]
+            infos,
+            seconds,
+            out_json,
+            ctx.concurrency,
+            lambda i, n, count: ctx.progress(f"ib {tag}: wave {i}/{n}, {count} node(s)"),
+        )
         for key, changes in outputs.changes.items():
             evidence[key.node].counters.setdefault(key, []).append(changes)
         for key, problem in outputs.counter_problems.items():

@@ -65,6 +65,7 @@ class GroupContext:
     run_id: int | None
     settings: dict[str, Any] = field(default_factory=dict)  # launcher options from the CLI
     on_progress: Callable[[str], None] | None = None  # one line of progress ("round 1/2: ...")
+    concurrency: int | None = None  # SSH sessions at once (None: remote.default_concurrency)
 
     def progress(self, line: str) -> None:
         if self.on_progress:

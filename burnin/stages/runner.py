@@ -19,7 +19,7 @@ from bringup.capture import run_bounded
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile
-from bringup.remote import fan_out
+from bringup.remote import fan_out_batches
 from burnin.checks.base import Check, CommandOutput, judge
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import group_stages, is_group_stage, stage_checks
@@ -92,24 +92,31 @@ def run_local(script: str, time_limit: float) -> tuple[bytes, str, tuple[float, 
     return done.stdout.getvalue(), done.error, (started, time.time()), done.stdout.note()
 
 
+Answer = tuple[str, bytes, str, tuple[float, float], str]
+
+
 def _send(
     batches: dict[str, tuple[NodeJob, str]], time_limits: dict[str, float], concurrency: int
-) -> Iterator[tuple[str, bytes, str, tuple[float, float], str]]:
-    """(node, raw answer, error, controller time window, what was cut) as each node's answer
-    arrives. The answer is bounded (bringup.capture): a node that prints without end loses the
-    middle of its answer, never the controller's memory."""
+) -> Iterator[list[Answer]]:
+    """Lists of (node, raw answer, error, controller time window, what was cut): every answer
+    that is in when the caller asks (bringup.remote.fan_out_batches), so the caller saves them
+    in one transaction. The answer is bounded (bringup.capture): a node that prints without end
+    loses the middle of its answer, never the controller's memory."""
     remote = {}
     for name, (job, script) in batches.items():
         if job.target is None:
-            yield name, *run_local(script, time_limits[name])
+            yield [(name, *run_local(script, time_limits[name]))]
         else:
             remote[job.target.name] = (name, script)
     if not remote:
         return
     targets = [batches[name][0].target for name, _ in remote.values()]
     limit = max(time_limits[name] for name, _ in remote.values())
-    for res in fan_out(targets, lambda t: remote[t.name][1], limit, concurrency):  # type: ignore[arg-type]
-        yield remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at), res.cut
+    for answers in fan_out_batches(targets, lambda t: remote[t.name][1], limit, concurrency):  # type: ignore[arg-type]
+        yield [
+            (remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at), res.cut)
+            for res in answers
+        ]
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -155,18 +162,21 @@ class BurninRun:
                 script, tokens[name], keys[name] = stage_batch(plans[name], job.profile)
                 batches[name] = (job, script)
                 limits[name] = batch_time_limit(plans[name], job.profile)
-            for name, raw, error, window, cut in _send(batches, limits, self.concurrency):
-                job = active[name]
-                outputs = parse_output(raw, tokens[name], sorted(set(keys[name].values())), window)
-                if cut:  # the answer was over the controller's bound: frames lost in its middle
-                    error = f"{cut}; {error}" if error else cut
-                if error:  # the batch did not finish: frames that came back still count
-                    outputs = {
-                        k: (o if not o.error else CommandOutput("", rc=None, error=error))
-                        for k, o in outputs.items()
-                    }
-                judged = judge_stage(plans[name], job.profile, outputs, keys[name], job.record)
-                self._record(outcomes[name], stage, judged, error)
+            for answers in _send(batches, limits, self.concurrency):
+                done = []
+                for name, raw, error, window, cut in answers:
+                    job = active[name]
+                    outputs = parse_output(raw, tokens[name], sorted(set(keys[name].values())), window)
+                    if cut:  # the answer was over the controller's bound: frames lost in its middle
+                        error = f"{cut}; {error}" if error else cut
+                    if error:  # the batch did not finish: frames that came back still count
+                        outputs = {
+                            k: (o if not o.error else CommandOutput("", rc=None, error=error))
+                            for k, o in outputs.items()
+                        }
+                    judged = judge_stage(plans[name], job.profile, outputs, keys[name], job.record)
+                    done.append((outcomes[name], judged, error))
+                self._record_many(stage, done)
             self._drop_finished(active, outcomes)
         for name, outcome in outcomes.items():
             outcome.final_state = self._conclude(name, outcome)
@@ -187,50 +197,67 @@ class BurninRun:
         if self.on_stage_start:
             self.on_stage_start(stage, len(active))
         context = GroupContext(
-            list(active.values()), self.run_id, self.group_settings, self.on_group_progress
+            list(active.values()), self.run_id, self.group_settings, self.on_group_progress, self.concurrency
         )
         error = ""
         try:
             results = group_stages()[stage](context)
         except Exception as exc:  # the stage as a whole could not run: every node is UNKNOWN
             results, error = {}, f"stage {stage} could not run: {type(exc).__name__}: {exc}"
+        done = []
         for name in active:
             judged = results.get(name) or [
                 (Result.unknown(stage, error or f"stage {stage} returned no result for this node"), "")
             ]
-            self._record(outcomes[name], stage, judged, error)
+            done.append((outcomes[name], judged, error))
+        self._record_many(stage, done)
 
     def _record(
         self, outcome: BurninOutcome, stage: str, judged: list[tuple[Result, str]], error: str
     ) -> None:
         """A node's stage is judged: save it, add it to the node's outcome, tell the caller."""
-        results = [r for r, _ in judged]
-        done = StageOutcome(outcome.node, stage, worst(r.verdict for r in results), results, error)
-        self._save(outcome.node, stage, judged)
-        outcome.stages.append(done)
-        if self.on_node_done:
-            self.on_node_done(done)
+        self._record_many(stage, [(outcome, judged, error)])
 
-    def _save(self, node: str, stage: str, judged: list[tuple[Result, str]]) -> None:
-        """One transaction per node and stage, committed as soon as the node answered."""
+    def _record_many(
+        self, stage: str, done: list[tuple[BurninOutcome, list[tuple[Result, str]], str]]
+    ) -> None:
+        """Nodes whose stage is judged: save them in one transaction, then add each to its
+        node's outcome and tell the caller."""
+        if not done:
+            return
+        self._save(stage, [(outcome.node, judged) for outcome, judged, _ in done])
+        for outcome, judged, error in done:
+            results = [r for r, _ in judged]
+            stage_done = StageOutcome(outcome.node, stage, worst(r.verdict for r in results), results, error)
+            outcome.stages.append(stage_done)
+            if self.on_node_done:
+                self.on_node_done(stage_done)
+
+    def _save(self, stage: str, judged_nodes: list[tuple[str, list[tuple[Result, str]]]]) -> None:
+        """One transaction for the nodes whose answers are in, committed before the next are
+        judged: a run stopped midway keeps every answer it had judged (when answers arrive one
+        at a time, each is its own transaction, at once)."""
         if self.store is None:
             return
-        rows = []
-        for result, evidence in judged:
-            metrics = dict(result.metrics)
-            if result.reason:
-                metrics.setdefault("reason", result.reason)
-            rows.append(
-                {
-                    "stage": stage,
-                    "check": result.check,
-                    "verdict": result.verdict.value,
-                    "metrics": metrics,
-                    "findings": [f.to_dict() for f in result.findings],
-                    "evidence": evidence,
-                }
-            )
-        self.store.add_results(node, rows, run_id=self.run_id)
+        batches = []
+        for node, judged in judged_nodes:
+            rows = []
+            for result, evidence in judged:
+                metrics = dict(result.metrics)
+                if result.reason:
+                    metrics.setdefault("reason", result.reason)
+                rows.append(
+                    {
+                        "stage": stage,
+                        "check": result.check,
+                        "verdict": result.verdict.value,
+                        "metrics": metrics,
+                        "findings": [f.to_dict() for f in result.findings],
+                        "evidence": evidence,
+                    }
+                )
+            batches.append((node, rows))
+        self.store.add_results_many(batches, run_id=self.run_id)
 
     def _conclude(self, node: str, outcome: BurninOutcome) -> str:
         """Move a failed node to ``failed`` with the findings that failed it."""

@@ -155,3 +155,10 @@ def test_a_script_that_cannot_be_built_fails_its_node_only(client_key):
         results = {r.name: r for r in fan_out(targets, script, 20, 3)}
     assert results["n1"].error == "could not start: ValueError: no plan for n1"
     assert results["n0"].rc == results["n2"].rc == 0
+
+
+def test_the_default_concurrency_follows_the_fleet_up_to_the_bound():
+    assert remote.default_concurrency(1) == 1
+    assert remote.default_concurrency(150) == 150  # a rack at once
+    assert remote.default_concurrency(4000) == remote.MAX_CONCURRENCY == 200
+    assert remote.default_concurrency(0) == 1

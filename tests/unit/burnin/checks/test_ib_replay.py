@@ -39,7 +39,7 @@ def ibstat() -> str:
 def run_stage(monkeypatch, profile, symbol_errors: PortKey | None = None):
     """The ib stage over a simulated fabric: every session prints WRITE (SLOW_WRITE on SLOW)."""
 
-    def fake_discover(targets):
+    def fake_discover(targets, bound=None):
         out = {
             "ibstat": CommandOutput(ibstat()),
             "sysfs": CommandOutput(""),
@@ -47,7 +47,7 @@ def run_stage(monkeypatch, profile, symbol_errors: PortKey | None = None):
         }
         return {n: ib_stage.parse_discovery(n, out) for n in targets}
 
-    def fake_run_round(round_, targets, infos, seconds, out_json):
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
         got = ib_stage.RoundOutputs()
         for s in round_.sessions:
             text = SLOW_WRITE if SLOW in s.ends else WRITE

@@ -218,10 +218,10 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
     one_off = {frozenset((PortKey("node01", "mlx5_5/1"), PortKey("node04", "mlx5_5/1")))}
     rounds_run = []
 
-    def fake_discover(targets):
+    def fake_discover(targets, bound=None):
         return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
 
-    def fake_run_round(round_, targets, infos, seconds, out_json):
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
         rounds_run.append((round_.index, round_.retest, seconds))
         got = ib_stage.RoundOutputs()
         for s in round_.sessions:
