@@ -139,6 +139,9 @@ def run_rack(
                 store.transition(
                     host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
                 )
+            previous = next(
+                (r.time.isoformat() for r in latest.get(node.name, []) if r.check == "bmc_event_log"), None
+            )
             target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
             jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
         concurrency = request.concurrency or default_concurrency(len(jobs))
