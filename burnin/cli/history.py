@@ -139,14 +139,30 @@ def _render_reliability(r: Reliability) -> None:
 @click.option("--rack", default=None, help="Only this rack's nodes (default: the whole fleet in the store).")
 @click.option("--window", default=None, help="How far back to look (default: the policy's window_days, 28).")
 @click.option("--apply", is_flag=True, help="Flag the candidates: out of the golden list until cleared.")
+@click.option(
+    "--sacct/--no-sacct",
+    default=True,
+    show_default=True,
+    help="Read Slurm accounting too (sacct: NODE_FAIL jobs, requeues; needs slurmdbd).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The candidates and their evidence as JSON.")
 @click.pass_context
-def lemons_cmd(ctx: click.Context, rack: str | None, window: str | None, apply: bool, as_json: bool) -> None:
+def lemons_cmd(
+    ctx: click.Context, rack: str | None, window: str | None, apply: bool, sacct: bool, as_json: bool
+) -> None:
     """Lemon nodes: those that keep failing after repair, with the evidence behind each
     (the policy: <inventory>/policies/lemons.yml, docs/reliability.md). Never retires a node."""
-    report = fleet_lemons(
-        store_from(ctx), rack, _duration(window, "--window"), inventory_dir_from(ctx), apply=apply
-    )
+    try:
+        report = fleet_lemons(
+            store_from(ctx),
+            rack,
+            _duration(window, "--window"),
+            inventory_dir_from(ctx),
+            apply=apply,
+            sacct=sacct,
+        )
+    except InvalidRack as exc:
+        raise usage_error(exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -156,14 +172,16 @@ def lemons_cmd(ctx: click.Context, rack: str | None, window: str | None, apply: 
 def _render_lemons(r: LemonReport, apply: bool) -> None:
     if not r.lemons:
         console.print(
-            f"no lemon among {r.nodes} nodes over {r.window} (policy: {r.policy_source})", highlight=False
+            f"no lemon among {r.nodes} nodes over {r.window} (policy: {r.policy_source}; "
+            f"Slurm accounting {r.accounting})",
+            highlight=False,
         )
         return
     t = table(f"lemon candidates over {r.window}", "node", "rules", "evidence")
     for lemon in r.lemons:
         t.add_row(lemon.node, ", ".join(lemon.rules), lemon.summary)
     console.print(t)
-    note(f"{len(r.lemons)} of {r.nodes} nodes; policy: {r.policy_source}")
+    note(f"{len(r.lemons)} of {r.nodes} nodes; policy: {r.policy_source}; Slurm accounting {r.accounting}")
     if apply:
         note(
             f"flagged now: {', '.join(r.flagged) or 'none'}; already flagged: {', '.join(r.already) or 'none'}"

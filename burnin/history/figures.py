@@ -4,9 +4,10 @@ the checkpoint interval for a target ETTR) from that rate or one given to plan w
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +47,9 @@ class Reliability:
     ettr: float | None = None
     checkpoint_needed: timedelta | None = None
     plan: JobPlan = field(default_factory=JobPlan)
+    # failures over time: component kind -> count per bucket of ``bucket_days`` from ``start``
+    timeline: dict[str, list[int]] = field(default_factory=dict)
+    bucket_days: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         p = self.plan
@@ -62,6 +66,7 @@ class Reliability:
             },
             "by_component": self.by_component,
             "top_causes": [{"cause": c, "count": n} for c, n in self.top_causes],
+            "failures_over_time": {"bucket_days": self.bucket_days, "by_component": self.timeline},
             "gpus_per_node": {"value": self.gpus_per_node, "source": self.gpus_per_node_source},
             "mttf_hours": {
                 str(g): (None if h == float("inf") else round(h, 3)) for g, h in self.mttf_hours.items()
@@ -107,6 +112,7 @@ def reliability(
     for s in signals.values():
         kinds.update(s.failures_by_component())
         causes.update(cause_of(c.check, c.message) for c in s.components)
+    bucket = 1 if end - start <= timedelta(days=62) else 7
     out = Reliability(
         rack,
         start,
@@ -125,6 +131,8 @@ def reliability(
         },
         top_causes=causes.most_common(TOP_CAUSES),
         plan=plan,
+        timeline=timeline(signals.values(), start, end, bucket),
+        bucket_days=bucket,
     )
     if rate is not None:
         out.mttf_hours = rel.mttf_table(rate, gpus_per_node)
@@ -135,6 +143,20 @@ def reliability(
                     plan.target_ettr, plan.gpus, rate, gpus_per_node, plan.restart
                 )
     return out
+
+
+def timeline(
+    signals: Iterable[NodeSignals], start: datetime, end: datetime, days: int
+) -> dict[str, list[int]]:
+    """Component failures per kind, counted in buckets of ``days`` days from ``start``."""
+    width = timedelta(days=days)
+    n = max(1, math.ceil((end - start) / width))
+    out: dict[str, list[int]] = {}
+    for s in signals:
+        for c in s.components:
+            if start <= c.time <= end:
+                out.setdefault(c.component, [0] * n)[min(n - 1, int((c.time - start) / width))] += 1
+    return dict(sorted(out.items(), key=lambda kv: -sum(kv[1])))
 
 
 def _minutes(d: timedelta | None) -> float | None:

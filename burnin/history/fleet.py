@@ -9,6 +9,7 @@ that fixes it) removes the flag with a ``lemon_cleared`` event. Nothing here ret
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,8 +22,14 @@ from bringup.select import load_valid_rack
 from bringup.yamlio import load_yaml_file
 from burnin.golden import LEMON_FLAG
 from burnin.history.figures import JobPlan, Reliability, reliability
+from burnin.history.jobs import JobSignals, job_signals
 from burnin.history.lemons import Lemon, LemonPolicy, find_lemons, parse_policy
 from burnin.history.read import read_signals
+from burnin.parsers.sacct import NodeEvent, SacctJob
+from burnin.service import slurm
+
+# (start, end) -> Slurm accounting over that window: job runs and node events.
+AccountingReader = Callable[[datetime, datetime], tuple[list[SacctJob], list[NodeEvent]]]
 
 POLICY_FILE = Path("policies") / "lemons.yml"
 LEMON_EVENT = "lemon"
@@ -89,11 +96,13 @@ class LemonReport:
     lemons: list[Lemon] = field(default_factory=list)
     flagged: list[str] = field(default_factory=list)  # newly flagged by --apply
     already: list[str] = field(default_factory=list)  # flagged before
+    accounting: str = "not read"  # Slurm accounting: what was read, or why not
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "rack": self.rack,
             "window": self.window,
+            "slurm_accounting": self.accounting,
             "policy": {"source": self.policy_source, **self.policy.__dict__},
             "nodes": self.nodes,
             "lemons": [lemon.to_dict() for lemon in self.lemons],
@@ -111,13 +120,28 @@ def fleet_lemons(
     apply: bool = False,
     actor: str | None = None,
     now: datetime | None = None,
+    sacct: bool = False,
+    accounting: AccountingReader | None = None,
 ) -> LemonReport:
+    """Lemon candidates over the window from the store's history and, with ``sacct`` (the rack's
+    Slurm, ``rack_accounting``) or an ``accounting`` reader, Slurm's job records; ``apply`` flags them."""
+    if accounting is None and sacct:
+        accounting = rack_accounting(rack, inventory_dir)
     policy, source = load_policy(inventory_dir)
     span = window or timedelta(days=policy.window_days)
     label = f"{span.total_seconds() / 86400:g} days"
     history = read_signals(store, rack, span, now)
     report = LemonReport(rack, label, source, policy, len(history.signals))
-    report.lemons = find_lemons(history.signals, policy, label)
+    jobs: dict[str, JobSignals] = {}
+    if accounting is not None:
+        try:
+            runs, events = accounting(history.start, history.end)
+        except slurm.SlurmError as exc:  # the store's signals still stand: said, not fatal
+            report.accounting = f"not read: {exc}"
+        else:
+            jobs = job_signals(runs, events, history.start, history.end)
+            report.accounting = f"read: {len(runs)} job runs, {len(events)} node events (sacct, sacctmgr)"
+    report.lemons = find_lemons(history.signals, policy, label, jobs)
     if apply:
         for lemon in report.lemons:
             node = history.nodes[lemon.node]
@@ -127,6 +151,16 @@ def fleet_lemons(
             flag_lemon(store, lemon, actor)
             report.flagged.append(lemon.node)
     return report
+
+
+def rack_accounting(rack: str | None, inventory_dir: Path) -> AccountingReader:
+    """Slurm accounting of the rack's cluster (its inventory's ``slurm_conf``; without a rack,
+    Slurm's default configuration)."""
+    conf = None
+    if rack:
+        loaded, _ = load_valid_rack(rack, inventory_dir)
+        conf = (loaded.hosts[0].vars if loaded.hosts else {}).get("slurm_conf")
+    return lambda start, end: slurm.accounting(start, end, conf)
 
 
 def flag_lemon(store: FleetStore, lemon: Lemon, actor: str | None = None) -> None:

@@ -8,7 +8,9 @@ their sources in ``SOURCES``):
   repair: a lemon whatever its rate;
 - **repairs**, **failures**, **drains**: as many in the window as the policy's limit or more;
 - **hardware Xids after the last repair**: Xids that are not application faults (13, 31, 43, 45
-  are the application's own), counted since the node's last repair.
+  are the application's own), counted since the node's last repair;
+- **node-caused job failures** (Slurm accounting, ``burnin.history.jobs``): jobs that ended
+  ``NODE_FAIL`` on the node, single-node or multi-node and blamed on it.
 
 A candidate carries the evidence behind it as lines a person reads, and the rows they came from.
 """
@@ -22,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bringup.errors import UserError
+from burnin.history.jobs import JobSignals
 from burnin.history.signals import ComponentFailure, NodeSignals
 
 HARDWARE_PARTS = frozenset({"gpu", "hca_port", "pcie", "dimm"})
@@ -40,6 +43,7 @@ class LemonPolicy:
     max_failures: int = 4  # this many failures (moves to failed) in the window or more
     max_drains: int = 4  # this many Slurm drains in the window or more
     max_hardware_xids_after_repair: int = 3
+    max_node_fail_jobs: int = 4  # jobs ended NODE_FAIL because of the node, in the window
     application_xids: tuple[int, ...] = (13, 31, 43, 45)
 
 
@@ -56,6 +60,9 @@ SOURCES: dict[str, str] = {
     "max_drains": "as max_repairs (times drained from the scheduler a signal in Kokolis et al. 2024)",
     "max_hardware_xids_after_repair": "issue 16 example (Xid 79 x3 after the last repair); Xid counts a "
     "signal in Kokolis et al. 2024",
+    "max_node_fail_jobs": "Kokolis et al. 2024 (single-node and multi-node job failures caused by the node); "
+    "a node failure ends the one job on it, so at 6.5 per 1,000 node-days a healthy node expects 0.18 in "
+    "28 days and 4 is ~5e-5 by chance, as max_repairs; issue 16's example ('4 NODE_FAIL jobs')",
     "application_xids": "NVIDIA Xid catalog: 13 (graphics engine exception), 31 (MMU fault), 43 (GPU "
     "stopped processing), 45 (preemptive cleanup) are raised by the application, not the hardware",
 }
@@ -135,8 +142,11 @@ def _repeats(sig: NodeSignals, within: timedelta) -> dict[str, tuple[list[Compon
     return out
 
 
-def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | None:
-    """The node as a lemon candidate, with its evidence, or None."""
+def judge_node(
+    sig: NodeSignals, policy: LemonPolicy, window: str, jobs: JobSignals | None = None
+) -> Lemon | None:
+    """The node as a lemon candidate, with its evidence, or None. ``jobs``: its Slurm
+    accounting signals, when they were read."""
     rules: list[str] = []
     evidence: list[str] = []
     sources: list[str] = []
@@ -179,9 +189,30 @@ def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | No
             after = sorted((x for x in sig.xids if x.time > last and x.code in hw), key=lambda x: x.time)
             sources += [str(x.source) for x in after]
             met.append(after[-1].time)
+    caused = jobs.node_caused if jobs else []
+    if len(caused) >= policy.max_node_fail_jobs:
+        rules.append("node-caused job failures")
+        evidence.append(_node_fail_line(caused, window))
+        sources += [str(r.source) for r in caused]
+        met.append(caused[policy.max_node_fail_jobs - 1].end)
     if not rules:
         return None
     context = []
+    if jobs:
+        if caused and "node-caused job failures" not in rules:
+            context.append(_node_fail_line(caused, window))
+            sources += [str(r.source) for r in caused]
+        if jobs.requeues:
+            context.append(f"{len(jobs.requeues)} requeued job(s)")
+        if jobs.node_fail_unexplained:
+            context.append(
+                f"in {len(jobs.node_fail_unexplained)} multi-node NODE_FAIL job(s) blamed on no node"
+            )
+        rate = jobs.single_node_failure_rate
+        if jobs.single_node_failures and rate is not None:
+            context.append(
+                f"single-node job failure rate {rate:.0%} ({len(jobs.single_node_failures)} of {jobs.single_node_jobs})"
+            )
     if "repairs" not in rules and sig.repairs:
         context.append(f"{len(sig.repairs)} repair(s) in {window}")
     parts = sig.failures_by_part()
@@ -201,7 +232,20 @@ def judge_node(sig: NodeSignals, policy: LemonPolicy, window: str) -> Lemon | No
     )
 
 
-def find_lemons(signals: Mapping[str, NodeSignals], policy: LemonPolicy, window: str) -> list[Lemon]:
-    """The lemon candidates of a fleet, by node name."""
-    found = (judge_node(s, policy, window) for _, s in sorted(signals.items()))
+def _node_fail_line(caused: list[Any], window: str) -> str:
+    single = sum(1 for r in caused if r.nodes == 1)
+    split = f"{single} single-node, {len(caused) - single} multi-node"
+    return f"{len(caused)} NODE_FAIL jobs in {window} ({split}; last: job {caused[-1].job_id})"
+
+
+def find_lemons(
+    signals: Mapping[str, NodeSignals],
+    policy: LemonPolicy,
+    window: str,
+    jobs: Mapping[str, JobSignals] | None = None,
+) -> list[Lemon]:
+    """The lemon candidates of a fleet, by node name; ``jobs`` (node -> accounting signals) when
+    Slurm accounting was read."""
+    jobs = jobs or {}
+    found = (judge_node(s, policy, window, jobs.get(name)) for name, s in sorted(signals.items()))
     return [lemon for lemon in found if lemon is not None]

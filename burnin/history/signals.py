@@ -42,10 +42,10 @@ _STAGE_COMPONENT = {"gpu": "gpu", "ib": "hca_port", "pcie": "pcie"}
 
 @dataclass(frozen=True)
 class Source:
-    """Where a signal came from: a table row of the fleet store."""
+    """Where a signal came from: a table row of the fleet store, or a Slurm accounting record."""
 
-    table: str  # "events" or "check_results"
-    id: int | None
+    table: str  # "events" or "check_results"; "sacct" (the id is the job id)
+    id: int | str | None
 
     def __str__(self) -> str:
         return f"{self.table} #{self.id}"

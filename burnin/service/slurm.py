@@ -8,11 +8,22 @@ the cluster; without it Slurm's own default applies (/etc/slurm/slurm.conf or co
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
+from datetime import datetime, timezone
+from typing import TypeVar
 
 from bringup.errors import UserError
 from burnin.parsers import ParseError
+from burnin.parsers.sacct import (
+    EVENT_FIELDS,
+    SACCT_FIELDS,
+    NodeEvent,
+    SacctJob,
+    parse_node_events,
+    parse_sacct,
+)
 from burnin.parsers.slurm import SINFO_FORMAT, SlurmNode, parse_scontrol_nodes, parse_sinfo_nodes
 
 TIMEOUT_S = 10.0  # slurmctld answers in milliseconds; MessageTimeout defaults to 10 s
@@ -72,3 +83,39 @@ def cluster_nodes(slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -
         return parse_sinfo_nodes(text)
     except ParseError as exc:
         raise SlurmError(f"sinfo -N -o '{SINFO_FORMAT}': {exc}") from exc
+
+
+_Record = TypeVar("_Record", SacctJob, NodeEvent)
+ACCOUNTING_TIMEOUT_S = 60.0  # slurmdbd reads a window of job records from its database
+
+
+def accounting(
+    start: datetime, end: datetime, slurm_conf: str | None = None, timeout_s: float = ACCOUNTING_TIMEOUT_S
+) -> tuple[list[SacctJob], list[NodeEvent]]:
+    """Slurm accounting over [start, end] (the controller's clock): every run of every job
+    (`sacct --allusers --duplicates --allocations`) and the node down/drain events
+    (`sacctmgr list event`), both ``--parsable2`` with their header. Needs slurmdbd.
+    Slurm's clients print and read times in this machine's local time: converted to UTC here."""
+    start, end = start.astimezone(), end.astimezone()  # local, as sacct -S/-E read them
+    window = [f"--starttime={start:%Y-%m-%dT%H:%M:%S}", f"--endtime={end:%Y-%m-%dT%H:%M:%S}"]
+    jobs_text = run_slurm(
+        ["sacct", "--allusers", "--duplicates", "--allocations", "--parsable2",
+         f"--format={','.join(SACCT_FIELDS)}", *window],
+        slurm_conf, timeout_s,
+    )  # fmt: skip
+    events_text = run_slurm(
+        ["sacctmgr", "--parsable2", "list", "event", "Event=Node", f"Start={start:%Y-%m-%dT%H:%M:%S}",
+         f"End={end:%Y-%m-%dT%H:%M:%S}", f"format={','.join(EVENT_FIELDS)}"],
+        slurm_conf, timeout_s,
+    )  # fmt: skip
+    try:
+        jobs, events = parse_sacct(jobs_text), parse_node_events(events_text)
+    except ParseError as exc:
+        raise SlurmError(f"Slurm accounting: {exc}") from exc
+    return [_utc(j, "submit", "start", "end") for j in jobs], [_utc(e, "start", "end") for e in events]
+
+
+def _utc(record: _Record, *names: str) -> _Record:
+    """The record with its naive local times (as Slurm prints them) made UTC-aware."""
+    times = {n: getattr(record, n) for n in names if getattr(record, n) is not None}
+    return dataclasses.replace(record, **{n: t.astimezone(timezone.utc) for n, t in times.items()})
