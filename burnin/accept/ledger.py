@@ -43,6 +43,7 @@ class AcceptanceRecord:
     complete: bool
     finished_at: datetime | None
     run_ids: tuple[int, ...]  # its accept runs, oldest first
+    running: int | None = None  # one of them still running (a live controller), if any
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def acceptances(store: FleetStore, rack: str, delivery: str) -> list[AcceptanceR
                 complete=bool(done),
                 finished_at=done[0].finished_at if done else None,
                 run_ids=tuple(r.id for r in chain),
+                running=next((r.id for r in chain if r.status == "running"), None),
             )
         )
     return out

@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import re
-from collections import Counter
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -350,7 +349,3 @@ def write_outputs(result: AcceptanceResult, out_dir: Path) -> list[Path]:
         rma.mkdir(exist_ok=True)
         written += [write_bundle(result, d, rma) for d in result.rejected]
     return written
-
-
-def count_by_decision(result: AcceptanceResult) -> Counter[str]:
-    return Counter(d.decision for d in result.decisions)

@@ -18,7 +18,7 @@ from bringup.delivery import Delivery, load_delivery
 from bringup.errors import UserError
 from bringup.fleet.lifecycle import IllegalTransition, State, Step, may_start, parse_state
 from bringup.fleet.models import utcnow
-from bringup.fleet.runs import run_ledger
+from bringup.fleet.runs import run_ledger, sweep_abandoned
 from bringup.fleet.store import FleetStore
 from bringup.remote import DEFAULT_CONCURRENCY
 from bringup.select import select
@@ -43,6 +43,10 @@ class NothingToTest(UserError):
     def __init__(self, message: str, accepted: bool):
         super().__init__(message)
         self.accepted = accepted
+
+
+class AcceptanceRunning(UserError):
+    """Another controller is running this acceptance now."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,14 @@ def plan_acceptance(
     store: FleetStore, request: AcceptRequest, delivery: Delivery, hosts: Sequence[str]
 ) -> AcceptPlan:
     """Continue an unfinished acceptance, re-test the rejected nodes of a decided one, or start."""
+    sweep_abandoned(store)  # a controller that died leaves its run running until this
     history = ledger.acceptances(store, request.rack, delivery.name)
+    if history and history[-1].running is not None:
+        raise AcceptanceRunning(
+            f"acceptance #{history[-1].id} of delivery {delivery.name} on rack {request.rack} is running now "
+            f"(run {history[-1].running}: `burnin runs`); wait for it, or stop it with `burnin runs abort "
+            f"{history[-1].running}` and run this again to continue it"
+        )
     soak_s = request.soak_s if request.soak_s is not None else float(delivery.acceptance.soak)
     if history and not history[-1].complete:
         last = history[-1]

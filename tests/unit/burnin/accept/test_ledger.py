@@ -9,7 +9,7 @@ from bringup.delivery import parse_delivery
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from burnin.accept import ledger
-from burnin.accept.run import AcceptRequest, NothingToTest, plan_acceptance
+from burnin.accept.run import AcceptanceRunning, AcceptRequest, NothingToTest, plan_acceptance
 from tests.fleet import walk_to
 
 RACK = "r07"
@@ -138,3 +138,13 @@ def test_a_decision_made_twice_by_a_continued_acceptance_counts_once(store):
         ("n1", "accepted"),
         ("n2", "accepted"),
     ]
+
+
+def test_an_acceptance_a_live_controller_runs_is_not_run_twice(store):
+    from bringup.fleet.runs import start_run
+
+    live = start_run(
+        store, ledger.ACCEPT_KIND, RACK, params={"delivery": "po42", "nodes": NODES}
+    )  # this process
+    with pytest.raises(AcceptanceRunning, match=f"run {live.id}"):
+        plan_acceptance(store, request(), order(), NODES)
