@@ -13,6 +13,7 @@
 #   make burnin RACK=r01 [STAGES=preflight,gpu,pcie,ib,nccl]   burn in a rack's configured nodes
 #   make golden RACK=r01 [FORMAT=hostfile|slurm|json|csv] [OUTPUT=file] [GOLDEN_STAGES=..]   golden list
 #   make report RACK=r01 [REPORT_DIR=reports]   HTML + JUnit report of the rack's burn-in
+#   make accept RACK=r01 DELIVERY=po42 [SOAK=72h] [OUT=dir]   test a delivery against its order (docs/acceptance.md)
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -118,6 +119,18 @@ report: install
 	@test -n "$(RACK)" || { echo "usage: make report RACK=<rack> [REPORT_DIR=reports]"; exit 2; }
 	$(BIN)/burnin report --rack $(RACK) --html $(REPORT_DIR)/$(RACK).html --junit $(REPORT_DIR)/$(RACK).junit.xml \
 		$(if $(GOLDEN_STAGES),--stages $(GOLDEN_STAGES)) $(if $(MAX_AGE),--max-age $(MAX_AGE))
+
+# Acceptance of a delivery (inventories/deliveries/$(DELIVERY).yml); run it again to continue it
+# after an interruption, or after the vendor's fixes to re-test the rejected nodes.
+DELIVERY ?=
+SOAK     ?=
+OUT      ?=
+
+.PHONY: accept
+
+accept: install
+	@test -n "$(RACK)" -a -n "$(DELIVERY)" || { echo "usage: make accept RACK=<rack> DELIVERY=<order> [SOAK=72h] [OUT=dir]"; exit 2; }
+	$(BIN)/burnin accept --rack $(RACK) --delivery $(DELIVERY) $(if $(SOAK),--soak $(SOAK)) $(if $(OUT),--out $(OUT))
 
 # Provisioning: the rack's `provisioner` (pxe, the default, or maas) decides how. Runs as root
 # (DHCP port 67). Resumable: run it again after an interruption.
