@@ -250,7 +250,11 @@ class CpuThrottle(Check):
             "median_mhz_under_load": round(statistics.median(clocks)) if clocks else None,
         }
         if run.exit_status != 0 or not run.completed or run.real_time_s is None:
-            why = run.failure or f"exit status {run.exit_status}"
+            why = run.failure or (
+                "stress-ng is not installed (the burnin_tools role installs it)"
+                if run.exit_status == 127
+                else f"exit status {run.exit_status}"
+            )
             return Result.unknown(self.name, f"stress-ng did not complete its load: {why}", metrics)
         if run.real_time_s < 0.9 * (hp.cpu_load_seconds or 0):
             return Result.unknown(

@@ -124,9 +124,13 @@ def test_cpu_throttle_a_load_that_did_not_run_or_counters_lost_is_unknown() -> N
     )
     r = _run(CpuThrottle(), failed)
     assert r.verdict is Verdict.UNKNOWN and "out of memory" in r.reason
-    assert (
-        _run(CpuThrottle(), text, "host_perf.cpu_load_seconds=600").verdict is Verdict.UNKNOWN
-    )  # 120 s of 600
+    missing = _edit_section(
+        text, "cpu_load", "bash: line 5: stress-ng: command not found\nstress-ng exit status 127\n"
+    )
+    r = _run(CpuThrottle(), missing)
+    assert r.verdict is Verdict.UNKNOWN and "stress-ng is not installed" in r.reason
+    short = _run(CpuThrottle(), text, "host_perf.cpu_load_seconds=600")  # 120 s of the 600 asked
+    assert short.verdict is Verdict.UNKNOWN and "120.04 s of the 600 s" in short.reason
     after = sections(text)["throttle_after"].splitlines(keepends=True)
     assert (
         _run(CpuThrottle(), _edit_section(text, "throttle_after", "".join(after[:-1]))).verdict
@@ -186,3 +190,20 @@ def test_the_commands_run_here_and_are_judged(tmp_path) -> None:
     assert list(scratch.iterdir()) == []  # the scratch file is gone
     cpu = judge(CpuThrottle(), _really(CpuThrottle(), quick), quick)
     assert cpu.verdict is not Verdict.FAIL  # this VM has no counters (UNKNOWN); a host with them: judged
+
+
+def test_a_missing_scratch_directory_is_unknown_and_not_created(tmp_path) -> None:
+    # /raid not mounted: fio refuses the directory (it must not test the OS drive instead).
+    missing = tmp_path / "raid"
+    quick = apply_overrides(
+        PROFILE,
+        [
+            f"host_perf.nvme_directory={missing}",
+            "host_perf.nvme_file_gib=0.02",
+            "host_perf.nvme_seconds=1",
+            "host_perf.nvme_seq_read_mbps=1",
+        ],
+    )
+    result = judge(NvmePerf(), _really(NvmePerf(), quick), quick)
+    assert result.verdict is Verdict.UNKNOWN and f"directory={missing}" in result.reason, result.reason
+    assert not missing.exists()
