@@ -38,10 +38,12 @@ class Link:
     max_speed: float | None
     max_width: int | None
     aer: dict[str, dict[str, int]]
+    serial: str | None = None  # a NIC's VPD serial (the idle reading): what an RMA desk asks for
 
     def where(self) -> str:
         slot = f", slot {self.slot}" if self.slot else ""
-        return f"{self.role} ({self.bdf}{slot})"
+        serial = f", serial {self.serial}" if self.serial else ""
+        return f"{self.role} ({self.bdf}{slot}{serial})"
 
 
 def _kind(dev: dict[str, Any]) -> str | None:
@@ -86,6 +88,7 @@ def _links(doc: dict[str, Any]) -> dict[str, Link]:
             parse_link_speed(dev.get("max_link_speed") or ""),
             _width(dev.get("max_link_width")),
             aer,
+            str(dev["serial"]) if dev.get("serial") else None,
         )
     return links
 
@@ -132,7 +135,7 @@ class PcieLinks(Check):
             [
                 f"collect() {{\n{collect}\n}}",
                 section_mark("idle"),
-                "collect",
+                "BURNIN_PCIE_VPD=1 collect",  # the cards' serials once, at idle
                 f"( {stress_shell(seconds)} ) >/tmp/burnin-pcie-load.$$ 2>&1 &",
                 "load=$!",
                 # Several readings while the load runs: the GPUs speed up once it really starts.
@@ -237,7 +240,7 @@ def _aer_findings(before: Link, after: Link) -> list[Finding]:
             if label == "correctable":
                 findings.append(
                     warning(
-                        f"{after.where()}: {grew} correctable AER error(s) during the load",
+                        f"{before.where()}: {grew} correctable AER error(s) during the load",
                         Action.MONITOR,
                         evidence,
                         after.role,
@@ -246,7 +249,7 @@ def _aer_findings(before: Link, after: Link) -> list[Finding]:
             else:
                 findings.append(
                     critical(
-                        f"{after.where()}: {grew} {label} AER error(s) during the load",
+                        f"{before.where()}: {grew} {label} AER error(s) during the load",
                         Action.RESEAT,
                         evidence,
                         after.role,

@@ -4,7 +4,8 @@ Runs ON THE NODE (its source is sent to ``python3 -``), so it is standard librar
 imports nothing from the project. For each device with link attributes: vendor, device and
 class ids, current/max link speed and width as the kernel prints them, the AER counter files,
 the upstream bridge chain (from the device's real sysfs path), its physical slot, and the
-kernel names hanging off it (mlx5_4, ibp24s0, nvme1).
+kernel names hanging off it (mlx5_4, ibp24s0, nvme1). With BURNIN_PCIE_VPD set (the idle
+reading only: VPD reads are slow), a Mellanox card's serial from its Vital Product Data.
 """
 
 import json
@@ -12,6 +13,8 @@ import os
 import re
 
 SYS = "/sys/bus/pci"
+MELLANOX = "0x15b3"
+VPD_MAX = 4096  # bytes read at most (the PCI VPD address space is 32 KiB; the serial sits near its start)
 BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 FILES = (
     "vendor",
@@ -33,6 +36,40 @@ def read(path):
             return f.read().strip()
     except OSError:
         return None
+
+
+def vpd_serial(path):
+    """The 'SN' keyword of the device's VPD-R (read-only) resource, or None.
+
+    PCI VPD format: large resources (tag byte with bit 7 set, 2-byte little-endian length), the
+    identifier string 0x82, VPD-R 0x90 and VPD-W 0x91, each a run of keywords (2 bytes of name,
+    1 byte of length, the value); the small resource 0x78 ends it.
+    """
+    try:
+        with open(os.path.join(path, "vpd"), "rb") as f:
+            data = f.read(VPD_MAX)
+    except OSError:
+        return None
+    i = 0
+    while i + 3 <= len(data):
+        tag = data[i]
+        if not tag & 0x80:
+            if tag == 0x78:  # end tag
+                return None
+            i += 1 + (tag & 0x07)
+            continue
+        size = data[i + 1] | data[i + 2] << 8
+        body = data[i + 3 : i + 3 + size]
+        if tag in (0x90, 0x91):
+            j = 0
+            while j + 3 <= len(body):
+                key, length = body[j : j + 2], body[j + 2]
+                if key == b"SN":
+                    value = body[j + 3 : j + 3 + length].decode("ascii", "replace").strip()
+                    return value or None
+                j += 3 + length
+        i += 3 + size
+    return None
 
 
 def slots():
@@ -62,6 +99,8 @@ def collect():
         info.update(
             bdf=bdf, upstream=chain[:-1][::-1], slot=by_address.get(bdf.rsplit(".", 1)[0]), names=names
         )
+        if os.environ.get("BURNIN_PCIE_VPD") and info["vendor"] == MELLANOX:
+            info["serial"] = vpd_serial(path)
         devices.append(info)
     return {"devices": devices}
 
