@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -66,22 +67,33 @@ def _duration(seconds: float) -> str:
 # ---- aggregations ----------------------------------------------------------------------------
 
 
-def failures_by_cause(decisions: tuple[NodeDecision, ...]) -> list[tuple[str, str, int, list[str]]]:
-    """(component, cause, how many nodes, which) over the rejected nodes, most frequent first."""
+def component(reason: Reason) -> str:
+    """The kind of part a reason is about: 'memory' for memory_dimms and for the order's memory,
+    'nic' for 'nic MT4129', 'bios' for 'bios SriovGlobalEnable'."""
+    return reason.part.split()[0].split("_")[0] if reason.part else "node"
+
+
+@dataclass(frozen=True)
+class CauseRow:
+    component: str
+    action: str  # "" when nothing could judge it
+    nodes: tuple[str, ...]
+    example: str  # one of the findings, as the first node showed it
+
+
+def failures_by_cause(decisions: tuple[NodeDecision, ...]) -> list[CauseRow]:
+    """The rejections by component and action (a missing DIMM in any slot is one cause), most
+    nodes first."""
     nodes: dict[tuple[str, str], list[str]] = {}
+    example: dict[tuple[str, str], str] = {}
     for d in decisions:
         for r in d.reasons:
-            key = (r.part, _cause(r))
+            key = (component(r), r.action)
+            example.setdefault(key, r.finding)
             if d.node not in nodes.setdefault(key, []):
                 nodes[key].append(d.node)
-    rows = [(part, cause, len(names), sorted(names)) for (part, cause), names in nodes.items()]
-    return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
-
-
-def _cause(reason: Reason) -> str:
-    """The finding without what differs from node to node (serials, numbers in slots)."""
-    text = re.sub(r"\bserial\s*[:=]?\s*\S+", "serial *", reason.finding, flags=re.IGNORECASE)
-    return f"{reason.source}: {text}" if reason.action == "" else f"{text} -> {reason.action}"
+    rows = [CauseRow(c, a, tuple(sorted(names)), example[(c, a)]) for (c, a), names in nodes.items()]
+    return sorted(rows, key=lambda row: (-len(row.nodes), row.component, row.action))
 
 
 def history_lines(result: AcceptanceResult) -> dict[str, list[str]]:
@@ -89,7 +101,9 @@ def history_lines(result: AcceptanceResult) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for h in result.history:
         what = f"{h.decision} on {h.time.date().isoformat()} (acceptance #{h.acceptance})"
-        if h.reasons:
+        if h.acceptance == result.acceptance_id:
+            what += ": this one"  # its reasons are beside it
+        elif h.reasons:
             what += " for " + "; ".join(h.reasons)
         out.setdefault(h.node, []).append(what)
     return out
@@ -265,10 +279,11 @@ def _causes(result: AcceptanceResult) -> str:
     if not rows:
         return '<p class="empty">No failures.</p>'
     body = "".join(
-        f"<tr><td>{_t(part)}</td><td>{_t(cause)}</td><td>{count}</td><td>{_t(', '.join(names))}</td></tr>"
-        for part, cause, count, names in rows
+        f"<tr><td>{_t(r.component)}</td><td>{_t(r.action or 'could not be judged')}</td><td>{len(r.nodes)}</td>"
+        f"<td>{_t(', '.join(r.nodes))}</td><td>{_t(r.example)}</td></tr>"
+        for r in rows
     )
-    head = "<tr><th>component</th><th>cause</th><th>nodes</th><th>which</th></tr>"
+    head = "<tr><th>component</th><th>action</th><th>nodes</th><th>which</th><th>for example</th></tr>"
     return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
 
 

@@ -89,6 +89,7 @@ def result() -> AcceptanceResult:
         ),
         iterations=(IterationSummary(0, 20, "failed", T0, T0, ("n1", "n2", "n3"), ("n1",)),),
         history=(
+            HistoryEntry("n1", 2, REJECTED, (PSU.line(),), datetime(2026, 4, 20, tzinfo=timezone.utc)),
             HistoryEntry("n1", 5, REJECTED, (DIMM.line(),), T1),
             HistoryEntry("n3", 5, ACCEPTED, (), T1),
         ),
@@ -162,13 +163,21 @@ def test_the_html_has_the_buyer_summary_the_failures_by_cause_and_the_conformanc
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "Content-Security-Policy" in page
     assert "<td>6 (N+N)</td><td>5 healthy</td>" in page
-    assert "rejected on 2026-05-04 (acceptance #5) for memory_dimms" in page
+    assert "rejected on 2026-05-04 (acceptance #5): this one" in page
+    assert "rejected on 2026-04-20 (acceptance #2) for psu" in page  # an earlier acceptance, with why
     causes = failures_by_cause(result().decisions)
-    assert [(part, count) for part, _, count, _ in causes] == [
-        ("chassis", 1),
-        ("memory_dimms", 1),
-        ("psu", 1),
+    assert [(c.component, c.action, c.nodes) for c in causes] == [
+        ("chassis", "RMA", ("n2",)),
+        ("memory", "RESEAT", ("n1",)),
+        ("psu", "RMA", ("n1",)),
     ]
+
+
+def test_a_cause_counts_every_node_it_rejected_whatever_the_slot():
+    other = Reason("order", "memory", "31 DIMMs; empty: DIMM_A7", "RESEAT", slot="DIMM_A7")
+    decisions = (*result().decisions, NodeDecision("n4", "SN4", REJECTED, (other,)))
+    memory = next(c for c in failures_by_cause(decisions) if c.component == "memory")
+    assert memory.nodes == ("n1", "n4") and memory.example == DIMM.finding
 
 
 def test_csv_json_and_junit_for_the_vendor_and_ci():
