@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bringup.fleet.reads import bulk_reading
+from bringup.fleet.reads import collector_paused
 from bringup.fleet.runs import sweep_abandoned
 from bringup.fleet.store import FleetStore, redact_url
 from bringup.inventory import Rack
@@ -54,7 +54,7 @@ def select_and_apply(
     abandoned = []
     if not dry_run:  # runs whose controller is gone are recorded abandoned (a dry run only ignores them)
         abandoned = [f"{r.kind} run {r.id} abandoned: {r.end_reason}" for r in sweep_abandoned(store)]
-    with bulk_reading():
+    with collector_paused():
         evidence = golden.EVIDENCE_READ if hardware else ()
         facts = golden.gather(store, rack, evidence)
         judged = golden.decide(facts, now, max_age, list(stages) if stages else None)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from bringup.fleet.reads import bulk_reading
+from bringup.fleet.reads import collector_paused
 from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather, rows_by_stage, stage_status
 from burnin.result import PASSING, Verdict
 from burnin.stages import STAGE_ORDER
@@ -232,7 +232,7 @@ def collect(
     """Read the rack's nodes and results from the store and judge them (no state changes)."""
     from bringup.fleet.store import redact_url
 
-    with bulk_reading():
+    with collector_paused():
         judged = decide(gather(store, rack, evidence=()), now, max_age, stages)
         report = build_report(rack.name, judged, now, redact_url(store.url))
         shown = [r for _, r in report.problems[:EVIDENCE_SHOWN]]

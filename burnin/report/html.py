@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bringup.fleet.reads import collector_paused
 from burnin.report import RackReport
 from burnin.report.heatmap import HEATMAP_CSS, heat_map
 from burnin.report.matrix import MATRIX_CSS, matrix_section
@@ -39,6 +40,11 @@ def _cards(report: RackReport) -> str:
 
 def render_html(report: RackReport, extra: Sequence[Section] = ()) -> str:
     """The page; ``extra`` sections go last, after ``EXTRA_SECTIONS``."""
+    with collector_paused():  # a fleet's report holds 200,000 results the collector would walk
+        return _render(report, extra)
+
+
+def _render(report: RackReport, extra: Sequence[Section]) -> str:
     made = report.made_at.isoformat(timespec="seconds")
     header = (
         f'<p class="meta">made {esc(made)} from store <code>{esc(report.store)}</code></p>{_cards(report)}'
