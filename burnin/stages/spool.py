@@ -14,7 +14,9 @@ inotify sees nothing written by another client.
 A result file is ``<run>-<node>-<stage>.json`` in the run's directory, written atomically (a
 dot-named temporary file in the same directory, fsync, rename), so a reader sees a whole file
 or none. Its ``results`` are each check's ``Result.to_dict()`` and the evidence kept with it,
-exactly what the SSH path hands to ``FleetStore.add_results``. Two kinds of check are judged on
+exactly what the SSH path hands to ``FleetStore.add_results``; an output several checks read
+(``nvidia-smi -q``) is written once in ``texts`` and each result names its index there, as the
+store keeps it once. Two kinds of check are judged on
 the controller instead, as over SSH: a check read from the node's record (the BMC event log,
 which only the controller has) and a check whose judgement needs the controller's clock
 (``CONTROLLER_JUDGED``: the clock offset; the task ships its raw output, and the controller
@@ -107,6 +109,12 @@ def result_document(
 ) -> dict[str, Any]:
     """What a task writes: its node's judged results with their evidence, the raw outputs of the
     controller-judged checks, the batch's error, and what it judged with."""
+    texts: list[str] = []
+    index: dict[str, int] = {}
+    for _, evidence in judged:
+        if evidence not in index:
+            index[evidence] = len(texts)
+            texts.append(evidence)
     return {
         "format": FORMAT,
         "run_id": int(run_id),
@@ -117,7 +125,8 @@ def result_document(
         "set": list(overrides),
         "window": [float(window[0]), float(window[1])],
         "error": error,
-        "results": [{**r.to_dict(), "evidence": evidence} for r, evidence in judged],
+        "texts": texts,
+        "results": [{**r.to_dict(), "evidence": index[evidence]} for r, evidence in judged],
         "outputs": {name: _output_dict(o) for name, o in outputs.items()},
     }
 
@@ -148,7 +157,7 @@ def _need(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wher
     return value
 
 
-def _result(row: Any, where: str) -> tuple[Result, str]:
+def _result(row: Any, where: str, texts: list[str]) -> tuple[Result, str]:
     if not isinstance(row, dict):
         raise SpoolError(f"{where}: a result must be an object")
     check = _need(row, "check", str, where)
@@ -172,7 +181,10 @@ def _result(row: Any, where: str) -> tuple[Result, str]:
         tuple(findings),
         _need(row, "reason", str, where),
     )
-    return result, _need(row, "evidence", str, where)
+    evidence = _need(row, "evidence", int, where)
+    if not 0 <= evidence < len(texts):
+        raise SpoolError(f"{where} ({check}): field 'evidence' is {evidence}, not an index into 'texts'")
+    return result, texts[evidence]
 
 
 def _output(data: Any, where: str) -> CommandOutput:
@@ -210,9 +222,11 @@ def parse_result(text: str | bytes, path: str) -> SpoolResult:
     overrides = _need(data, "set", list, path)
     if not all(isinstance(s, str) for s in overrides):
         raise SpoolError(f"{path}: field 'set' must be a list of KEY=VALUE strings")
-    judged = [
-        _result(row, f"{path}: results[{i}]") for i, row in enumerate(_need(data, "results", list, path))
-    ]
+    texts = _need(data, "texts", list, path)
+    if not all(isinstance(t, str) for t in texts):
+        raise SpoolError(f"{path}: field 'texts' must be a list of strings")
+    rows = _need(data, "results", list, path)
+    judged = [_result(row, f"{path}: results[{i}]", texts) for i, row in enumerate(rows)]
     outputs = {
         str(name): _output(o, f"{path}: outputs[{name!r}]")
         for name, o in _need(data, "outputs", dict, path).items()
@@ -370,48 +384,49 @@ class SpoolWatcher:
         return sorted(n for name, n in self.expected.items() if name not in self.seen)
 
     def poll(self) -> list[SpoolResult | SpoolProblem]:
-        found: list[SpoolResult | SpoolProblem] = []
-        try:
-            entries = [e.name for e in os.scandir(self.directory)]
-        except FileNotFoundError:
-            return found
-        for name in sorted(entries):
-            node = self.expected.get(name)
-            if node is None or name in self.seen:
-                continue
-            self.seen.add(name)
-            path = self.directory / name
-            try:
-                result = parse_result(path.read_bytes(), str(path))
-            except OSError as exc:
-                found.append(SpoolProblem(node, str(path), f"cannot read it: {exc}"))
-                continue
-            except SpoolError as exc:
-                found.append(SpoolProblem(node, str(path), str(exc)))
-                continue
-            mismatch = [
-                f"{key} is {got!r}, expected {want!r}"
-                for key, got, want in (
-                    ("run_id", result.run_id, self.run_id),
-                    ("node", result.node, node),
-                    ("stage", result.stage, self.stage),
-                )
-                if got != want
-            ]
-            if mismatch:
-                found.append(SpoolProblem(node, str(path), f"{path}: " + "; ".join(mismatch)))
-                continue
-            found.append(result)
-        return found
+        """Every file that is new since the last call, read now."""
+        return [self._read(name, node) for name, node in self._new()]
 
     def arrivals(self) -> Iterator[SpoolResult | SpoolProblem]:
-        """``poll()``'s new files one by one; a result's file is moved into ``ingested/`` only when
-        the consumer asks for the next one, that is once it has committed this one. A consumer that
-        stops midway (a crash, Ctrl-C) leaves the file where it was: nothing taken is lost."""
-        for item in self.poll():
+        """The new files, read one at a time (10,000 files are never in memory at once); a
+        result's file is moved into ``ingested/`` only when the consumer asks for the next one,
+        that is once it has committed this one. A consumer that stops midway (a crash, Ctrl-C)
+        leaves the file where it was: nothing taken is lost."""
+        for name, node in self._new():
+            item = self._read(name, node)
             yield item
             if isinstance(item, SpoolResult):
                 self.done(item.path)
+
+    def _new(self) -> list[tuple[str, str]]:
+        """(file name, node) of the expected files that appeared since they were last read."""
+        try:
+            entries = [e.name for e in os.scandir(self.directory)]
+        except FileNotFoundError:
+            return []
+        return [(n, self.expected[n]) for n in sorted(entries) if n in self.expected and n not in self.seen]
+
+    def _read(self, name: str, node: str) -> SpoolResult | SpoolProblem:
+        self.seen.add(name)
+        path = self.directory / name
+        try:
+            result = parse_result(path.read_bytes(), str(path))
+        except OSError as exc:
+            return SpoolProblem(node, str(path), f"cannot read it: {exc}")
+        except SpoolError as exc:
+            return SpoolProblem(node, str(path), str(exc))
+        mismatch = [
+            f"{key} is {got!r}, expected {want!r}"
+            for key, got, want in (
+                ("run_id", result.run_id, self.run_id),
+                ("node", result.node, node),
+                ("stage", result.stage, self.stage),
+            )
+            if got != want
+        ]
+        if mismatch:
+            return SpoolProblem(node, str(path), f"{path}: " + "; ".join(mismatch))
+        return result
 
     def done(self, path: str | Path) -> None:
         """The file's results are committed: out of the way, kept as the node wrote it."""

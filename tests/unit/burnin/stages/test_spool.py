@@ -64,6 +64,10 @@ def test_a_result_file_reads_back_as_the_task_judged_it(tmp_path: Path) -> None:
     got = parse_result(path.read_bytes(), str(path))
     assert (got.run_id, got.node, got.stage, got.host) == (7, "node01", "preflight", "gpu-17")
     assert got.judged == JUDGED  # results, findings and evidence exactly as judged
+    shared = [*JUDGED, (Result.judged("gpu_ecc"), "Attached GPUs : 7\n")]  # one output, two checks
+    again = result_document(7, "node01", "preflight", shared, {})
+    assert again["texts"].count("Attached GPUs : 7\n") == 1 and again["results"][3]["evidence"] == 0
+    assert parse_result(json.dumps(again), "f").judged == shared
     assert got.outputs["clock_offset"].stdout == "1795512619.937082387\n"
     assert got.profile_sha256 == "ab" and got.overrides == ("x=1",)
 
@@ -80,6 +84,11 @@ def test_a_result_file_reads_back_as_the_task_judged_it(tmp_path: Path) -> None:
         (lambda d: d.update(node="../etc"), "field 'node' is '../etc'"),
         (lambda d: d["outputs"]["clock_offset"].update(rc="0"), "field 'rc' must be an integer"),
         (lambda d: d.pop("error"), "field 'error' is missing"),
+        (
+            lambda d: d["results"][2].update(evidence=9),
+            "results[2] (disk_usage): field 'evidence' is 9, not an index",
+        ),
+        (lambda d: d["texts"].append(3), "field 'texts' must be a list of strings"),
     ],
 )
 def test_a_bad_result_file_is_refused_naming_the_file_and_the_field(edit, says) -> None:
