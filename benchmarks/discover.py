@@ -30,6 +30,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import resource
 import statistics
 import sys
 import tempfile
@@ -115,6 +116,8 @@ def run(fleet: RedfishFleet, urls: list[str], concurrency: int, opts: TransportO
         "open_sessions": seen["open_sessions"],
         "connections": seen["connections"] / len(urls),
         "server_cpu": seen["server_cpu"] - server0,
+        # The process's peak so far: the counts run in ascending order, so the largest N's.
+        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
@@ -177,7 +180,7 @@ def main() -> None:
     )
     print(
         f"{'BMCs':>5} {'concurrency':>11} {'wall s':>7} {'x 1 BMC':>8} {'CPU s':>6} {'CPU ms/BMC':>10} "
-        f"{'req/BMC':>7} {'conn/BMC':>8} {'open sessions':>13} {'sim CPU s':>9}   before: {'conc':>4} {'wall s':>6} "
+        f"{'req/BMC':>7} {'conn/BMC':>8} {'open sessions':>13} {'sim CPU s':>9} {'peak RSS MiB':>12}   before: {'conc':>4} {'wall s':>6} "
         f"{'x 1 BMC':>7} {'CPU ms/BMC':>10}"
     )
     verdicts = []
@@ -187,7 +190,7 @@ def main() -> None:
         was = f"{before[0]:>12} {before[1]:>6.2f} {before[2]:>7.2f} {before[3]:>10.1f}" if before else ""
         print(
             f"{n:>5} {conc:>11} {r['wall']:>7.2f} {ratio:>8.2f} {r['cpu']:>6.2f} {r['cpu'] / n * 1000:>10.2f} "
-            f"{r['requests']:>7.1f} {r['connections']:>8.1f} {r['open_sessions']:>13.0f} {r['server_cpu']:>9.2f}   {was}"
+            f"{r['requests']:>7.1f} {r['connections']:>8.1f} {r['open_sessions']:>13.0f} {r['server_cpu']:>9.2f} {r['rss_mib']:>12.0f}   {was}"
         )
         if n in TARGETS and single:
             met = "met" if ratio < TARGETS[n] else "NOT met"
