@@ -16,11 +16,13 @@ from click.testing import CliRunner
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State
+from bringup.fleet.run_list import list_runs
 from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
 from burnin.parsers.slurm import parse_sinfo_nodes
 from burnin.result import Result, Verdict
 from burnin.service.slurm import SlurmError
+from burnin.session import LaunchOptions, RackRunRequest, run_rack
 from burnin.stages import stage_checks
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun, record_for
@@ -41,6 +43,7 @@ from burnin.stages.slurm_launch import (
 from tests.fleet import walk_to
 from tests.paths import REPO
 from tests.profiles import shipped
+from tests.unit.burnin.test_golden import NODES, RACK, FleetRack
 
 SAMPLES = REPO / "tests" / "fixtures" / "samples"
 
@@ -249,3 +252,21 @@ def test_the_launcher_option_accepts_slurm_and_a_task_needs_its_run() -> None:
         res.exit_code == 2
         and "--local --spool-dir needs --run-id, --profile, --node and one stage" in res.output
     )
+
+
+@pytest.mark.parametrize(
+    "rack_vars, launch, says",
+    [
+        ({}, LaunchOptions(launcher="slurm"), "--spool-dir DIR or the inventory var burnin_spool_dir"),
+        ({"burnin_launcher": "slurm", "burnin_spool_dir": "spool"}, LaunchOptions(), "give an absolute path"),
+    ],
+)
+def test_a_slurm_run_without_a_usable_spool_starts_nothing(tmp_path, rack_vars, launch, says) -> None:
+    """Asked on the command line or in the rack's vars, the Slurm path's settings are checked
+    before the run is recorded: no run, no claim, no node moved."""
+    fleet = FleetRack(tmp_path, rack_vars)
+    with pytest.raises(BadInput) as err:
+        run_rack(fleet.store, fleet.dir, RackRunRequest(RACK, ["preflight"], launch=launch))
+    assert says in str(err.value)
+    assert list_runs(fleet.store) == []
+    assert {fleet.store.get_node(n).state for n in NODES} == {"burnin"}
