@@ -96,6 +96,9 @@ class NodeEvidence:
     skipped: str = ""  # why the node was not burnt in at all
     results: Sequence[ResultRow] = field(default_factory=tuple)  # all runs of the acceptance
     required_stages: Sequence[str] = ()  # stages iteration 0 must show a result for
+    # Stages with a result in iteration 0 (None: read them from ``results``, which then holds
+    # the passes too; a caller that hands in only what did not pass names them here).
+    first_stages: frozenset[str] | None = None
 
 
 def serial_in(*texts: str) -> str:
@@ -157,7 +160,9 @@ def decide_node(facts: NodeEvidence, iteration_of: Mapping[int, int]) -> NodeDec
     burn, notes = result_reasons(facts.results, iteration_of)
     reasons.extend(burn)
     if not facts.skipped:
-        first = {r.stage for r in facts.results if iteration_of.get(r.run_id or -1) == 0}
+        first = facts.first_stages
+        if first is None:
+            first = frozenset(r.stage for r in facts.results if iteration_of.get(r.run_id or -1) == 0)
         missing = [s for s in facts.required_stages if s not in first]
         if missing and not burn:  # a node stopped at a failing stage is rejected for that already
             reasons.append(Reason("burn-in", "node", f"no result for stage(s) {', '.join(missing)}", ""))

@@ -148,17 +148,23 @@ def iterations(store: FleetStore, rack: str, acceptance: int) -> list[IterationR
     return out
 
 
-def results_of_runs(store: FleetStore, run_ids: Sequence[int]) -> list[ResultRow]:
-    """Every check result of these runs, oldest first, without evidence."""
+def results_of_runs(
+    store: FleetStore, run_ids: Sequence[int], *, not_passing: bool = False
+) -> list[ResultRow]:
+    """Every check result of these runs (``not_passing``: all but the PASSes, which a 72-hour
+    soak of a large delivery has by the hundred thousand), oldest first, without evidence."""
     if not run_ids:
         return []
+    stmt = (
+        select(CheckResult, Node.name)
+        .join(Node, Node.id == CheckResult.node_id)
+        .where(CheckResult.run_id.in_(list(run_ids)))
+        .order_by(CheckResult.id)
+    )
+    if not_passing:
+        stmt = stmt.where(CheckResult.verdict != "PASS")
     with store.reading() as s:
-        rows = s.execute(
-            select(CheckResult, Node.name)
-            .join(Node, Node.id == CheckResult.node_id)
-            .where(CheckResult.run_id.in_(list(run_ids)))
-            .order_by(CheckResult.id)
-        ).all()
+        rows = s.execute(stmt).all()
     return [
         ResultRow(
             r.id,
@@ -174,6 +180,23 @@ def results_of_runs(store: FleetStore, run_ids: Sequence[int]) -> list[ResultRow
         )
         for r, name in rows
     ]
+
+
+def stages_of_runs(store: FleetStore, run_ids: Sequence[int]) -> dict[str, frozenset[str]]:
+    """Node -> the stages it has a result of in these runs."""
+    if not run_ids:
+        return {}
+    with store.reading() as s:
+        rows = s.execute(
+            select(Node.name, CheckResult.stage)
+            .join(Node, Node.id == CheckResult.node_id)
+            .where(CheckResult.run_id.in_(list(run_ids)))
+            .distinct()
+        ).all()
+    out: dict[str, set[str]] = {}
+    for name, stage in rows:
+        out.setdefault(name, set()).add(stage)
+    return {name: frozenset(stages) for name, stages in out.items()}
 
 
 def evidence_by_id(store: FleetStore, result_ids: Sequence[int]) -> dict[int, str]:

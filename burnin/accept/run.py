@@ -205,10 +205,10 @@ def _soak(
 ) -> None:
     def load() -> tuple[list[ledger.IterationRecord], list[str]]:
         done = ledger.iterations(store, request.rack, acceptance)
-        rows = ledger.results_of_runs(store, [i.run_id for i in done])
+        rows = ledger.results_of_runs(store, [i.run_id for i in done], not_passing=True)
         states = {n: parse_state(store.get_node(n).state) for n in nodes}
         out = [n for n, s in states.items() if not may_start(Step.BURNIN, s)]
-        tested_first = {r.node for r in rows}
+        tested_first = ledger.stages_of_runs(store, [i.run_id for i in done if i.iteration == 0])
         never = [n for n in nodes if n not in tested_first]  # refused or unreachable at iteration 0
         return done, still_in(nodes, rows, [*out, *never])
 
@@ -245,22 +245,28 @@ def _decide(
 ) -> AcceptanceResult:
     iterations = ledger.iterations(store, rack, acceptance)
     iteration_of = {i.run_id: i.iteration for i in iterations}
-    rows = ledger.results_of_runs(store, list(iteration_of))
+    rows = ledger.results_of_runs(store, list(iteration_of), not_passing=True)
     first_failed = failed_nodes(rows)
+    by_node: dict[str, list[ledger.ResultRow]] = {}
+    for row in rows:
+        by_node.setdefault(row.node, []).append(row)
+    first_stages = ledger.stages_of_runs(store, [i.run_id for i in iterations if i.iteration == 0])
+    latest = store.latest_results_of_rack(rack)
     decisions: list[NodeDecision] = []
     conformance: list[ConformanceRow] = []
     facts: dict[str, NodeFacts] = {}
     for name in plan.nodes:
         node = store.get_node(name)
-        reasons, parts = conformance_of(delivery, node, store.latest_results(name))
+        reasons, parts = conformance_of(delivery, node, latest.get(name, []))
         conformance.extend(parts)
         evidence = NodeEvidence(
             name,
             node.serial,
             reasons,
             skipped.get(name, ""),
-            [r for r in rows if r.node == name],
+            by_node.get(name, []),
             tuple(delivery.acceptance.stages),
+            first_stages.get(name, frozenset()),
         )
         decision = decide_node(evidence, iteration_of)
         decisions.append(decision)
@@ -271,7 +277,7 @@ def _decide(
         HistoryEntry(d.node, d.acceptance, d.decision, d.reasons, d.time)
         for d in ledger.decisions(store, rack, delivery.name)
     ]
-    latest = {h.node: h.decision for h in history}
+    last_word = {h.node: h.decision for h in history}
     problems = delivery_problems(delivery, [store.get_node(h) for h in hosts])
     wanted = [r.result_id for d in decisions if not d.accepted for r in d.reasons if r.result_id is not None]
     summaries = tuple(
@@ -300,7 +306,7 @@ def _decide(
         tested=plan.nodes,
         decisions=tuple(decisions),
         delivery_decision=decide_delivery(
-            latest, delivery.nodes.count, delivery.acceptance.min_accepted_fraction, problems
+            last_word, delivery.nodes.count, delivery.acceptance.min_accepted_fraction, problems
         ),
         conformance=tuple(conformance),
         iterations=summaries,

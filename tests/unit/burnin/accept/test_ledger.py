@@ -88,6 +88,8 @@ def test_an_acceptance_is_a_chain_of_accept_runs_with_its_burnin_runs_tagged(sto
         ("n1", r1, "PASS"),
     ]
     assert ledger.evidence_by_id(store, [rows[1].id]) == {rows[1].id: "n2 output"}
+    assert [r.node for r in ledger.results_of_runs(store, [r0, r1], not_passing=True)] == ["n2"]
+    assert ledger.stages_of_runs(store, [r0]) == {"n1": frozenset({"gpu"}), "n2": frozenset({"gpu"})}
 
 
 def test_a_new_delivery_tests_every_node_and_an_unfinished_one_continues(store):
