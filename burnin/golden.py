@@ -164,12 +164,14 @@ def stage_status(stage: str, rows: Iterable[ResultRow]) -> StageStatus:
     runs: dict[int | None, list[ResultRow]] = {}
     for r in mine:
         runs.setdefault(r.run_id, []).append(r)
-    # The newest run: by its newest result, then by run id (ids only grow).
-    run_id, latest = max(runs.items(), key=lambda item: (max(r.time for r in item[1]), item[0] or 0))
+    if len(runs) == 1:  # the usual case, and at 10,000 nodes x 5 stages worth not comparing
+        ((run_id, latest),) = runs.items()
+    else:  # the newest run: by its newest result, then by run id (ids only grow)
+        run_id, latest = max(runs.items(), key=lambda item: (max(r.time for r in item[1]), item[0] or 0))
     latest.sort(key=lambda r: r.check)
     return StageStatus(
         stage,
-        worst_verdict(r.verdict for r in latest),
+        worst_verdict({r.verdict for r in latest}),
         run_id,
         min(r.time for r in latest),
         tuple(latest),

@@ -184,6 +184,8 @@ def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:
 
 def _stages(stages: Sequence[str], rows: Sequence[Any], decision: Decision) -> dict[str, StageStatus]:
     """Every column's status: the judged stages as the decision has them, the rest from the rows."""
+    if all(s in decision.stages for s in stages):
+        return {s: decision.stages[s] for s in stages}
     by_stage = rows_by_stage(rows)
     return {s: decision.stages.get(s) or stage_status(s, by_stage.get(s, ())) for s in stages}
 
