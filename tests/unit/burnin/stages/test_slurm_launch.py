@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State
+from bringup.fleet.models import Run
 from bringup.fleet.run_list import list_runs
 from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
@@ -23,6 +24,7 @@ from burnin.parsers.slurm import parse_sinfo_nodes
 from burnin.result import Result, Verdict
 from burnin.service.slurm import SlurmError
 from burnin.session import LaunchOptions, RackRunRequest, run_rack
+from burnin.stages import runner as runner_mod
 from burnin.stages import stage_checks
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun, record_for
@@ -270,3 +272,22 @@ def test_a_slurm_run_without_a_usable_spool_starts_nothing(tmp_path, rack_vars, 
     assert says in str(err.value)
     assert list_runs(fleet.store) == []
     assert {fleet.store.get_node(n).state for n in NODES} == {"burnin"}
+
+
+def test_with_the_slurm_launcher_the_multi_node_stages_launch_with_srun(tmp_path, monkeypatch) -> None:
+    """`--launcher slurm` is Slurm for every stage that can use it: nccl gets `srun` (the
+    launcher it knows), and the run records which launcher ran it."""
+    seen = {}
+
+    def nccl(context):
+        seen.update(context.settings)
+        return {}
+
+    monkeypatch.setattr(runner_mod, "group_stages", lambda: {"nccl": nccl})
+    fleet = FleetRack(tmp_path)
+    launch = LaunchOptions(launcher="slurm", spool_dir=str(tmp_path / "spool"))
+    run_rack(fleet.store, fleet.dir, RackRunRequest(RACK, ["nccl"], launch=launch))
+    assert seen["burnin_launcher"] == "srun"
+    (run,) = list_runs(fleet.store)
+    with fleet.store.reading() as s:
+        assert s.get(Run, run.id).params["launcher"] == "slurm"
