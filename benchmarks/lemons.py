@@ -3,7 +3,7 @@
 fleet store's own API, then the detector's precision, recall and days to detection.
 
 Usage: .venv/bin/python benchmarks/lemons.py [--sizes 500,1000,2000] [--rates 2.34,6.5]
-                                               [--seeds 101,102,103] [--days 90] [--inventory-dir DIR]
+                                               [--seeds 101,102,103] [--days 90] [--inventory-dir DIR] [--explain]
 
 The fleet (per size, rate and seed; each in its own SQLite store under /dev/shm or /tmp):
 
@@ -17,9 +17,12 @@ The fleet (per size, rate and seed; each in its own SQLite store under /dev/shm 
   GPU failure leaves (79 or 48) at the failure.
 
 Failures are FAIL results (a golden node leaves golden on its own: the store's rule), repairs
-are transitions; the store stamps events when they are written, so each call's new events are
-then dated to the simulated day. Jobs that fail for the user's reasons (sacct) are not
-simulated: the detector does not read Slurm accounting yet.
+are transitions, all written through the store's API for dated history (``bringup.fleet.dated``).
+Slurm accounting is written in sacct's own format (``sacct --parsable2`` and ``sacctmgr list
+event`` text, read back by the same parser as the real ones): a failure ends the job running on
+the node NODE_FAIL (nodes are busy with probability BUSY; a MULTI_NODE share of those jobs span
+other nodes too, and Slurm's event names the node that went down); noise: jobs that fail for the
+user's reasons (FAILED) on every node, USER_FAILS_PER_DAY.
 
 It prints, per size and rate (seeds pooled): lemons; named, true and false positives, precision
 and recall of one `burnin lemons` run on the last day (its 28-day window, the default policy);
@@ -37,26 +40,30 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-
-from sqlalchemy import func, select, update
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bringup.fleet.dated import DatedWriter  # noqa: E402
 from bringup.fleet.lifecycle import State  # noqa: E402
-from bringup.fleet.models import Event, utcnow  # noqa: E402
+from bringup.fleet.models import utcnow  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
 from burnin.history.fleet import fleet_lemons, load_policy  # noqa: E402
+from burnin.history.jobs import clip_jobs, job_signals  # noqa: E402
 from burnin.history.lemons import find_lemons  # noqa: E402
 from burnin.history.read import read_signals  # noqa: E402
 from burnin.history.signals import clip  # noqa: E402
+from burnin.parsers.sacct import EVENT_FIELDS, SACCT_FIELDS, parse_node_events, parse_sacct  # noqa: E402
 
 LEMON_SHARE = 0.012
 LEMON_MEAN_DAYS = 5.0
 APP_XID_PER_DAY = 0.02
+BUSY = 0.8  # share of the time a node runs a job (a failure then ends that job NODE_FAIL)
+MULTI_NODE = 0.5  # share of those jobs that span 4 nodes
+USER_FAILS_PER_DAY = 0.05  # jobs that fail for the user's reasons, per node
 # (component, parts, share of failures, stage, check): roughly the study's mix (GPUs first, then
 # the network, PCIe and memory), and node-level causes that are no hardware part.
 PARTS = (
@@ -80,35 +87,79 @@ class Truth:
     first_bad: dict[str, datetime] = field(default_factory=dict)  # lemon -> its first bad-part failure
 
 
+class Accounting:
+    """Slurm accounting of the simulated fleet, as `sacct --parsable2` and `sacctmgr --parsable2
+    list event` print it (times in local time, as Slurm's clients print them)."""
+
+    def __init__(self) -> None:
+        self.jobs = ["|".join(SACCT_FIELDS)]
+        self.events = ["|".join(EVENT_FIELDS)]
+        self.next_id = 1
+
+    @staticmethod
+    def _t(at: datetime) -> str:
+        return at.astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+
+    def job(self, nodes: list[str], state: str, start: datetime, end: datetime) -> None:
+        jid, self.next_id = str(self.next_id), self.next_id + 1
+        secs = int((end - start).total_seconds())
+        elapsed = f"{secs // 86400}-{secs % 86400 // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+        code = "0:0" if state in ("COMPLETED", "NODE_FAIL") else "1:0"
+        row = [jid, jid, "train", "sim", state, code, ",".join(nodes), str(len(nodes)), self._t(start),
+               self._t(start), self._t(end), elapsed, "None"]  # fmt: skip
+        self.jobs.append("|".join(row))
+
+    def node_down(self, node: str, at: datetime, back: datetime) -> None:
+        self.events.append("|".join([node, self._t(at), self._t(back), "DOWN*", "Not responding", "root(0)"]))
+
+    def reader(self):  # type: ignore[no-untyped-def]
+        """What `burnin lemons` reads instead of running sacct: this text, parsed as sacct's."""
+        jobs, events = parse_sacct("\n".join(self.jobs)), parse_node_events("\n".join(self.events))
+        utc = timezone.utc
+
+        def aware(r, *names):  # type: ignore[no-untyped-def]
+            return replace(r, **{n: getattr(r, n).astimezone(utc) for n in names if getattr(r, n)})
+
+        jobs = [aware(j, "submit", "start", "end") for j in jobs]
+        events = [aware(e, "start", "end") for e in events]
+        return lambda start, end: (jobs, events)
+
+
 class Writer:
-    """The store's API, each call's new events dated to the simulated time."""
+    """The store's API for dated history (``bringup.fleet.dated``), and the fleet's accounting."""
 
     def __init__(self, store: FleetStore):
         self.store = store
-        self.seen = self._last()
-
-    def _last(self) -> int:
-        with self.store.reading() as s:
-            return s.execute(select(func.max(Event.id))).scalar() or 0
-
-    def date(self, at: datetime) -> None:
-        with self.store.session() as s:
-            s.execute(update(Event).where(Event.id > self.seen).values(time=at))
-        self.seen = self._last()
+        self.dated = DatedWriter(store)
+        self.acct = Accounting()
+        self.names: list[str] = []
 
     def golden(self, name: str, at: datetime) -> None:
-        self.store.enroll(name, "sim", "h100-sxm-8x400g")
-        for state in (
-            State.DISCOVERED,
-            State.PROVISIONING,
-            State.PROVISIONED,
-            State.CONFIGURED,
-            State.BURNIN,
-            State.GOLDEN,
-        ):
-            self.store.transition(name, state, "simulated bring-up")
-        self.store.update_node(name, created_at=at)
-        self.date(at)
+        self.names.append(name)
+        with self.dated.at(name, at):  # one dating for the whole bring-up
+            self.store.enroll(name, "sim", "h100-sxm-8x400g")
+            for state in (
+                State.DISCOVERED,
+                State.PROVISIONING,
+                State.PROVISIONED,
+                State.CONFIGURED,
+                State.BURNIN,
+                State.GOLDEN,
+            ):
+                self.store.transition(name, state, "simulated bring-up")
+
+    def killed_job(self, name: str, at: datetime, rng: random.Random) -> None:
+        """The job the node was running when it failed ends NODE_FAIL (if it ran one)."""
+        if rng.random() >= BUSY:
+            return
+        nodes = [name]
+        if rng.random() < MULTI_NODE:
+            nodes += rng.sample([n for n in self.names if n != name], min(3, len(self.names) - 1))
+        self.acct.job(nodes, "NODE_FAIL", at - timedelta(hours=rng.uniform(1, 24)), at)
+        self.acct.node_down(name, at, at + timedelta(hours=1))
+
+    def user_fail(self, name: str, at: datetime) -> None:
+        self.acct.job([name], "FAILED", at - timedelta(hours=1), at)
 
     def fail(self, name: str, at: datetime, part: tuple[str, str, str, str], rng: random.Random) -> None:
         kind, subject, stage, check = part
@@ -119,20 +170,18 @@ class Writer:
             "evidence": "",
             "subject": subject,
         }
-        self.store.add_result(name, stage, check, "FAIL", findings=[finding], time=at)
-        if kind == "gpu":
-            xid = rng.choice((79, 48))
-            self.store.add_result(
-                name, "preflight", "kernel_log", "FAIL", metrics={"xids": {str(xid): 1}}, time=at
-            )
-        self.date(at)
+        with self.dated.at(name, at):
+            self.store.add_result(name, stage, check, "FAIL", findings=[finding], time=at)
+            if kind == "gpu":
+                xid = {str(rng.choice((79, 48))): 1}
+                self.store.add_result(name, "preflight", "kernel_log", "FAIL", metrics={"xids": xid}, time=at)
+        self.killed_job(name, at, rng)
 
     def repair(self, name: str, at: datetime, back: datetime, what: str) -> None:
-        self.store.transition(name, State.REPAIR, f"simulated repair: {what}")
-        self.date(at)
-        self.store.transition(name, State.BURNIN, "burn-in after repair")
-        self.store.transition(name, State.GOLDEN, "passed")
-        self.date(back)
+        self.dated.transition(name, State.REPAIR, f"simulated repair: {what}", at)
+        with self.dated.at(name, back):
+            self.store.transition(name, State.BURNIN, "burn-in after repair")
+            self.store.transition(name, State.GOLDEN, "passed")
 
     def app_xids(self, name: str, at: datetime, rng: random.Random) -> None:
         xids = {str(rng.choice((13, 43))): rng.randint(1, 20)}
@@ -144,15 +193,18 @@ def draw_part(rng: random.Random) -> tuple[str, str, str, str]:
     return kind, rng.choice(parts), stage, check
 
 
-def simulate(store: FleetStore, size: int, rate: float, days: int, seed: int, start: datetime) -> Truth:
+def simulate(
+    store: FleetStore, size: int, rate: float, days: int, seed: int, start: datetime
+) -> tuple[Truth, Accounting]:
     rng = random.Random(seed)
     truth = Truth()
     w = Writer(store)
     per_day = rate / 1000.0
     lemons = set(rng.sample(range(size), max(1, round(size * LEMON_SHARE))))
     for i in range(size):
+        w.golden(f"n{i:05d}", start)
+    for i in range(size):
         name = f"n{i:05d}"
-        w.golden(name, start)
         onset = rng.uniform(0, days / 2) if i in lemons else None
         bad = None
         if onset is not None:
@@ -164,6 +216,8 @@ def simulate(store: FleetStore, size: int, rate: float, days: int, seed: int, st
         noise = sorted(rng.uniform(0, days) for _ in range(_poisson(rng, APP_XID_PER_DAY * days)))
         for when in noise:
             w.app_xids(name, start + timedelta(days=when), rng)
+        for _ in range(_poisson(rng, USER_FAILS_PER_DAY * days)):
+            w.user_fail(name, start + timedelta(days=rng.uniform(0, days)))
         while True:
             random_at = t + rng.expovariate(per_day)
             lemon_at = (
@@ -182,7 +236,7 @@ def simulate(store: FleetStore, size: int, rate: float, days: int, seed: int, st
                 break
             w.repair(name, start + timedelta(days=fixed), start + timedelta(days=min(back, days)), part[1])
             t = back
-    return truth
+    return truth, w.acct
 
 
 def _poisson(rng: random.Random, mean: float) -> int:
@@ -202,11 +256,16 @@ class Outcome:
     daily_named: int = 0
     daily_tp: int = 0
     detection_days: list[float] = field(default_factory=list)
+    daily_fp: list[str] = field(default_factory=list)  # "node: rules: evidence" of each false positive
     write_s: float = 0.0
 
 
-def measure(store: FleetStore, truth: Truth, now: datetime, days: int, out: Outcome, inventory: Path) -> None:
-    report = fleet_lemons(store, None, None, inventory, now=now)
+def measure(
+    store: FleetStore, truth: Truth, acct: Accounting, now: datetime, days: int, out: Outcome, inventory: Path
+) -> None:
+    reader = acct.reader()
+    report = fleet_lemons(store, None, None, inventory, now=now, accounting=reader)
+    assert report.accounting.startswith("read:"), report.accounting
     named = {lemon.node for lemon in report.lemons}
     out.lemons += len(truth.lemons)
     out.named += len(named)
@@ -215,11 +274,15 @@ def measure(store: FleetStore, truth: Truth, now: datetime, days: int, out: Outc
     policy, _ = load_policy(inventory)
     window = timedelta(days=policy.window_days)
     history = read_signals(store, None, timedelta(days=days + 1), now=now)
+    jobs = job_signals(*reader(history.start, history.end), history.start, history.end)
     first_named: dict[str, datetime] = {}
     for d in range(1, days + 1):
         end = now - timedelta(days=days - d)
         clipped = {n: clip(s, end - window, end) for n, s in history.signals.items()}
-        for lemon in find_lemons(clipped, policy, "window"):
+        clipped_jobs = {n: clip_jobs(j, end - window, end) for n, j in jobs.items()}
+        for lemon in find_lemons(clipped, policy, "window", clipped_jobs):
+            if lemon.node not in first_named and lemon.node not in truth.lemons:
+                out.daily_fp.append(f"{lemon.node}: {', '.join(lemon.rules)}: {lemon.summary}")
             first_named.setdefault(lemon.node, end)
     flagged = set(first_named)  # run daily with --apply: a flag stays until an operator clears it
     out.daily_named += len(flagged)
@@ -237,6 +300,9 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=90)
     ap.add_argument(
         "--inventory-dir", type=Path, default=REPO / "inventories", help="whose policies/lemons.yml to use"
+    )
+    ap.add_argument(
+        "--explain", action="store_true", help="print each daily false positive's rules and evidence"
     )
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -259,9 +325,9 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(dir=base) as tmp:
                     store = FleetStore(f"sqlite:///{Path(tmp) / 'fleet.db'}")
                     t0 = time.perf_counter()
-                    truth = simulate(store, size, rate, args.days, seed * 1000 + size, start)
+                    truth, acct = simulate(store, size, rate, args.days, seed * 1000 + size, start)
                     out.write_s += time.perf_counter() - t0
-                    measure(store, truth, now, args.days, out, args.inventory_dir)
+                    measure(store, truth, acct, now, args.days, out, args.inventory_dir)
                     store.close()
             precision = out.tp / out.named if out.named else float("nan")
             recall = out.tp / out.lemons if out.lemons else float("nan")
@@ -275,6 +341,8 @@ def main() -> None:
                 f"{d_precision:>9.3f} {d_recall:>6.3f} | {detect:>21} {out.write_s:>7.1f}",
                 flush=True,
             )
+            for line in out.daily_fp if args.explain else ():
+                print(f"    false positive {line[:220]}")
 
 
 if __name__ == "__main__":
