@@ -22,7 +22,7 @@ MATRIX_CSS = """
 
 # Plain ES2017, no library. Rows carry data-golden and data-find (lower-case name, state and
 # reasons); verdict cells carry data-v; the header's cells carry data-stage.
-MATRIX_JS = """
+MATRIX_JS = r"""
 (function () {
   var table = document.getElementById('matrix-table');
   if (!table) return;
@@ -48,7 +48,7 @@ MATRIX_JS = """
     return false;
   }
   function show() {
-    var size = parseInt(fz.value, 10), pages = Math.max(1, Math.ceil(matched.length / size));
+    var size = parseInt(fz.value, 10) || 100, pages = Math.max(1, Math.ceil(matched.length / size));
     page = Math.min(Math.max(page, 0), pages - 1);
     var first = page * size, last = Math.min(first + size, matched.length);
     rows.forEach(function (r) { r.tr.hidden = true; });
@@ -78,7 +78,9 @@ MATRIX_JS = """
   // a link may carry filters: report.html#verdict=FAIL&stage=gpu&find=gpu01&size=250
   location.hash.slice(1).split('&').forEach(function (kv) {
     var i = kv.indexOf('='), box = {verdict: fv, stage: fs, find: ft, size: fz}[kv.slice(0, i)];
-    if (i > 0 && box) box.value = decodeURIComponent(kv.slice(i + 1));
+    try {
+      if (i > 0 && box) box.value = decodeURIComponent(kv.slice(i + 1).replace(/\+/g, ' '));
+    } catch (e) { /* a malformed link leaves that filter as it was */ }
   });
   el('matrix-filters').hidden = false;
   filter();
