@@ -152,7 +152,8 @@ def accept_delivery(
         record = next(a for a in ledger.acceptances(store, request.rack, delivery.name) if a.id == acceptance)
         if plan.acceptance:
             progress.line(
-                f"continuing acceptance #{acceptance} (started {record.started_at:%Y-%m-%d %H:%M} UTC)"
+                f"continuing acceptance #{acceptance} (started {record.started_at:%Y-%m-%d %H:%M} UTC, "
+                f"soak {plan.soak_s:.0f} s as it began)"
             )
         skipped = _burn_in(store, inventory_dir, request, acceptance, plan.nodes, stages, progress)
         soak = SoakPlan(record.started_at, plan.soak_s, soak_stages)
