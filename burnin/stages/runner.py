@@ -10,6 +10,7 @@ ready for the next stage or the golden selection.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -138,6 +139,18 @@ class BurninRun:
     stage_engine: Callable[[str, dict[str, NodeJob]], Iterable[tuple[str, list[tuple[Result, str]], str]]] | None = None
 
     def run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
+        # What exists when the run starts (modules, the inventory, profiles, the store's mappers)
+        # lives as long as the run: frozen, the collector stops walking it after every few
+        # thousand allocations the parsers make. At 1,000 simulated nodes that walk was 2.9 of
+        # 14.8 ms of controller CPU per node (benchmarks/fleet.py).
+        gc.collect()
+        gc.freeze()
+        try:
+            return self._run(jobs)
+        finally:
+            gc.unfreeze()
+
+    def _run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
         outcomes = {j.name: BurninOutcome(j.name) for j in jobs}
         active = {j.name: j for j in jobs}
         for stage in self.stages:
