@@ -2,7 +2,7 @@
 """N simulated SSH nodes in one process (asyncssh), answering the burn-in stages' batch scripts.
 
 Usage: .venv/bin/python -m benchmarks.fleet_sim.ssh --nodes 1000 --state DIR [--latency 0.2]
-       [--base-port 30000] [--host 127.0.0.1]
+       [--base-port 20000] [--host 127.0.0.1]
 
 Each node is its own listening port on one address (``--base-port`` + i): the controller sees
 N endpoints, each with its own host:port and pinned host key entry, as it would see N machines,
@@ -202,7 +202,7 @@ class SimFleet:
     state: Path
     latency: float = 0.0
     host: str = "127.0.0.1"
-    base_port: int = 30000
+    base_port: int = 20000
 
     async def serve(self, stop: asyncio.Event) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
@@ -213,6 +213,7 @@ class SimFleet:
         key_file.chmod(0o600)
         recordings = Recordings(self.state)
         self.answered = 0
+        index_of: dict[int, int] = {}  # listening port -> node number
 
         async def handle(process: asyncssh.SSHServerProcess) -> None:
             if process.command != "bash -s":
@@ -226,7 +227,7 @@ class SimFleet:
                 process.stderr.write(b"fleet-sim: not a burn-in batch script; nothing recorded for it\n")
                 process.exit(127)
                 return
-            node = process.get_extra_info("sockname")[1] - self.base_port
+            node = index_of[process.get_extra_info("sockname")[1]]
             outputs = {k: personalise(await recordings.answer(batch.jobs[k]), node) for k in batch.order}
             process.stdout.write(frame_answer(batch, outputs))
             self.answered += 1
@@ -239,12 +240,17 @@ class SimFleet:
         for i in range(self.nodes):
             listeners.append(
                 await asyncssh.create_server(
-                    lambda: _NodeServer(client_key), self.host, self.base_port + i, options=options
+                    lambda: _NodeServer(client_key),
+                    self.host,
+                    self.base_port + i if self.base_port else 0,
+                    options=options,
                 )
             )
+        ports = [listener.sockets[0].getsockname()[1] for listener in listeners]  # --base-port 0: any
+        index_of.update({port: i for i, port in enumerate(ports)})
         ready = {
             "host": self.host,
-            "ports": [self.base_port + i for i in range(self.nodes)],
+            "ports": ports,
             "host_key": host_key.export_public_key("openssh").decode().split()[0:2],
             "client_key": str(key_file),
             "latency": self.latency,
@@ -272,7 +278,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state", type=Path, required=True, help="where ready.json and the keys go")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds a node takes to answer")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--base-port", type=int, default=30000)
+    parser.add_argument(
+        "--base-port", type=int, default=20000, help="node i listens on it + i (0: any free ports)"
+    )
     args = parser.parse_args(argv)
     # A listener per node, and a connection (plus the stand-in runs) per node being served.
     _raise_fd_limit(2 * args.nodes + 1024)
