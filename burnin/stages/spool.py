@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bringup.capture import MIB, mb
 from bringup.errors import BadInput
 from bringup.profiles import Profile, apply_overrides, find_profile
 from burnin.checks.base import Check, CommandOutput
@@ -53,6 +54,9 @@ FORMAT = "burnin-spool-result/1"
 # raw output and the controller judges them (over SSH the controller's window is the round trip).
 CONTROLLER_JUDGED = frozenset({"clock_offset"})
 INGESTED = "ingested"
+# What the controller reads of one file at most: a stage's outputs are each capped at the evidence
+# cap (4 MiB) by the batch, and a stage has a few dozen checks.
+MAX_FILE_BYTES = 64 * MIB
 LOGS = "logs"
 PROFILES = "profiles"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -410,6 +414,11 @@ class SpoolWatcher:
         self.seen.add(name)
         path = self.directory / name
         try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:  # a node's outputs are capped (4 MiB each): this is not a task's
+                return SpoolProblem(
+                    node, str(path), f"{path}: {mb(size)}, over the {mb(MAX_FILE_BYTES)} a result may be"
+                )
             result = parse_result(path.read_bytes(), str(path))
         except OSError as exc:
             return SpoolProblem(node, str(path), f"cannot read it: {exc}")

@@ -16,6 +16,7 @@ from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from burnin.checks.base import CommandOutput
 from burnin.result import Action, Result, Verdict, critical, warning
+from burnin.stages import spool as spool_mod
 from burnin.stages import stage_checks
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun, record_for
@@ -131,6 +132,15 @@ def test_the_watcher_hands_each_file_over_once_as_it_appears(tmp_path: Path) -> 
     by = {p.node: p.message for p in problems}
     assert "node is 'node03', expected 'node02'" in by["node02"] and "not JSON" in by["node03"]
     assert watcher.waiting == []
+
+
+def test_a_file_over_the_bound_is_not_read(tmp_path: Path, monkeypatch) -> None:
+    """The controller never reads more of one file than a task can write (bringup.capture's rule)."""
+    monkeypatch.setattr(spool_mod, "MAX_FILE_BYTES", 2 * 1024 * 1024)
+    with open(tmp_path / "7-node01-gpu.json", "wb") as f:
+        f.truncate(3 * 1024 * 1024)  # sparse: nothing is written
+    (problem,) = SpoolWatcher(tmp_path, 7, "gpu", ["node01"]).poll()
+    assert isinstance(problem, SpoolProblem) and "3.0 MB, over the 2.0 MB a result may be" in problem.message
 
 
 def test_a_file_moves_to_ingested_only_after_its_consumer_committed_it(tmp_path: Path) -> None:
