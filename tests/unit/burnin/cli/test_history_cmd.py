@@ -37,7 +37,6 @@ def lemon_history(fleet: FleetRack) -> None:
     fleet.results("gpu001")
     fleet.results("gpu002")
     assert fleet.run("golden", "--rack", RACK).exit_code == 0
-    w.seen = w._last_id()
     w.fail("gpu001", day(20), "GPU 5")
     w.repair("gpu001", day(19), "GPU 5 replaced")
     w.fail("gpu001", day(10), "GPU 5", message="GPU 5: Xid 79 fallen off the bus")

@@ -71,8 +71,7 @@ def test_failed_time_counts_until_the_repair(past):
 
 
 def test_a_retired_node_stops_counting_node_days(past):
-    past.store.transition("gpu009", "retired", "end of life")
-    past._date(day(14))
+    past.dated.transition("gpu009", "retired", "end of life", day(14))
     sig = read_signals(past.store, "r02", timedelta(days=28), now=NOW).signals["gpu009"]
     assert sig.node_days == pytest.approx(14)
 
@@ -102,11 +101,10 @@ def test_a_gpu_slot_gets_its_serial_from_the_hardware_record():
 
 def test_a_bring_up_failure_is_not_a_node_failure(store_url):
     w = PastWriter(FleetStore(store_url))
-    w.store.enroll("gpu007", "r03", "h100-sxm-8x400g")
-    w.store.update_node("gpu007", created_at=day(30))
-    w.store.transition("gpu007", "discovered", "found")
-    w.store.transition("gpu007", "provisioning", "pxe")
-    w.store.transition("gpu007", "failed", "installer timed out")
-    w._date(day(20))
+    w.dated.enroll("gpu007", "r03", "h100-sxm-8x400g", day(30))
+    with w.dated.at("gpu007", day(20)):
+        w.store.transition("gpu007", "discovered", "found")
+        w.store.transition("gpu007", "provisioning", "pxe")
+        w.store.transition("gpu007", "failed", "installer timed out")
     sig = read_signals(w.store, "r03", timedelta(days=28), now=NOW).signals["gpu007"]
     assert sig.failures == [] and sig.time_in_state["failed"] == timedelta(days=20)

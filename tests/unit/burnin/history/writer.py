@@ -1,14 +1,12 @@
-"""Writing a node's past into a real fleet store through its API, dated: the store stamps events
-with the time of the call, so each call's new events are then moved to the date they stand for."""
+"""Writing a node's past into a real fleet store through its API, dated (``bringup.fleet.dated``:
+the store's own writes, each event then dated to when it happened)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
-
+from bringup.fleet.dated import DatedWriter
 from bringup.fleet.lifecycle import State
-from bringup.fleet.models import Event
 from bringup.fleet.store import FleetStore
 from tests.fleet import walk_to
 
@@ -16,23 +14,12 @@ from tests.fleet import walk_to
 class PastWriter:
     def __init__(self, store: FleetStore):
         self.store = store
-        self.seen = self._last_id()
-
-    def _last_id(self) -> int:
-        with self.store.reading() as s:
-            return s.execute(select(func.max(Event.id))).scalar() or 0
-
-    def _date(self, at: datetime) -> None:
-        """The events written since the last call happened at ``at``."""
-        with self.store.session() as s:
-            s.execute(update(Event).where(Event.id > self.seen).values(time=at))
-        self.seen = self._last_id()
+        self.dated = DatedWriter(store)
 
     def golden(self, name: str, rack: str, at: datetime, profile: str = "h100-sxm-8x400g") -> None:
-        self.store.enroll(name, rack, profile)
-        walk_to(self.store, name, State.GOLDEN)
-        self.store.update_node(name, created_at=at)
-        self._date(at)
+        with self.dated.at(name, at):
+            self.store.enroll(name, rack, profile)
+            walk_to(self.store, name, State.GOLDEN)
 
     def fail(
         self,
@@ -52,23 +39,22 @@ class PastWriter:
             "evidence": "",
             "subject": subject,
         }
-        self.store.add_result(name, stage, check, "FAIL", findings=[finding], time=at)
-        self._date(at)
+        self.dated.add_result(name, stage, check, "FAIL", at, findings=[finding])
 
     def repair(
         self, name: str, at: datetime, reason: str, back_after: timedelta = timedelta(hours=6)
     ) -> None:
         """`bringup nodes mark-repaired`, then burn-in passes and the node is golden again."""
-        self.store.transition(name, State.REPAIR, reason)
-        self._date(at)
-        self.store.transition(name, State.BURNIN, "burn-in after repair")
-        self.store.transition(name, State.GOLDEN, "passed")
-        self._date(at + back_after)
+        self.dated.transition(name, State.REPAIR, reason, at)
+        with self.dated.at(name, at + back_after):
+            self.store.transition(name, State.BURNIN, "burn-in after repair")
+            self.store.transition(name, State.GOLDEN, "passed")
 
     def xids(self, name: str, at: datetime, counts: dict[int, int]) -> None:
         metrics = {"xids": {str(k): v for k, v in counts.items()}, "events": sum(counts.values())}
         self.store.add_result(name, "preflight", "kernel_log", "WARN", metrics=metrics, time=at)
 
     def drain(self, name: str, at: datetime, reason: str) -> None:
-        self.store.record_event(name, "slurm_drain", reason, actor="burnin sync", details={"key": str(at)})
-        self._date(at)
+        self.dated.record_event(
+            name, "slurm_drain", reason, at, actor="burnin sync", details={"key": str(at)}
+        )

@@ -39,6 +39,7 @@ from burnin.parsers.nvidia_smi import (
     parse_throttle_samples,
     parse_topology,
 )
+from burnin.parsers.sacct import parse_node_events, parse_sacct
 from burnin.parsers.sysbench import parse_sysbench_memory
 from burnin.parsers.sysfs import (
     parse_aer_counters,
@@ -79,6 +80,8 @@ PARSERS = [
     parse_throttle_counts,
     parse_clock_samples,
     parse_stress_ng_brief,
+    parse_sacct,
+    parse_node_events,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name != "INDEX.md"]
