@@ -121,7 +121,7 @@ def put_many(session: Session, texts: Sequence[str], cache: dict[str, int]) -> l
     for i in range(0, len(unknown), 500):
         chunk = unknown[i : i + 500]
         found = select(EvidenceBlob.sha256, EvidenceBlob.id).where(EvidenceBlob.sha256.in_(chunk))
-        cache.update(session.execute(found).tuples().all())
+        cache.update((sha, blob_id) for sha, blob_id in session.execute(found))
     new: dict[str, EvidenceBlob] = {}
     for key, text in zip(keys, texts, strict=True):
         if key not in cache and key not in new:
