@@ -37,6 +37,8 @@ _GPU = re.compile(r"^GPU\s+(\S+)")
 _HCA_PORT = re.compile(r"^(\S+)\s+port\s+(\d+)")
 _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _DIMM = re.compile(r"\bDIMM\b|\bmemory\b", re.IGNORECASE)
+# "GPU 7 (0000:ca:00.0, serial ...)": a GPU finding that names both its index and its PCIe address
+_GPU_AT = re.compile(r"^GPU\s+(\d+)\s*\(\s*((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
 _STAGE_COMPONENT = {"gpu": "gpu", "ib": "hca_port", "pcie": "pcie"}
 
 
@@ -150,8 +152,12 @@ def gpu_serials(hardware: Mapping[str, Any] | None) -> dict[str, str]:
 def component_failures(
     results: Iterable[Any], hardware: Mapping[str, Any] | None = None
 ) -> list[ComponentFailure]:
-    """The critical findings of FAIL results, one per (result, part)."""
+    """The critical findings of FAIL results, one per (result, part). A GPU named by its PCIe
+    address (the kernel log's "GPU 0000:ca:00.0") is the slot another finding of the node names
+    at that address ("GPU 7 (0000:ca:00.0, ...)"), so one GPU is one part."""
     serials = gpu_serials(hardware)
+    results = list(results)
+    slots = _gpu_slots(results)
     out: list[ComponentFailure] = []
     for r in results:
         if r.verdict != "FAIL":
@@ -161,6 +167,8 @@ def component_failures(
             if f.get("severity") != "critical":
                 continue
             kind, part = classify(str(f.get("subject", "")), r.stage)
+            if kind == "gpu":
+                part = slots.get(_bdf(part.removeprefix("GPU ")), part)
             if part in serials:
                 part = f"{part} (serial {serials[part]})"
             if part in seen:
@@ -177,6 +185,22 @@ def component_failures(
                     Source("check_results", r.id),
                 )
             )
+    return out
+
+
+def _bdf(text: str) -> str:
+    """A PCIe address in one form: lower case, with its domain."""
+    text = text.strip().lower()
+    return text if text.count(":") == 2 else f"0000:{text}"
+
+
+def _gpu_slots(results: Sequence[Any]) -> dict[str, str]:
+    """PCIe address -> "GPU <index>", from GPU findings that name both."""
+    out: dict[str, str] = {}
+    for r in results:
+        for f in r.findings or []:
+            if m := _GPU_AT.match(str(f.get("message", ""))):
+                out.setdefault(_bdf(m.group(2)), f"GPU {m.group(1)}")
     return out
 
 

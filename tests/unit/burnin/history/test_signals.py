@@ -108,3 +108,26 @@ def test_a_bring_up_failure_is_not_a_node_failure(store_url):
         w.store.transition("gpu007", "failed", "installer timed out")
     sig = read_signals(w.store, "r03", timedelta(days=28), now=NOW).signals["gpu007"]
     assert sig.failures == [] and sig.time_in_state["failed"] == timedelta(days=20)
+
+
+def test_a_gpu_named_by_its_pcie_address_is_the_slot_another_finding_names_there():
+    """The lab's lemon: nvidia-smi's finding says "GPU 7 (0000:ca:00.0, ...)", the kernel log's
+    Xid names "GPU 0000:ca:00.0": one GPU, one part (it was two before)."""
+    from types import SimpleNamespace
+
+    from burnin.history.signals import component_failures
+
+    def result(check: str, subject: str, message: str):
+        finding = {"severity": "critical", "subject": subject, "message": message}
+        return SimpleNamespace(
+            verdict="FAIL", findings=[finding], stage="preflight", check=check, time=NOW, id=1
+        )
+
+    rows = [
+        result(
+            "gpu_ecc", "GPU 7", "GPU 7 (0000:ca:00.0, serial 1654922015414): 1 volatile dram uncorrectable"
+        ),
+        result("kernel_log", "GPU 0000:CA:00.0", "Xid 48 ROBUST_CHANNEL_GPU_ECC_DBE on GPU 0000:ca:00.0"),
+        result("kernel_log", "GPU 0000:9b:00.0", "Xid 79 on GPU 0000:9b:00.0"),  # no slot known for it
+    ]
+    assert [c.part for c in component_failures(rows)] == ["GPU 7", "GPU 7", "GPU 0000:9b:00.0"]
