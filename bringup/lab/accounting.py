@@ -29,7 +29,9 @@ from bringup.lab.network import RUN_DIR, LabError
 from bringup.lab.state import LabState
 
 PORT_BASE = 29000  # after slurm.py's 21000 + 2 x 4000
-PORT_SLOTS = 4000  # MariaDB port = PORT_BASE + 2 x slot; slurmdbd port = that + 1
+# MariaDB port = PORT_BASE + 2 x slot; slurmdbd port = that + 1. The last is 32759: below the
+# kernel's ephemeral range (32768 up), where any outgoing connection may hold a port.
+PORT_SLOTS = 1880
 DB_NAME = "slurm_acct_db"
 DB_USER = "slurm"
 DBD_CONF = "slurmdbd.conf"

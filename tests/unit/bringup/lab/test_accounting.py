@@ -41,3 +41,13 @@ def test_two_labs_share_no_accounting_port_and_none_clashes_with_slurmctld():
         db, dbd = accounting.accounting_ports(run_id)
         assert dbd == db + 1 and dbd < 65535
         assert db >= accounting.PORT_BASE >= slurm.PORT_BASE + 2 * slurm.PORT_SLOTS  # above slurmctld's range
+
+
+def test_every_lab_port_is_below_the_kernels_ephemeral_range():
+    # A port in 32768-60999 (Linux's default ip_local_port_range) can be held by any outgoing
+    # connection: a lab's MariaDB once failed to start because 127.0.0.1:33006 was taken.
+    highest = {
+        "slurm": slurm.PORT_BASE + 2 * (slurm.PORT_SLOTS - 1) + 1,
+        "accounting": accounting.PORT_BASE + 2 * (accounting.PORT_SLOTS - 1) + 1,
+    }
+    assert all(port < 32768 for port in highest.values()), highest
