@@ -326,16 +326,11 @@ def run_script(
     ``time_limit`` seconds. Each stream keeps at most ``max_output`` bytes, its head and its tail
     (``RemoteResult.cut`` says what was cut), so a node that prints without end costs the
     controller a bounded amount."""
-    started = time.time()
+    opened = _open(target, script, time_limit, max_output)
+    if isinstance(opened, RemoteResult):
+        return opened
+    stream = opened
     try:
-        client = _connect(target)
-    except Exception as exc:  # noqa: BLE001 - every failure is this node's result
-        return RemoteResult(
-            target.name, error=describe_error(exc, target), started_at=started, finished_at=time.time()
-        )
-    stream = _Stream(target, client, started, time_limit, max_output)
-    try:
-        stream.start(script)
         while True:
             select.select([stream.channel], [], [], max(0.0, min(stream.deadline - time.time(), 1.0)))
             stream.pump()
@@ -345,7 +340,7 @@ def run_script(
     except Exception as exc:  # noqa: BLE001 - a dropped connection keeps what arrived
         return stream.result(None, describe_error(exc, target))
     finally:
-        client.close()
+        stream.client.close()
 
 
 # ---- many nodes: a few threads connect, one thread reads every open session -----------------
@@ -393,7 +388,9 @@ def fan_out_batches(
         mux.stop()
 
 
-def _open(target: SshTarget, script: str, time_limit: float) -> _Stream | RemoteResult:
+def _open(
+    target: SshTarget, script: str, time_limit: float, max_output: int = STREAM_CAP
+) -> _Stream | RemoteResult:
     """Connect, start the script: the session to read, or the node's failed result."""
     started = time.time()
     try:
@@ -402,7 +399,7 @@ def _open(target: SshTarget, script: str, time_limit: float) -> _Stream | Remote
         return RemoteResult(
             target.name, error=describe_error(exc, target), started_at=started, finished_at=time.time()
         )
-    stream = _Stream(target, client, started, time_limit, STREAM_CAP)
+    stream = _Stream(target, client, started, time_limit, max_output)
     try:
         stream.start(script)
     except Exception as exc:  # noqa: BLE001
