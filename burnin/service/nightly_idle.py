@@ -33,7 +33,7 @@ from burnin.result import Verdict, worst
 from burnin.service import slurm
 from burnin.stages import is_group_stage, stage_checks
 from burnin.stages.batch import parse_output
-from burnin.stages.runner import batch_time_limit, judge_stage, record_for, stage_batch
+from burnin.stages.runner import batch_time_limit, judge_stage, record_for, result_row, stage_batch
 
 DEFAULT_PARTITION = "bringup-idle"
 JOB_PREFIX = "bringup-idle-run"
@@ -211,7 +211,7 @@ def idle_tests(
         judged = judge_stage(checks, profile, outputs, keys, record_for(node.hardware, None))
         by_stage: dict[str, list[dict[str, Any]]] = {}
         for check, (result, evidence) in zip(checks, judged, strict=True):  # one result per check, in order
-            by_stage.setdefault(check.stage, []).append(_row(check.stage, result, evidence))
+            by_stage.setdefault(check.stage, []).append(result_row(check.stage, result, evidence))
         for rows in by_stage.values():
             store.add_results(name, rows, run_id=run.id)
         verdict = worst(r.verdict for r, _ in judged)
@@ -225,20 +225,6 @@ def idle_tests(
         )
         outcomes.append(IdleOutcome(name, job, view.state, verdict.value, finding))
     return outcomes
-
-
-def _row(stage: str, result: Any, evidence: str) -> dict[str, Any]:
-    metrics = dict(result.metrics)
-    if result.reason:
-        metrics.setdefault("reason", result.reason)
-    return {
-        "stage": stage,
-        "check": result.check,
-        "verdict": result.verdict.value,
-        "metrics": metrics,
-        "findings": [f.to_dict() for f in result.findings],
-        "evidence": evidence,
-    }
 
 
 def _fetch(store: FleetStore, rack: Rack, run_id: int, names: Sequence[str]) -> dict[str, bytes]:

@@ -136,7 +136,9 @@ class BurninRun:
     on_group_progress: Callable[[str], None] | None = None
     # Runs single-node stages instead of the SSH batches (burnin.stages.slurm_launch.SlurmStages):
     # (stage, active jobs) -> (node, judged, error) once per node, as each is in.
-    stage_engine: Callable[[str, dict[str, NodeJob]], Iterable[tuple[str, list[tuple[Result, str]], str]]] | None = None
+    stage_engine: (
+        Callable[[str, dict[str, NodeJob]], Iterable[tuple[str, list[tuple[Result, str]], str]]] | None
+    ) = None
 
     def run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
         # What exists when the run starts (modules, the inventory, profiles, the store's mappers)
@@ -252,24 +254,10 @@ class BurninRun:
         at a time, each is its own transaction, at once)."""
         if self.store is None:
             return
-        batches = []
-        for node, judged in judged_nodes:
-            rows = []
-            for result, evidence in judged:
-                metrics = dict(result.metrics)
-                if result.reason:
-                    metrics.setdefault("reason", result.reason)
-                rows.append(
-                    {
-                        "stage": stage,
-                        "check": result.check,
-                        "verdict": result.verdict.value,
-                        "metrics": metrics,
-                        "findings": [f.to_dict() for f in result.findings],
-                        "evidence": evidence,
-                    }
-                )
-            batches.append((node, rows))
+        batches = [
+            (node, [result_row(stage, result, evidence) for result, evidence in judged])
+            for node, judged in judged_nodes
+        ]
         self.store.add_results_many(batches, run_id=self.run_id)
 
     def _conclude(self, node: str, outcome: BurninOutcome) -> str:
@@ -301,6 +289,21 @@ class BurninRun:
             details={s.stage: s.verdict.value for s in outcome.stages},
         )
         return current
+
+
+def result_row(stage: str, result: Result, evidence: str) -> dict[str, Any]:
+    """One judged check as FleetStore.add_results takes it (the reason kept among the metrics)."""
+    metrics = dict(result.metrics)
+    if result.reason:
+        metrics.setdefault("reason", result.reason)
+    return {
+        "stage": stage,
+        "check": result.check,
+        "verdict": result.verdict.value,
+        "metrics": metrics,
+        "findings": [f.to_dict() for f in result.findings],
+        "evidence": evidence,
+    }
 
 
 def record_for(hardware: dict[str, Any], previous_bmc_check: str | None) -> dict[str, Any]:
