@@ -172,7 +172,13 @@ def nccl_series(node: str, rows: Sequence[Any], floor: float | None) -> NcclSeri
         )
     if not points:
         return None
-    return NcclSeries(node, tuple(sorted(points, key=lambda p: p.index)), floor)
+    # The floor the soak was judged against (a `--set` override included), else the profile's.
+    judged_floor = _number(row.metrics.get("floor_gbps"))
+    return NcclSeries(
+        node,
+        tuple(sorted(points, key=lambda p: p.index)),
+        judged_floor if judged_floor is not None else floor,
+    )
 
 
 def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:

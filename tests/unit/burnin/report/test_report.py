@@ -235,6 +235,29 @@ def test_chart_data_tolerates_odd_metrics():
     assert "<polyline" in nccl_chart([series])  # one point with a value still draws
 
 
+def test_the_nccl_chart_draws_the_floor_the_soak_was_judged_against():
+    # The demo judges its loopback NCCL against `--set floors.nccl_busbw_multi_node_gbps=0.04`;
+    # its chart drew the profile file's 360 GB/s, so every passing node looked far below its floor.
+    soak = CheckResult(
+        stage="nccl",
+        check="nccl_soak",
+        verdict="PASS",
+        time=NOW,
+        run_id=1,
+        metrics={"floor_gbps": 0.04, "iterations": [{"index": 0, "busbw_gbps": 0.05, "verdict": "PASS"}]},
+    )
+    assert nccl_series("n", [soak], 360.0).floor_gbps == 0.04
+    older = CheckResult(
+        stage="nccl",
+        check="nccl_soak",
+        verdict="PASS",
+        time=NOW,
+        run_id=1,
+        metrics={"iterations": [{"index": 0}]},
+    )
+    assert nccl_series("n", [older], 360.0).floor_gbps == 360.0  # a result that did not record one
+
+
 def test_build_report_orders_problems_worst_first():
     def r(stage, check, verdict, findings=()):
         return CheckResult(
