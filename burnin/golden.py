@@ -21,10 +21,11 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bringup.errors import BadInput
-from bringup.fleet.lifecycle import IllegalTransition, State
+from bringup.fleet.lifecycle import State
 from bringup.fleet.models import utcnow
 from bringup.fleet.reads import last_transitions
 from bringup.fleet.runs import live_holders
+from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles import Profile
 from burnin.result import PASSING, Verdict, verdict_of, worst
 from burnin.stages import STAGE_ORDER, parse_stages
@@ -439,14 +440,10 @@ class Applied:
 
 
 def apply(store: Any, moves: Sequence[Move], actor: str | None = None) -> list[Applied]:
-    """Record the moves. A move another process made impossible meanwhile is reported, not raised."""
-    applied = []
-    for move in moves:
-        try:
-            event = store.transition(
-                move.node, move.target, move.reason, actor=actor, run_id=move.run_id, details=move.details
-            )
-            applied.append(Applied(move, True, event=event))
-        except IllegalTransition as exc:
-            applied.append(Applied(move, False, str(exc)))
-    return applied
+    """Record the moves in one transaction (bringup.fleet.transitions). A move another process
+    made impossible meanwhile is reported, not raised, and the others are made."""
+    batch = [Transition(m.node, m.target, m.reason, m.run_id, m.details) for m in moves]
+    return [
+        Applied(move, moved.done, moved.error, moved.event)
+        for move, moved in zip(moves, transition_many(store, batch, actor=actor), strict=True)
+    ]

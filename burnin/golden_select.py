@@ -50,7 +50,7 @@ def select_and_apply(
 
     ``hardware``: the records carry each node's GPUs, HCAs and firmware (the json and csv
     exports, ``export.HARDWARE_FORMATS``); without it no evidence is read. A fixed number of
-    queries for the rack, however many nodes it has (the moves are written one by one)."""
+    queries for the rack, however many nodes it has (the moves are one transaction)."""
     abandoned = []
     if not dry_run:  # runs whose controller is gone are recorded abandoned (a dry run only ignores them)
         abandoned = [f"{r.kind} run {r.id} abandoned: {r.end_reason}" for r in sweep_abandoned(store)]

@@ -18,6 +18,7 @@ from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State, Step, gate_refusal, parse_state
 from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles import apply_overrides, find_profile
 from bringup.remote import default_concurrency, target_for_node
 from bringup.select import select
@@ -131,21 +132,32 @@ def run_rack(
         jobs = []
         # Fresh (a queued run waited), and one query each for the whole rack, not two per node.
         records = {n.name: n for n in store.list_nodes(request.rack)}
+        nodes = {a.host.name: records.get(a.host.name) or store.get_node(a.host.name) for a in admitted}
         latest = store.latest_results_of_rack(request.rack)
+        # Every move into burnin is one transaction; a node another process moved since the gate
+        # saw it is refused there and comes back skipped with why, the others run.
+        reason = f"burn-in run {run.id}: {','.join(stages)}"
+        moves = [
+            Transition(n, State.BURNIN, reason, run.id)
+            for n, r in nodes.items()
+            if r.state != State.BURNIN.value
+        ]
+        refused = {m.move.node: m.error for m in transition_many(store, moves) if not m.done}
+        skipped += [BurninOutcome(n, skipped=f"could not enter burn-in: {why}") for n, why in refused.items()]
         for a in admitted:
             host = a.host
-            node = records.get(host.name) or store.get_node(host.name)
-            if node.state != State.BURNIN.value:
-                store.transition(
-                    host.name, State.BURNIN, f"burn-in run {run.id}: {','.join(stages)}", run_id=run.id
-                )
+            node = nodes[host.name]
+            if host.name in refused:
+                continue
             previous = next(
                 (r.time.isoformat() for r in latest.get(node.name, []) if r.check == "bmc_event_log"), None
             )
             target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
             jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
         concurrency = request.concurrency or default_concurrency(len(jobs))
-        runner = BurninRun(store, run.id, stages, concurrency, not request.keep_going, group_settings=settings)
+        runner = BurninRun(
+            store, run.id, stages, concurrency, not request.keep_going, group_settings=settings
+        )
         if slurm is not None:
             on_line = progress.on_group_progress if progress is not None else None
             runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)

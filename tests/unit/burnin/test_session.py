@@ -7,7 +7,8 @@ import pytest
 
 from bringup.errors import BadInput
 from bringup.fleet.lifecycle import State
-from bringup.select import UnknownNodes
+from bringup.select import UnknownNodes, select
+from burnin import session
 from burnin.session import LocalRunRequest, RackRunRequest, run_local, run_rack
 from tests.unit.burnin.test_golden import RACK, FleetRack
 
@@ -38,3 +39,32 @@ def test_a_local_run_on_a_failed_node_is_refused(tmp_path):
 def test_a_local_run_needs_a_profile_or_a_node(tmp_path):
     with pytest.raises(BadInput, match="--profile"):
         run_local(None, tmp_path, LocalRunRequest(["preflight"]))
+
+
+def test_a_node_moved_after_the_gate_is_skipped_with_why_and_the_others_enter_burnin(tmp_path, monkeypatch):
+    """Issue 18: the moves into burnin are one transaction (one per node before). A node another
+    process moved after the gate admitted it is refused there, under the lock: it comes back
+    skipped with the refusal, and the others still enter burn-in and run."""
+    fleet = FleetRack(tmp_path)
+    for name in ("gpu001", "gpu002", "gpu003"):
+        fleet.store.transition(name, State.FAILED, "test setup")
+        fleet.store.transition(name, State.REPAIR, "test setup")
+
+    def select_then_operator(*args, **kwargs):
+        selection = select(*args, **kwargs)
+        fleet.store.transition("gpu003", State.RETIRED, "decommissioned", actor="operator")
+        return selection
+
+    monkeypatch.setattr(session, "select", select_then_operator)
+    request = RackRunRequest(RACK, [], nodes=["gpu001", "gpu002", "gpu003"])
+    outcomes = {o.node: o for o in run_rack(fleet.store, fleet.dir, request)}
+    assert outcomes["gpu003"].skipped == (
+        "could not enter burn-in: node gpu003: illegal transition retired -> burnin "
+        "(from retired the allowed moves are: none)"
+    )
+    assert fleet.store.get_node("gpu003").state == "retired"
+    for name in ("gpu001", "gpu002"):
+        assert not outcomes[name].skipped and outcomes[name].final_state == "burnin"
+        moved = [e for e in fleet.store.history(name) if e.to_state == "burnin"][-1]
+        assert moved.from_state == "repair" and moved.reason.startswith("burn-in run ")
+        assert moved.run_id is not None
