@@ -19,6 +19,7 @@ from typing import Any
 from bringup.capture import run_bounded
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Note, Transition, states_of, transition_many
 from bringup.profiles import Profile
 from bringup.remote import fan_out_batches
 from burnin.checks.base import Check, CommandOutput, judge
@@ -135,9 +136,10 @@ class BurninRun:
     group_settings: dict[str, Any] = field(default_factory=dict)  # launcher options for ib/nccl
     on_group_progress: Callable[[str], None] | None = None
     # Runs single-node stages instead of the SSH batches (burnin.stages.slurm_launch.SlurmStages):
-    # (stage, active jobs) -> (node, judged, error) once per node, as each is in.
+    # (stage, active jobs) -> lists of (node, judged, error), every node once, each list what is
+    # in at one moment: the runner saves a list in one transaction before asking for the next.
     stage_engine: (
-        Callable[[str, dict[str, NodeJob]], Iterable[tuple[str, list[tuple[Result, str]], str]]] | None
+        Callable[[str, dict[str, NodeJob]], Iterable[list[tuple[str, list[tuple[Result, str]], str]]]] | None
     ) = None
 
     def run(self, jobs: list[NodeJob]) -> list[BurninOutcome]:
@@ -165,8 +167,10 @@ class BurninRun:
             if self.stage_engine is not None:
                 if self.on_stage_start:
                     self.on_stage_start(stage, len(active))
-                for name, judged, error in self.stage_engine(stage, dict(active)):
-                    self._record(outcomes[name], stage, judged, error)
+                for batch in self.stage_engine(stage, dict(active)):
+                    self._record_many(
+                        stage, [(outcomes[name], judged, error) for name, judged, error in batch]
+                    )
                 self._drop_finished(active, outcomes)
                 continue
             plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
@@ -193,8 +197,7 @@ class BurninRun:
                     done.append((outcomes[name], judged, error))
                 self._record_many(stage, done)
             self._drop_finished(active, outcomes)
-        for name, outcome in outcomes.items():
-            outcome.final_state = self._conclude(name, outcome)
+        self._conclude_all(outcomes)
         return list(outcomes.values())
 
     def _drop_finished(self, active: dict[str, NodeJob], outcomes: dict[str, BurninOutcome]) -> None:
@@ -260,35 +263,35 @@ class BurninRun:
         ]
         self.store.add_results_many(batches, run_id=self.run_id)
 
-    def _conclude(self, node: str, outcome: BurninOutcome) -> str:
-        """Move a failed node to ``failed`` with the findings that failed it."""
+    def _conclude_all(self, outcomes: dict[str, BurninOutcome]) -> None:
+        """Close every node's run in one transaction: a failed node in ``burnin`` moves to
+        ``failed`` with the findings that failed it, the others get a ``burnin`` event. A move
+        refused because another process moved the node meanwhile leaves it where that put it
+        (``final_state``); the other nodes' moves are still made (bringup.fleet.transitions)."""
         if self.store is None:
-            return ""
-        failed = [s for s in outcome.stages if s.verdict is Verdict.FAIL]
-        current = self.store.get_node(node).state
-        if failed and current == State.BURNIN.value:
-            stage = failed[0]
-            findings = [
-                f.to_dict() for r in stage.results for f in r.findings if f.severity is Severity.CRITICAL
-            ]
-            first = findings[0]["message"] if findings else "a check failed"
-            self.store.transition(
-                node,
-                State.FAILED,
-                f"burn-in stage {stage.stage} failed: {first}",
-                run_id=self.run_id,
-                details={"stage": stage.stage, "findings": findings},
-            )
-            return State.FAILED.value
-        ran = ",".join(s.stage for s in outcome.stages)
-        self.store.record_event(
-            node,
-            "burnin",
-            f"stages {ran}: {outcome.verdict.value}",
-            run_id=self.run_id,
-            details={s.stage: s.verdict.value for s in outcome.stages},
-        )
-        return current
+            for outcome in outcomes.values():
+                outcome.final_state = ""
+            return
+        states = states_of(self.store, outcomes)
+        moves, notes = [], []
+        for node, outcome in outcomes.items():
+            outcome.final_state = states.get(node, "")
+            failed = [s for s in outcome.stages if s.verdict is Verdict.FAIL]
+            if failed and outcome.final_state == State.BURNIN.value:
+                stage = failed[0]
+                findings = [
+                    f.to_dict() for r in stage.results for f in r.findings if f.severity is Severity.CRITICAL
+                ]
+                first = findings[0]["message"] if findings else "a check failed"
+                reason = f"burn-in stage {stage.stage} failed: {first}"
+                details = {"stage": stage.stage, "findings": findings}
+                moves.append(Transition(node, State.FAILED, reason, self.run_id, details))
+                continue
+            ran = ",".join(s.stage for s in outcome.stages)
+            details = {s.stage: s.verdict.value for s in outcome.stages}
+            notes.append(Note(node, "burnin", f"stages {ran}: {outcome.verdict.value}", self.run_id, details))
+        for moved in transition_many(self.store, moves, notes=notes):
+            outcomes[moved.move.node].final_state = moved.state
 
 
 def result_row(stage: str, result: Result, evidence: str) -> dict[str, Any]:

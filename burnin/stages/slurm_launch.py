@@ -53,6 +53,7 @@ from burnin.stages.spool import (
     LOGS,
     PROFILES,
     SpoolProblem,
+    SpoolResult,
     SpoolWatcher,
     digest,
     merge_judged,
@@ -325,8 +326,9 @@ def _last_line(path: Path) -> str:
 
 
 class SlurmStages:
-    """The runner's ``stage_engine``: ``engine(stage, active_jobs)`` yields (node, judged, error)
-    once for every node, as its result is ingested or given up on."""
+    """The runner's ``stage_engine``: ``engine(stage, active_jobs)`` yields lists of (node,
+    judged, error), every node once, as results are ingested (a list is what the runner commits
+    as one transaction) or given up on."""
 
     def __init__(
         self,
@@ -361,26 +363,45 @@ class SlurmStages:
             out[job.name] = target.name
         return out
 
-    def __call__(self, stage: str, active: Mapping[str, NodeJob]) -> Iterator[tuple[str, Judged, str]]:
+    def __call__(self, stage: str, active: Mapping[str, NodeJob]) -> Iterator[list[tuple[str, Judged, str]]]:
         plans = {name: stage_checks(stage, job.profile) for name, job in active.items()}
         try:
             slurm_nodes = {n.name: n for n in cluster_nodes(self.settings.slurm_conf)}
         except SlurmError as exc:
-            for name, job in active.items():
-                yield (
-                    name,
-                    unheard(job, plans[name], f"Slurm cannot be asked about the nodes: {exc}"),
-                    str(exc),
-                )
+            why = f"Slurm cannot be asked about the nodes: {exc}"
+            yield [(name, unheard(job, plans[name], why), str(exc)) for name, job in active.items()]
             return
         troubled = {name: node_trouble(slurm_nodes.get(name)) for name in active}
-        for name in [n for n, why in troubled.items() if why]:
-            why = f"not run through Slurm: {troubled[name]}"
-            yield name, unheard(active[name], plans[name], why), why
+        refused = {name: f"not run through Slurm: {why}" for name, why in troubled.items() if why}
+        if refused:
+            yield [(name, unheard(active[name], plans[name], why), why) for name, why in refused.items()]
         runnable = {n: j for n, j in active.items() if not troubled[n]}
         if not runnable:
             return
         yield from self._run_job(stage, runnable, plans, slurm_nodes)
+
+    def _taken(
+        self,
+        item: SpoolResult | SpoolProblem,
+        jobs: Mapping[str, NodeJob],
+        plans: Mapping[str, list],
+        profile_sha: str,
+        submitted: float,
+    ) -> tuple[str, Judged, str]:
+        """One result file the watcher handed over: the node's judged checks, or why it is unheard."""
+        name = item.node
+        if isinstance(item, SpoolProblem):
+            why = f"its result file cannot be taken: {item.message}"
+            return name, unheard(jobs[name], plans[name], why), why
+        if item.profile_sha256 != profile_sha or item.overrides != self.overrides:
+            why = f"{item.path}: judged with another profile or --set than this run's"
+            return name, unheard(jobs[name], plans[name], why), why
+        window = (submitted, self.clock())
+        return (
+            name,
+            merge_judged(plans[name], jobs[name].profile, item, jobs[name].record, window),
+            item.error,
+        )
 
     def _run_job(
         self,
@@ -388,7 +409,7 @@ class SlurmStages:
         jobs: Mapping[str, NodeJob],
         plans: Mapping[str, list],
         slurm_nodes: Mapping[str, Any],
-    ) -> Iterator[tuple[str, Judged, str]]:
+    ) -> Iterator[list[tuple[str, Judged, str]]]:
         settings = self.settings
         files = self._profiles(list(jobs.values()))
         digests = {f: digest((self.directory / PROFILES / f).read_bytes()) for f in set(files.values())}
@@ -406,9 +427,8 @@ class SlurmStages:
         try:
             job = submit(argv, settings.slurm_conf)
         except SlurmError as exc:
-            for name, node_job in jobs.items():
-                why = f"the Slurm job could not be submitted: {exc}"
-                yield name, unheard(node_job, plans[name], why), why
+            why = f"the Slurm job could not be submitted: {exc}"
+            yield [(name, unheard(node_job, plans[name], why), why) for name, node_job in jobs.items()]
             return
         self.jobs[stage] = job
         self._say(f"stage {stage}: Slurm job {job} on {len(jobs)} node(s), results into {self.directory}")
@@ -419,19 +439,11 @@ class SlurmStages:
         polls = 0
         try:
             while watcher.waiting:
-                for item in watcher.arrivals():
-                    name = item.node
-                    if isinstance(item, SpoolProblem):
-                        why = f"its result file cannot be taken: {item.message}"
-                        yield name, unheard(jobs[name], plans[name], why), why
-                        continue
-                    if item.profile_sha256 != digests[files[name]] or item.overrides != self.overrides:
-                        why = f"{item.path}: judged with another profile or --set than this run's"
-                        yield name, unheard(jobs[name], plans[name], why), why
-                        continue
-                    window = (submitted, self.clock())
-                    judged = merge_judged(plans[name], jobs[name].profile, item, jobs[name].record, window)
-                    yield name, judged, item.error  # into ingested/ once the runner has committed it
+                for items in watcher.batches():
+                    yield [
+                        self._taken(item, jobs, plans, digests[files[item.node]], submitted) for item in items
+                    ]
+                    # into ingested/ once the runner has committed them
                 if not watcher.waiting:
                     break
                 now = self.clock()
@@ -466,10 +478,12 @@ class SlurmStages:
         with contextlib.suppress(SlurmError):
             view = show_job(job, settings.slurm_conf)
             slurm_nodes = {n.name: n for n in cluster_nodes(settings.slurm_conf)}
+        unheard_nodes = []
         for name in left:
             said = _last_line(self.directory / LOGS / f"{stage}-{name}.out")
             why = silence_reason(job, view, node_trouble(slurm_nodes.get(name)), said, cancelled)
-            yield name, unheard(jobs[name], plans[name], why), why
+            unheard_nodes.append((name, unheard(jobs[name], plans[name], why), why))
+        yield unheard_nodes
 
 
 def unheard(job: NodeJob, plan: list, error: str) -> Judged:

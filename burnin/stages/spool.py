@@ -57,6 +57,9 @@ INGESTED = "ingested"
 # What the controller reads of one file at most: a stage's outputs are each capped at the evidence
 # cap (4 MiB) by the batch, and a stage has a few dozen checks.
 MAX_FILE_BYTES = 64 * MIB
+# Result files ingested as one store transaction at most: a node's file is a few MiB at worst,
+# so a batch stays well under a GiB in memory; the Slurm path's ingest was a transaction a node.
+BATCH = 200
 LOGS = "logs"
 PROFILES = "profiles"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -396,11 +399,20 @@ class SpoolWatcher:
         result's file is moved into ``ingested/`` only when the consumer asks for the next one,
         that is once it has committed this one. A consumer that stops midway (a crash, Ctrl-C)
         leaves the file where it was: nothing taken is lost."""
-        for name, node in self._new():
-            item = self._read(name, node)
-            yield item
-            if isinstance(item, SpoolResult):
-                self.done(item.path)
+        for batch in self.batches(1):
+            yield from batch
+
+    def batches(self, most: int = BATCH) -> Iterator[list[SpoolResult | SpoolProblem]]:
+        """The new files in lists of at most ``most`` (what the consumer commits as one
+        transaction); a list's result files are moved into ``ingested/`` only when the consumer
+        asks for the next list, that is once it has committed this one."""
+        new = self._new()
+        for start in range(0, len(new), most):
+            batch = [self._read(name, node) for name, node in new[start : start + most]]
+            yield batch
+            for item in batch:
+                if isinstance(item, SpoolResult):
+                    self.done(item.path)
 
     def _new(self) -> list[tuple[str, str]]:
         """(file name, node) of the expected files that appeared since they were last read."""

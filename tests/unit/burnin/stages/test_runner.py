@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pytest
+from sqlalchemy import event
 
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import states_of
 from bringup.profiles import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers import ParseError
@@ -123,3 +125,70 @@ def test_results_are_saved_as_each_node_answers(monkeypatch, store) -> None:
     with pytest.raises(KeyboardInterrupt):
         run.run([NodeJob("n1", PROFILE, None), NodeJob("n2", PROFILE, None)])
     assert [r.check for r in store.latest_results(seen[0])] == ["a"]
+
+
+class FailsOnProfile(Echo):
+    """Prints 'bad' on nodes of the profile named ``bad``, 'ok' elsewhere."""
+
+    def command(self, profile: Profile) -> str:
+        return "echo bad" if profile.name == "bad" else "echo ok"
+
+
+def test_the_closing_moves_are_one_transaction_and_a_refused_one_loses_no_other(monkeypatch, store) -> None:
+    """Issue 18: each node's closing write (its move to failed, or its `burnin` event) was a
+    transaction of its own; now they are one. An operator who retires a node during the run
+    after the runner read the states makes that node's move to failed refused under the lock: it
+    stays retired, and the other nodes are still closed."""
+    store.enroll("n3", rack="r", profile="p")
+    walk_to(store, "n3", State.BURNIN)
+    use_checks(monkeypatch, [FailsOnProfile("a", "s1", "")])
+    bad = minimal({"gpu": {"count": 8}}, name="bad")
+
+    def states_then_operator(store_, names):  # another process acts between the read and the write
+        states = states_of(store_, names)
+        store.transition("n2", State.RETIRED, "decommissioned", actor="operator")
+        return states
+
+    monkeypatch.setattr(runner_mod, "states_of", states_then_operator)
+    run = store.start_run("burnin", "r")
+    runner = BurninRun(store, run.id, ["s1"])
+    writes: list[int] = []  # write transactions committed while the run closes its nodes
+    conclude = runner._conclude_all
+
+    def counted(outcomes) -> None:
+        wrote: set[int] = set()
+
+        def on_statement(conn, cursor, statement, *args) -> None:
+            if statement.lstrip().upper().startswith(("INSERT", "UPDATE")):
+                wrote.add(id(conn))
+
+        def on_commit(conn) -> None:
+            if id(conn) in wrote:
+                writes.append(1)
+                wrote.discard(id(conn))
+
+        event.listen(store.engine, "after_cursor_execute", on_statement)
+        event.listen(store.engine, "commit", on_commit)
+        try:
+            conclude(outcomes)
+        finally:
+            event.remove(store.engine, "after_cursor_execute", on_statement)
+            event.remove(store.engine, "commit", on_commit)
+
+    runner._conclude_all = counted
+    jobs = [NodeJob("n1", bad, None), NodeJob("n2", bad, None), NodeJob("n3", PROFILE, None)]
+    outcomes = {o.node: o for o in runner.run(jobs)}
+    assert len(writes) == 2  # the operator's move, and every node's closing write in one
+    assert outcomes["n1"].final_state == "failed" and store.get_node("n1").state == "failed"
+    last = store.history("n1")[-1]
+    assert last.run_id == run.id and "it is bad" in last.reason and last.from_state == "burnin"
+    assert outcomes["n2"].final_state == "retired" and store.get_node("n2").state == "retired"
+    assert store.history("n2")[-1].to_state == "retired"  # nothing recorded after the operator's move
+    assert outcomes["n3"].final_state == "burnin" and outcomes["n3"].verdict is Verdict.PASS
+    note = store.history("n3")[-1]
+    assert (note.kind, note.reason, note.run_id, note.details) == (
+        "burnin",
+        "stages s1: PASS",
+        run.id,
+        {"s1": "PASS"},
+    )

@@ -224,10 +224,10 @@ def test_the_runner_records_what_its_stage_engine_hands_over(store) -> None:
 
     def engine(stage: str, active: dict[str, NodeJob]):
         asked.append((stage, sorted(active)))
-        for name in sorted(active):
+        for name in sorted(active):  # one node a list, as results trickle in
             verdict = "FAIL" if (stage, name) == ("preflight", "n2") else "PASS"
             result = Result.judged("a") if verdict == "PASS" else Result("a", Verdict.FAIL, {}, (), "bad")
-            yield name, [(result, f"evidence of {name}")], ""
+            yield [(name, [(result, f"evidence of {name}")], "")]
 
     run = store.start_run("burnin", "r")
     jobs = [NodeJob(n, profile, None) for n in ("n1", "n2")]

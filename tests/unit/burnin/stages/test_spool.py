@@ -163,6 +163,27 @@ def test_a_file_moves_to_ingested_only_after_its_consumer_committed_it(tmp_path:
     assert list(tmp_path.glob("*.json")) == [] and list(again.arrivals()) == []
 
 
+def test_files_come_in_lists_the_consumer_commits_whole_and_move_only_after(tmp_path: Path) -> None:
+    """Issue 18: the Slurm path's ingest was one transaction per node; the watcher now hands over
+    what is in as lists (one transaction each), and a list's files move to ingested/ only once
+    the consumer asks for the next list, that is once it has committed this one."""
+    nodes = ["node01", "node02", "node03"]
+    for node in nodes:
+        write_result(tmp_path, doc(node=node, stage="gpu"))
+    batches = SpoolWatcher(tmp_path, 7, "gpu", nodes).batches(most=2)
+    first = next(batches)
+    assert [item.node for item in first] == ["node01", "node02"]
+    assert not (tmp_path / INGESTED).exists()  # being committed: nothing moved yet
+    second = next(batches)
+    assert [item.node for item in second] == ["node03"]
+    assert sorted(p.name for p in (tmp_path / INGESTED).iterdir()) == [
+        "7-node01-gpu.json",
+        "7-node02-gpu.json",
+    ]
+    batches.close()  # the consumer crashes while committing the second list: its file stays
+    assert [p.name for p in tmp_path.glob("*.json")] == ["7-node03-gpu.json"]
+
+
 def batch_dir(text: str) -> str:
     """Evidence with the batch's temporary directory (in a missing tool's error) made one."""
     return re.sub(r"/tmp/tmp\.\w+/", "/tmp/BATCH/", text)
