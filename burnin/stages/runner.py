@@ -230,12 +230,6 @@ class BurninRun:
             done.append((outcomes[name], judged, error))
         self._record_many(stage, done)
 
-    def _record(
-        self, outcome: BurninOutcome, stage: str, judged: list[tuple[Result, str]], error: str
-    ) -> None:
-        """A node's stage is judged: save it, add it to the node's outcome, tell the caller."""
-        self._record_many(stage, [(outcome, judged, error)])
-
     def _record_many(
         self, stage: str, done: list[tuple[BurninOutcome, list[tuple[Result, str]], str]]
     ) -> None:
