@@ -83,6 +83,29 @@ def node_ssh(state, name: str, command: str, timeout: float = 30) -> tuple[int, 
         client.close()
 
 
+@contextmanager
+def faulted_rack(
+    root: Path, prefix: str, node_fault: dict[str, str | None]
+) -> Iterator[tuple[str, list[str], object]]:
+    """A lab rack whose nodes carry one stand-in fault each (None: healthy), enrolled and ready
+    for burn-in; yields (rack name, the CLI's store options, the store) and takes it down after."""
+    require_root()
+    from bringup.lab.rack import VirtualRack
+    from bringup.lab.services import lab_services
+
+    inv = lab_inventory_dir(root / "inventories")
+    name = f"{prefix}{uuid.uuid4().hex[:7]}"
+    spec = root / "faults.yml"
+    spec.write_text("nodes:\n" + "".join(f"  {n}: [{f}]\n" for n, f in node_fault.items() if f))
+    lab = VirtualRack(name, root / "state", inv, services=lab_services)
+    try:
+        lab.up(len(node_fault), spec)
+        base, store = ready_for_burnin(name, inv, root / "fleet.db", node_fault)
+        yield name, base, store
+    finally:
+        lab.down()
+
+
 def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes, state=None) -> tuple[list[str], object]:
     """Enroll and discover RACK through the real CLI, then record its nodes as configured.
 

@@ -6,13 +6,12 @@ passes both; nvlink-slow-allreduce is caught by nccl_local and gpu-h2d-slow by c
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from click.testing import CliRunner
 
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, ready_for_burnin, require_root
+from tests.lab.conftest import faulted_rack
 
 pytestmark = pytest.mark.lab
 
@@ -23,22 +22,8 @@ QUICK = ["--set", "diag.stress_minutes=0.05", "--set", "diag.pcie_load_seconds=5
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    require_root()
-    from bringup.lab.rack import VirtualRack
-    from bringup.lab.services import lab_services
-
-    root = tmp_path_factory.mktemp("gpuchecks")
-    inv = lab_inventory_dir(root / "inventories")
-    name = f"g{uuid.uuid4().hex[:7]}"
-    spec = root / "faults.yml"
-    spec.write_text("nodes:\n" + "".join(f"  {n}: [{f}]\n" for n, f in NODE_FAULT.items() if f))
-    lab = VirtualRack(name, root / "state", inv, services=lab_services)
-    try:
-        lab.up(len(NODE_FAULT), spec)
-        base, store = ready_for_burnin(name, inv, root / "fleet.db", NODE_FAULT)
-        yield name, base, store
-    finally:
-        lab.down()
+    with faulted_rack(tmp_path_factory.mktemp("gpuchecks"), "g", NODE_FAULT) as up:
+        yield up
 
 
 def test_each_fault_is_caught_by_its_gpu_stage_check_and_the_healthy_node_passes(rack):

@@ -13,13 +13,12 @@ and nvidia-smi outputs (issue 17 item 2).
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from click.testing import CliRunner
 
 from burnin.cli import main as burnin_main
-from tests.lab.conftest import lab_inventory_dir, ready_for_burnin, require_root
+from tests.lab.conftest import faulted_rack
 
 pytestmark = pytest.mark.lab
 
@@ -42,22 +41,8 @@ HOST_CHECKS = {"memory_bandwidth", "nvme_perf", "cpu_throttle"}
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    require_root()
-    from bringup.lab.rack import VirtualRack
-    from bringup.lab.services import lab_services
-
-    root = tmp_path_factory.mktemp("hostperf")
-    inv = lab_inventory_dir(root / "inventories")
-    name = f"h{uuid.uuid4().hex[:7]}"
-    spec = root / "faults.yml"
-    spec.write_text("nodes:\n" + "".join(f"  {n}: [{f}]\n" for n, f in NODE_FAULT.items() if f))
-    lab = VirtualRack(name, root / "state", inv, services=lab_services)
-    try:
-        lab.up(len(NODE_FAULT), spec)
-        base, store = ready_for_burnin(name, inv, root / "fleet.db", NODE_FAULT)
-        yield name, base, store
-    finally:
-        lab.down()
+    with faulted_rack(tmp_path_factory.mktemp("hostperf"), "h", NODE_FAULT) as up:
+        yield up
 
 
 def _run(base, name, *args):
