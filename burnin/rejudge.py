@@ -43,7 +43,7 @@ from burnin.parsers import ParseError
 from burnin.result import Finding, Result, Verdict, verdict_of
 from burnin.stages import is_group_stage
 from burnin.stages.cut import told_of_cut
-from burnin.stages.runner import EXIT_MARK, STDERR_MARK
+from burnin.stages.runner import EXIT_MARK, STDERR_MARK, result_row
 
 _CUT = re.compile(r"\[\.\.\. (output cut at [^\n]*?), the head and the tail are \.\.\.\]")
 _EXIT = re.compile(re.escape(EXIT_MARK) + r"(-?\d+) ---\n\Z")
@@ -351,11 +351,8 @@ def _row(item: Rejudged) -> dict[str, Any]:
     if item.new is None:
         metrics = {**item.metrics, "carried_from": item.result_id, "not_rejudged": item.cannot}
         return {**row, "verdict": item.old.value, "metrics": metrics, "findings": list(item.old_findings)}
-    metrics = {**item.new.metrics, "rejudged_from": item.result_id}
-    if item.new.reason:
-        metrics.setdefault("reason", item.new.reason)
-    findings = [f.to_dict() for f in item.new.findings]
-    return {**row, "verdict": item.new.verdict.value, "metrics": metrics, "findings": findings}
+    new = result_row(item.stage, item.new, item.evidence)
+    return {**new, "time": item.time, "metrics": {**new["metrics"], "rejudged_from": item.result_id}}
 
 
 def first_finding(item: Rejudged) -> str:
