@@ -11,6 +11,7 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
+from bringup.errors import UserError
 from bringup.remote import DEFAULT_CONCURRENCY
 from bringup.ui import console, err_console, table
 from burnin.cli.render import note, usage_error
@@ -20,6 +21,9 @@ from burnin.service.nightly_lock import NightlyBusy
 from burnin.stages import STAGE_ORDER, parse_stages
 
 EXIT_BUSY = 2  # as a bad option: nothing was done
+# A rack's night could not run (its inventory, Slurm, the store): not a finished night. Apart
+# from 1 and 2, which the systemd unit counts as finished nights, so the failure shows there.
+EXIT_ERROR = 3
 
 
 @click.command("nightly")
@@ -106,7 +110,8 @@ def nightly_cmd(
     killing jobs, burn them in beside golden partners, resume those that come back golden.
 
     Exit status: 0 every tested node is golden again (or none to test); 1 some are not; 2 bad
-    option or another nightly holds the rack."""
+    option or another nightly holds the rack; 3 a rack's night could not run (the others still
+    run)."""
     if bool(racks) == all_racks:
         raise click.UsageError("give --rack R (one or more) or --all")
     try:
@@ -120,7 +125,7 @@ def nightly_cmd(
     store, inv = store_from(ctx), inventory_dir_from(ctx)
     names = list(racks) or sorted(p.stem for p in inv.glob("*.yml") if store.list_nodes(rack=p.stem))
     results: list[NightlyResult] = []
-    busy = False
+    busy = broken = False
     for rack in names:
         req = NightlyRequest(
             rack,
@@ -142,12 +147,15 @@ def nightly_cmd(
         except NightlyBusy as exc:  # not a failed night: this rack's was not run; the others go on
             click.echo(f"burnin nightly: {exc}", err=True)
             busy = True
+        except UserError as exc:  # this rack's night could not run; one broken rack stops no other
+            click.echo(f"burnin nightly: rack {rack}: {exc}", err=True)
+            broken = True
     if as_json:
         click.echo(json.dumps([r.summary() for r in results], indent=2))
     else:
         for r in results:
             _render(r)
-    sys.exit(EXIT_BUSY if busy else max((r.exit_code for r in results), default=0))
+    sys.exit(EXIT_ERROR if broken else EXIT_BUSY if busy else max((r.exit_code for r in results), default=0))
 
 
 def _say(line: str) -> None:
