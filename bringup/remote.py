@@ -179,6 +179,44 @@ def target_for_node(name: str, hostvars: Mapping[str, Any], inventory_dir: Path,
     return target_from_vars(name, hostvars, inventory_dir, ip=node.ip, pinned=pinned_keys(node))
 
 
+# AES-GCM first: an AEAD cipher carries no separate MAC, and paramiko compares a MAC byte by byte
+# in Python on every packet it reads. Every OpenSSH since 6.2 offers it; the rest of paramiko's
+# list stays behind it for servers that do not.
+_CIPHERS_FIRST = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+
+
+def _transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
+    transport = paramiko.Transport(sock, **kwargs)
+    options = transport.get_security_options()
+    offered = options.ciphers
+    options.ciphers = tuple(c for c in _CIPHERS_FIRST if c in offered) + tuple(
+        c for c in offered if c not in _CIPHERS_FIRST
+    )
+    return transport
+
+
+_keys: dict[tuple[str, int, int], paramiko.PKey] = {}
+_keys_lock = threading.Lock()
+
+
+def _private_key(path: str) -> paramiko.PKey | None:
+    """The inventory's key file read once per content (its size and time), not once per node
+    and key type as paramiko reads a ``key_filename``; None when paramiko's own reading should
+    say what is wrong with it (missing, encrypted, a type it does not know)."""
+    try:
+        st = os.stat(path)
+        cached = (path, st.st_mtime_ns, st.st_size)
+        with _keys_lock:
+            if cached in _keys:
+                return _keys[cached]
+        key = paramiko.PKey.from_path(path)
+    except Exception:  # noqa: BLE001 - paramiko's connect reports it, as it always did
+        return None
+    with _keys_lock:
+        _keys[cached] = key
+    return key
+
+
 def _connect(target: SshTarget) -> paramiko.SSHClient:
     client = paramiko.SSHClient()
     if target.pinned is not None and target.pinned.keys:
@@ -195,11 +233,14 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
         if target.known_hosts_file is None or Path(target.known_hosts_file).is_file():
             client.load_system_host_keys(target.known_hosts_file)  # None: ~/.ssh/known_hosts
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    key = _private_key(target.key_file) if target.key_file else None
     client.connect(
         target.host,
         port=target.port,
         username=target.user,
-        key_filename=target.key_file,
+        pkey=key,
+        key_filename=target.key_file if key is None else None,
+        transport_factory=_transport,
         timeout=target.connect_timeout,
         banner_timeout=target.connect_timeout,
         auth_timeout=target.connect_timeout,

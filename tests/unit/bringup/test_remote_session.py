@@ -1,0 +1,118 @@
+"""How bringup.remote opens a session, against a real SSH server (paramiko's, on 127.0.0.1): the
+cipher it prefers, and the client key file it reads once and again when the file changes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import paramiko
+
+from bringup import remote
+from bringup.hostkeys import PinnedKeys
+from bringup.remote import SshTarget, _connect, run_script
+from tests.unit.bringup import test_remote_hostkeys as base
+
+sshd, client_key = base.sshd, base.client_key  # the fixtures: an SSH server, a client key file
+GCM = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+
+
+class _OneKey(base._Server):
+    """Accepts exactly one client key (``accepted[0]``) and notes every key offered."""
+
+    accepted: list[str] = []
+    offered: list[str] = []
+
+    def check_auth_publickey(self, username, key):  # noqa: ANN001 - paramiko's signature
+        _OneKey.offered.append(key.get_base64())
+        return paramiko.AUTH_SUCCESSFUL if key.get_base64() in _OneKey.accepted else paramiko.AUTH_FAILED
+
+
+def _target(served: dict, key_file: str) -> SshTarget:
+    pinned = PinnedKeys((base.line(served["key"]),))
+    return SshTarget(
+        "node03", "127.0.0.1", port=served["port"], key_file=key_file, pinned=pinned, connect_timeout=5
+    )
+
+
+def test_the_session_is_aes_gcm_when_the_server_offers_it(sshd, client_key):
+    client = _connect(_target(sshd, client_key))
+    try:
+        transport = client.get_transport()
+        assert transport is not None
+        assert (transport.local_cipher, transport.remote_cipher) == (
+            "aes128-gcm@openssh.com",
+            "aes128-gcm@openssh.com",
+        )
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def _server_without_gcm() -> Iterator[dict]:
+    """One connection served by an SSH server that does not offer AES-GCM (an older sshd)."""
+    host_key = paramiko.ECDSAKey.generate()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    served: dict = {"port": listener.getsockname()[1], "key": host_key, "ran": []}
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        t = paramiko.Transport(conn, disabled_algorithms={"ciphers": list(GCM)})
+        t.add_server_key(host_key)
+        served["transport"] = t
+        with contextlib.suppress(paramiko.SSHException, EOFError, OSError):
+            t.start_server(server=base._Server(served["ran"]))
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield served
+    finally:
+        listener.close()
+        if "transport" in served:
+            served["transport"].close()
+
+
+def test_a_server_without_gcm_still_gets_a_session(client_key):
+    with _server_without_gcm() as served:
+        client = _connect(_target(served, client_key))
+        try:
+            transport = client.get_transport()
+            assert transport is not None and transport.local_cipher not in GCM
+            assert transport.local_cipher == "aes128-ctr"  # paramiko's own first choice
+        finally:
+            client.close()
+
+
+def test_a_key_file_replaced_between_runs_is_read_again(tmp_path: Path):
+    path = tmp_path / "id_ecdsa"
+    first, second = paramiko.ECDSAKey.generate(), paramiko.ECDSAKey.generate()
+    _OneKey.offered = []
+    with base.ssh_server(_OneKey) as served:
+        first.write_private_key_file(str(path))
+        _OneKey.accepted = [first.get_base64()]
+        assert run_script(_target(served, str(path)), "echo hi\n", 10).error == ""
+        # The operator rotates the controller's key (same path, same size: only its time differs).
+        second.write_private_key_file(str(path))
+        later = os.stat(path).st_mtime_ns + 1_000_000_000
+        os.utime(path, ns=(later, later))
+        _OneKey.accepted = [second.get_base64()]
+        result = run_script(_target(served, str(path)), "echo hi\n", 10)
+    assert (result.error, result.rc) == ("", 0)
+    assert _OneKey.offered == [first.get_base64(), second.get_base64()]  # one offer each, no stale key
+
+
+def test_an_encrypted_key_without_its_passphrase_fails_as_paramiko_says(sshd, tmp_path: Path, monkeypatch):
+    path = tmp_path / "id_ecdsa"
+    paramiko.ECDSAKey.generate().write_private_key_file(str(path), password="secret")
+    result = run_script(_target(sshd, str(path)), "echo hi\n", 10)
+    assert result.rc is None and sshd["ran"] == []
+    assert f"root@127.0.0.1:{sshd['port']}" in result.error and "secret" not in result.error
+    # the line paramiko's own reading of the file gives (the key not read ahead)
+    monkeypatch.setattr(remote, "_private_key", lambda path: None)
+    assert run_script(_target(sshd, str(path)), "echo hi\n", 10).error == result.error
