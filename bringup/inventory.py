@@ -110,12 +110,25 @@ class InventoryHost(BaseModel):
     @field_validator("bmc_password", mode="before")
     @classmethod
     def _reference(cls, value: Any, info: ValidationInfo) -> CredentialRef:
-        try:
-            ref = parse_ref(value, (info.context or {}).get("base_dir"))
-        except CredentialError:
+        context = info.context or {}
+        # One load_rack judges each distinct reference once: usually every host inherits the same
+        # one, and a file: reference costs a path resolution and a stat (10,000 hosts: 0.3 s).
+        seen: dict[Any, tuple[CredentialRef | None, str | None]] = context.get("refs", {})
+        key = value if isinstance(value, (str, VaultText)) else None
+        if key is None or key not in seen:
+            try:
+                ref = parse_ref(value, context.get("base_dir"))
+            except CredentialError:
+                ref = None
+            why = file_problem(ref) if ref is not None and ref.kind == "file" else None
+            if key is not None:
+                seen[key] = (ref, why)
+        else:
+            ref, why = seen[key]
+        if ref is None:
             # Reported once, where it is written, by plaintext_secrets(): the host is just not built.
-            raise PydanticCustomError(_REPORTED_ELSEWHERE, "not a reference") from None
-        if ref.kind == "file" and (why := file_problem(ref)):
+            raise PydanticCustomError(_REPORTED_ELSEWHERE, "not a reference")
+        if why:
             raise PydanticCustomError("credential_file", "{why}", {"why": why})
         return ref
 
@@ -316,14 +329,21 @@ def _bmc_key(address: str) -> str:
 
 
 def build_host(
-    name: str, rack: str, hvars: dict[str, Any], path: str, base_dir: Path
+    name: str,
+    rack: str,
+    hvars: dict[str, Any],
+    path: str,
+    base_dir: Path,
+    refs: dict[Any, Any] | None = None,
 ) -> tuple[InventoryHost | None, list[Problem]]:
-    """The typed host from its merged variables, or the problems with them (file, host, field)."""
+    """The typed host from its merged variables, or the problems with them (file, host, field).
+    ``refs``: the credential references already judged in this load, shared by its hosts."""
     # An empty value is as good as none: "missing".
     given = {f: hvars[f] for f in HOST_VARS if hvars.get(f) not in (None, "")}
+    context = {"base_dir": base_dir, "refs": {} if refs is None else refs}
     try:
         host = InventoryHost.model_validate(
-            {**given, "name": name, "rack": rack, "vars": hvars}, context={"base_dir": base_dir}
+            {**given, "name": name, "rack": rack, "vars": hvars}, context=context
         )
     except ValidationError as exc:
         return None, [
@@ -422,8 +442,9 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
         problems.append(Problem(spath, None, None, "the inventory has no hosts"))
     rack_name = path.stem
     hosts = []
+    refs: dict[Any, Any] = {}
     for name in sorted(merged):
-        host, host_problems = build_host(name, rack_name, merged[name], spath, path.parent)
+        host, host_problems = build_host(name, rack_name, merged[name], spath, path.parent, refs)
         problems += host_problems
         if host is not None:
             hosts.append(host)
