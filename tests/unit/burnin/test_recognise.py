@@ -112,7 +112,11 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     ),
     "stress_ng_cpu_matrixprod_metrics_brief_kvm_2cpu.txt": ("stress-ng --metrics-brief", "UNKNOWN", ()),
     "cpu_throttle_kvm_no_counters.txt": ("cpu_throttle (thermal counters + stress-ng)", "UNKNOWN", ()),
-    "cpu_throttle_2x8480c_no_events_SYNTHETIC.txt": ("cpu_throttle (thermal counters + stress-ng)", "PASS", ()),
+    "cpu_throttle_2x8480c_no_events_SYNTHETIC.txt": (
+        "cpu_throttle (thermal counters + stress-ng)",
+        "PASS",
+        (),
+    ),
     "cpu_throttle_2x8480c_socket1_throttled_SYNTHETIC.txt": (
         "cpu_throttle (thermal counters + stress-ng)",
         "FAIL",
@@ -197,19 +201,18 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     "slurm_22_05_sacct_parsable2_node_fail_requeued.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_sacctmgr_list_event_node_down.txt": (None, "UNKNOWN", ()),
     "sysfs_pci_link_speed_width_format_reference.txt": (None, "UNKNOWN", ()),
+    # Tools no stage reads (shared corpus): recognised, judged by no check, UNKNOWN saying what to run
+    "dcgmi_discovery_l_h100_name_null_bug.txt": ("dcgmi discovery -l", "UNKNOWN", ()),
+    "dcgmi_nvlink_link_status_all_down.txt": ("dcgmi nvlink", "UNKNOWN", ()),
+    "dcgmi_nvlink_e_gpu0_doc_example.txt": ("dcgmi nvlink", "UNKNOWN", ()),
+    "mlxlink_show_mo_cx7_ndr_dac_active.txt": ("mlxlink", "UNKNOWN", ()),
+    "nvidia_fabricmanager_log_h100_sxid12028_and_restart.txt": ("nv-fabricmanager log", "UNKNOWN", ()),
+    "nvidia_smi_q_x_xml_l4_555_PARTIAL.xml": ("nvidia-smi -q -x (XML)", "UNKNOWN", ()),
+    # References, not tool outputs: C source of dcgmi health, NVIDIA's Xid catalogue
+    "dcgmi_health_c_format_reference_from_source.txt": (None, "UNKNOWN", ()),
+    "xid_catalog_nvidia_selected.md": (None, "UNKNOWN", ()),
 }
 
-# Files INDEX.md lists that are not copied into tests/fixtures/samples: tools no stage reads.
-NOT_COPIED = {
-    "dcgmi_discovery_l_h100_name_null_bug.txt",
-    "dcgmi_nvlink_link_status_all_down.txt",
-    "dcgmi_nvlink_e_gpu0_doc_example.txt",
-    "dcgmi_health_c_format_reference_from_source.txt",
-    "nvidia_smi_q_x_xml_l4_555_PARTIAL.xml",
-    "nvidia_fabricmanager_log_h100_sxid12028_and_restart.txt",
-    "mlxlink_show_mo_cx7_ndr_dac_active.txt",
-    "xid_catalog_nvidia_selected.md",
-}
 # Samples in the directory that INDEX.md (the shared corpus's) does not list yet.
 NOT_IN_INDEX = {
     # Slurm's outputs (the service engineer's): no check judges them offline.
@@ -244,8 +247,24 @@ def _files() -> set[str]:
 def test_every_sample_has_an_index_entry_and_an_expectation() -> None:
     index, files = _index_names(), _files()
     assert files - index == NOT_IN_INDEX, "samples without an INDEX.md entry"
-    assert index - files == NOT_COPIED, "INDEX.md entries without their file"
+    assert index - files == set(), "INDEX.md entries without their file (copy it from the shared corpus)"
     assert set(EXPECT) == files, "samples without an expectation here (add one to EXPECT)"
+
+
+# The shared sample corpus this directory copies (next to the checkout, as in the standins tests).
+SHARED_SAMPLES = SAMPLES_DIR.parents[2].parent / "shared" / "samples"
+
+
+@pytest.mark.skipif(not SHARED_SAMPLES.is_dir(), reason="shared sample corpus not present")
+def test_every_sample_of_the_shared_corpus_is_here_verbatim() -> None:
+    """So each is recognised and judged above: a sample added to the corpus fails here until it
+    is copied, and then the test above until it has an expectation."""
+    shared = {p.name for p in SHARED_SAMPLES.iterdir() if p.is_file() and p.name != "INDEX.md"}
+    assert shared - _files() == set(), "shared samples not copied into tests/fixtures/samples"
+    changed = [
+        n for n in sorted(shared) if (SHARED_SAMPLES / n).read_bytes() != (SAMPLES_DIR / n).read_bytes()
+    ]
+    assert changed == [], "copies that differ from the shared corpus"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
