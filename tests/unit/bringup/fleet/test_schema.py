@@ -11,15 +11,17 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from bringup.fleet import schema
 from bringup.fleet.models import Base
+from bringup.fleet.runs import run_ledger
 from bringup.fleet.schema import SchemaError
 from bringup.fleet.store import FleetStore
 from tests.paths import FIXTURES
 
 MADE_BY_V1 = FIXTURES / "stores" / "fleet-v1.db"  # made by bringup at aca68b7 (schema_version 1)
+MADE_BY_V1_PG = FIXTURES / "stores" / "fleet-v1.pg.sql"  # the same on PostgreSQL (pg_dump)
 
 
 def _scripts() -> ScriptDirectory:
@@ -53,13 +55,9 @@ def test_opening_a_current_store_runs_no_migration(store_url, caplog):
     assert "upgraded" not in caplog.text
 
 
-def test_a_store_made_by_the_previous_main_is_upgraded_with_its_history(tmp_path):
-    path = tmp_path / "fleet.db"
-    shutil.copyfile(MADE_BY_V1, path)
-    os.chmod(path, 0o600)
-    store = FleetStore(f"sqlite:///{path}")
+def _history_intact(store: FleetStore) -> None:
+    """What the store made by the previous main holds (make_fleet_v1.py), after the upgrade."""
     assert store.schema_revision() == schema.head()
-
     nodes = {n.name: n for n in store.list_nodes(rack="r01")}
     assert {k: (n.serial, n.state) for k, n in nodes.items()} == {
         "node01": ("SN001", "golden"),
@@ -85,25 +83,51 @@ def test_a_store_made_by_the_previous_main_is_upgraded_with_its_history(tmp_path
     stranded = store.get_run(2)
     assert stranded.status == "running" and stranded.controller_pid is None
     assert store.get_run(1).status == "done"
-    with sqlite3.connect(path) as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
-        assert con.execute("PRAGMA foreign_keys").fetchone() == (0,)  # a fresh connection's default
-        assert con.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     # Evidence moved into blobs (0003): six results shared one nvidia-smi -q, stored once now.
     smi = "==============NVSMI LOG==============\nAttached GPUs : 8\n" + "x" * 5000
     assert store.evidence(latest["preflight", "gpu_versions"]) == smi
     assert store.evidence(store.latest_results("node01")[0]) == smi + "second"  # the newest
-    with sqlite3.connect(path) as con:
-        blobs = con.execute("SELECT count(*), sum(size) FROM evidence_blobs").fetchone()
-        assert blobs == (2, 2 * len(smi) + 6)
-        assert con.execute("SELECT count(DISTINCT evidence_id) FROM check_results").fetchone() == (2,)
-        assert con.execute("SELECT count(*) FROM check_results WHERE evidence_id IS NULL").fetchone() == (0,)
-        columns = {r[1] for r in con.execute("PRAGMA table_info(check_results)")}
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar() == "2"
+        blobs = conn.execute(text("SELECT count(*), sum(size) FROM evidence_blobs")).one()
+        assert tuple(blobs) == (2, 2 * len(smi) + 6)
+        assert conn.execute(text("SELECT count(DISTINCT evidence_id) FROM check_results")).scalar() == 2
+        assert (
+            conn.execute(text("SELECT count(*) FROM check_results WHERE evidence_id IS NULL")).scalar() == 0
+        )
+        columns = {c["name"] for c in inspect(conn).get_columns("check_results")}
         assert "evidence" not in columns and {"evidence_id", "evidence_pruned_at"} <= columns
-    # The store works on: a claim, a new result.
+    # The store works on: a new result, a run that claims its nodes.
     store.add_result("node03", "preflight", "gpu_ecc", "PASS")
     assert {r.verdict for r in store.latest_results("node03")} == {"PASS"}
+    with run_ledger(store, "burnin", "r01", nodes=["node01", "node03"]) as run:
+        assert run.id == 3  # the id sequence carried over
+    assert store.get_run(3).status == "done"
+
+
+def test_a_store_made_by_the_previous_main_is_upgraded_with_its_history(tmp_path):
+    path = tmp_path / "fleet.db"
+    shutil.copyfile(MADE_BY_V1, path)
+    os.chmod(path, 0o600)
+    _history_intact(FleetStore(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA foreign_keys").fetchone() == (0,)  # a fresh connection's default
+        assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.postgres
+def test_a_postgresql_store_made_by_the_previous_main_is_upgraded_with_its_history(pg_url):
+    """The same store, made by the previous main on PostgreSQL (its pg_dump), upgraded the same way."""
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(MADE_BY_V1_PG.read_text())
+    engine.dispose()  # the dump emptied its session's search_path
+    store = FleetStore(pg_url)
+    try:
+        _history_intact(store)
+    finally:
+        store.close()
 
 
 def test_the_baseline_revision_is_what_the_previous_main_made(tmp_path, store_url):
