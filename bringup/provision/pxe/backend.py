@@ -97,6 +97,20 @@ def _list(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def _public_keys(text: str) -> tuple[list[str], list[int]]:
+    """The key lines of a .pub file, and the numbers of the lines that are not SSH public keys
+    (never their text: a private key put there by mistake must not reach a message)."""
+    keys, bad = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if setting_problems({"pxe_ssh_authorized_keys": [line]}):
+            bad.append(n)
+        else:
+            keys.append(line.strip())
+    return keys, bad
+
+
 def settings_from_vars(
     rack: str, rack_vars: Mapping[str, Any], inventory_dir: Path
 ) -> tuple[PxeSettings | None, list[str]]:
@@ -135,7 +149,19 @@ def settings_from_vars(
     if not keys and key_file:
         pub = Path(str(key_file).replace("{{ inventory_dir }}", str(inventory_dir)) + ".pub").expanduser()
         if pub.exists():
-            keys = [pub.read_text().strip()]
+            keys, bad = _public_keys(pub.read_text(errors="replace"))
+            if bad and mode == "install":  # only install mode writes them into user-data
+                problems.append(
+                    f"ansible_ssh_private_key_file: {pub} line {', '.join(map(str, bad))} is not an SSH "
+                    "public key line (the installed nodes' authorized keys are read from there)"
+                )
+    admin_user = str(rack_vars.get("pxe_admin_user") or rack_vars.get("ansible_user") or "root")
+    if mode == "install" and not rack_vars.get("pxe_admin_user") and rack_vars.get("ansible_user"):
+        # ansible_user becomes the admin user in cloud-init: typed like pxe_admin_user.
+        problems += [
+            f"ansible_user: {why} (the installed nodes' admin user, as pxe_admin_user is not set)"
+            for _, why in setting_problems({"pxe_admin_user": rack_vars["ansible_user"]})
+        ]
     if mode == "install":
         for key in ("pxe_install_kernel", "pxe_install_initrd", "pxe_install_iso"):
             if not rack_vars.get(key):
@@ -174,7 +200,7 @@ def settings_from_vars(
         ntp_servers=_list(rack_vars.get("ntp_servers")),
         domain=rack_vars.get("pxe_domain"),
         ssh_keys=tuple(keys),
-        admin_user=str(rack_vars.get("pxe_admin_user") or rack_vars.get("ansible_user") or "root"),
+        admin_user=admin_user,
         dnsmasq_binary=str(rack_vars.get("pxe_dnsmasq", "dnsmasq")),
     )
     return (None if problems else settings), problems

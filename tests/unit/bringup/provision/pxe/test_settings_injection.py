@@ -134,3 +134,50 @@ def test_the_dnsmasq_renderer_itself_refuses_a_control_character(tmp_path: Path,
     )
     with pytest.raises(DnsmasqError, match="control character"):
         render_config(cfg)
+
+
+def test_the_admin_user_taken_from_ansible_user_is_checked_as_a_user_name(tmp_path: Path):
+    """Without pxe_admin_user, ansible_user names the installed nodes' admin user in cloud-init:
+    it went into user-data unchecked."""
+    settings, problems = settings_from_vars("r01", {**RACK, "ansible_user": "ops admin"}, tmp_path)
+    assert settings is None
+    assert problems == [
+        "ansible_user: expected a Linux user name, got 'ops admin' "
+        "(the installed nodes' admin user, as pxe_admin_user is not set)"
+    ]
+    settings, problems = settings_from_vars("r01", {**RACK, "ansible_user": "ops"}, tmp_path)
+    assert problems == [] and settings is not None and settings.admin_user == "ops"
+    # With pxe_admin_user set, ansible_user is Ansible's alone (it may be a template).
+    vars_ = {**RACK, "pxe_admin_user": "ubuntu", "ansible_user": "{{ site_user }}"}
+    settings, problems = settings_from_vars("r01", vars_, tmp_path)
+    assert problems == [] and settings is not None and settings.admin_user == "ubuntu"
+
+
+def _key_file_rack(tmp_path: Path, pub: str) -> dict:
+    (tmp_path / "id").write_text("private")
+    (tmp_path / "id.pub").write_text(pub)
+    vars_ = {k: v for k, v in RACK.items() if k != "pxe_ssh_authorized_keys"}
+    return {**vars_, "ansible_ssh_private_key_file": "{{ inventory_dir }}/id"}
+
+
+def test_the_key_file_beside_the_private_key_must_hold_public_keys_and_is_never_echoed(tmp_path: Path):
+    """The .pub beside ansible_ssh_private_key_file goes into user-data (served over HTTP): a
+    private key written there by mistake, or any other text, went out unchecked."""
+    secret = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+    settings, problems = settings_from_vars("r01", _key_file_rack(tmp_path, secret), tmp_path)
+    assert settings is None
+    assert problems[0] == (
+        f"ansible_ssh_private_key_file: {tmp_path / 'id.pub'} line 1, 2 is not an SSH public key line "
+        "(the installed nodes' authorized keys are read from there)"
+    )
+    assert "b3Blbn" not in repr(problems)
+
+
+def test_each_line_of_the_key_file_is_a_key_of_its_own(tmp_path: Path):
+    pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJ0 ops@a\n\necdsa-sha2-nistp256 AAAAE2VjZHNh ops@b\n"
+    settings, problems = settings_from_vars("r01", _key_file_rack(tmp_path, pub), tmp_path)
+    assert problems == [] and settings is not None
+    assert settings.ssh_keys == (
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJ0 ops@a",
+        "ecdsa-sha2-nistp256 AAAAE2VjZHNh ops@b",
+    )
