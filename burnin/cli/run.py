@@ -45,8 +45,9 @@ from burnin.stages.spool import run_task
     type=click.Choice(["mpirun", "srun", "slurm"]),
     default=None,
     help="mpirun|srun: how multi-node stages (nccl) start ranks, single-node stages go over SSH; "
-    "slurm: single-node stages run as one Slurm job per stage (results via --spool-dir) and nccl "
-    "with srun. Default: inventory burnin_launcher, else mpirun.",
+    "slurm: single-node stages run as one Slurm job per stage (results via --spool-dir), the ib "
+    "stage's discovery and rounds as one Slurm job each, and nccl with srun. Default: inventory "
+    "burnin_launcher, else mpirun.",
 )
 @click.option(
     "--spool-dir",

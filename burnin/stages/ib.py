@@ -1,9 +1,8 @@
 """The ``ib`` stage: every InfiniBand port of every node loaded at once, round after round.
 
-1. Discover (one SSH round trip per node): ``ibstat`` (sysfs when ibstat is missing) lists each
-   HCA port with its GUID, LID, rate, state and link layer; ``ib_write_bw --help`` says whether
-   this perftest writes ``--out_json``; the first node also runs ``ibnetdiscover -p`` when it
-   has it, so findings can name the switch port at the other end of a cable.
+1. Discover (one SSH round trip per node, burnin.stages.ib_discovery): each HCA port with its
+   GUID, LID, rate, state and link layer, whether perftest writes ``--out_json``, and the fabric
+   (``ibnetdiscover -p``, first node) so findings can name the switch port at a cable's end.
 2. Plan (burnin.plan.ib_pairs): rail-aligned bidirectional pairs (3-cycles for odd counts),
    different partners in each of ``diag.ib_rounds`` rounds.
 3. Run each round as one SSH session per node: read the error counters of its loaded ports
@@ -12,6 +11,9 @@
    again, and send everything back framed (burnin.stages.batch's frame format).
 4. Judge (burnin.checks.ib_load): sessions against the floor, counter rises, blame by
    agreement; failures nobody could be blamed for get one re-test round against proven ports.
+
+With ``--launcher slurm`` the discovery and each round are one Slurm job instead, running the
+same scripts (burnin.stages.ib_slurm, handed in as ``NODE_SCRIPTS``); everything else is the same.
 
 Every node's result is one ``ib_bandwidth`` Result with per-port metrics; its evidence is the
 raw output of every process and counter read that involved the node's ports, then the record
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from bringup.remote import SshTarget, default_concurrency, fan_out
 from burnin.checks.base import CommandOutput
@@ -45,135 +47,51 @@ from burnin.checks.ib_load import (
 )
 from burnin.checks.ib_replay import record_text
 from burnin.parsers import ParseError
-from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports, switch_port_for
-from burnin.parsers.ibstat import parse_ibstat
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
 from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds, plan_waves
 from burnin.result import Result, info
-from burnin.stages.batch import Job, build_script, parse_output
+from burnin.stages.batch import parse_output
+from burnin.stages.ib_discovery import (
+    DISCOVERY_TIME_LIMIT_S,
+    Discovery,
+    discovered,
+    discovery_scripts,
+    with_switch_ports,
+)
+from burnin.stages.ib_discovery import parse_discovery as parse_discovery  # tests and rejudge read it here
 from burnin.stages.jobs import GroupContext, GroupResults
 
 CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
 SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
-DISCOVERY_TIME_LIMIT_S = 180
-
-_SYSFS_PORTS = (
-    "grep -H . /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
-    "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
-    "/sys/class/infiniband/*/ports/*/lid /sys/class/infiniband/*/node_guid 2>/dev/null; true"
-)
-_PERFTEST_CAPS = (
-    "command -v ib_write_bw >/dev/null || { echo 'ib_write_bw: not installed' >&2; exit 127; }\n"
-    "ib_write_bw --help 2>&1 | grep -c -e '--out_json'; true"
-)
-
+# GroupContext.settings key of what runs each node's script instead of an SSH session: with
+# --launcher slurm burnin.session sets it to a burnin.stages.ib_slurm.SlurmScripts (its
+# SETTING), one Slurm job per discovery and per round. (label, node -> script, time limit)
+# -> node -> (stdout, error).
+NODE_SCRIPTS = "ib_node_scripts"
+NodeScripts = Callable[[str, Mapping[str, str], float], Mapping[str, tuple[bytes, str]]]
 
 # ---- discovery ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Discovery:
-    ports: list[IbPortInfo] = field(default_factory=list)
-    out_json: bool = False
-    has_perftest: bool = True
-    problem: str = ""  # no port list: why
-    evidence: str = ""
-    fabric: list[IbnetPort] | None = None
-
-
-def discovery_jobs(with_fabric: bool) -> list[Job]:
-    jobs = [Job("ibstat", "ibstat", 60), Job("sysfs", _SYSFS_PORTS, 30), Job("perftest", _PERFTEST_CAPS, 30)]
-    if with_fabric:
-        jobs.append(Job("fabric", "command -v ibnetdiscover >/dev/null || exit 127\nibnetdiscover -p", 120))
-    return jobs
-
-
-def _section(title: str, output: CommandOutput) -> str:
-    text = f"== {title} (exit status {output.rc}) ==\n{output.stdout}"
-    if output.stderr.strip():
-        text += f"-- stderr --\n{output.stderr}"
-    if output.error:
-        text += f"-- {output.error} --\n"
-    return text
-
-
-def parse_discovery(node: str, outputs: Mapping[str, CommandOutput]) -> Discovery:
-    """The node's ports from its discovery answers (pure)."""
-    found = Discovery()
-    ibstat, sysfs = outputs["ibstat"], outputs["sysfs"]
-    found.evidence = _section("ibstat", ibstat)
-    try:
-        report = parse_ibstat(ibstat.stdout)
-        for hca in report.hcas:
-            for p in hca.ports:
-                found.ports.append(
-                    IbPortInfo(
-                        node,
-                        hca.name,
-                        p.number,
-                        p.port_guid,
-                        p.base_lid,
-                        p.rate,
-                        p.link_layer,
-                        p.state,
-                        p.physical_state,
-                    )  # fmt: skip
-                )
-    except ParseError as exc:
-        found.evidence += _section("sysfs", sysfs)
-        try:
-            for dev in parse_ib_sysfs(sysfs.stdout).values():
-                for number, p in sorted(dev.ports.items()):
-                    state = p.state.capitalize() if p.state else None
-                    found.ports.append(
-                        IbPortInfo(
-                            node, dev.name, number, None, None, p.rate, p.link_layer, state, p.phys_state
-                        )
-                    )
-        except ParseError:
-            detail = ibstat.stderr.strip().splitlines()[-1:] or [str(exc)]
-            found.problem = f"could not list the InfiniBand ports: ibstat: {detail[0][:160]}; no sysfs ports"
-    caps = outputs["perftest"]
-    found.has_perftest = caps.rc == 0
-    found.out_json = caps.rc == 0 and caps.stdout.strip().isdigit() and int(caps.stdout.strip()) > 0
-    if "fabric" in outputs and outputs["fabric"].rc == 0:
-        try:
-            found.fabric = parse_ibnetdiscover_ports(outputs["fabric"].stdout)
-        except ParseError:
-            found.fabric = None
-    return found
-
-
 def discover(jobs: Mapping[str, SshTarget], bound: int | None = None) -> dict[str, Discovery]:
     """One round trip per node, at most ``bound`` at once; the first node also maps the fabric."""
-    first = min(jobs) if jobs else None
-    scripts = {}
-    for name in jobs:
-        script, token = build_script(discovery_jobs(name == first))
-        scripts[name] = (script, token, [j.key for j in discovery_jobs(name == first)])
+    scripts = discovery_scripts(jobs)
     by_target = {t.name: n for n, t in jobs.items()}
-    found: dict[str, Discovery] = {}
     targets = list(jobs.values())
     concurrency = bound or default_concurrency(len(targets))  # discovery need not be simultaneous
+    found: dict[str, Discovery] = {}
     for res in fan_out(targets, lambda t: scripts[by_target[t.name]][0], DISCOVERY_TIME_LIMIT_S, concurrency):
         node = by_target[res.name]
-        script, token, keys = scripts[node]
-        if res.error and not res.stdout:
-            found[node] = Discovery(problem=f"could not reach the node: {res.error}")
-            continue
-        found[node] = parse_discovery(node, parse_output(res.stdout, token, keys))
+        found[node] = discovered(node, scripts[node], res.stdout, res.error)
     return found
 
 
-def with_switch_ports(ports: list[IbPortInfo], fabric: list[IbnetPort] | None) -> list[IbPortInfo]:
-    if not fabric:
-        return ports
-    out = []
-    for p in ports:
-        link = switch_port_for(fabric, p.guid)
-        out.append(p if link is None else replace(p, switch_port=link.peer_text()))
-    return out
+def discover_via(scripts: NodeScripts, nodes: Iterable[str]) -> dict[str, Discovery]:
+    """The same discovery, each node's script run by ``scripts`` (one Slurm job)."""
+    plans = discovery_scripts(nodes)
+    answers = scripts("discover", {n: p[0] for n, p in plans.items()}, DISCOVERY_TIME_LIMIT_S)
+    return {n: discovered(n, p, *answers.get(n, (b"", "no answer"))) for n, p in plans.items()}
 
 
 # ---- one round on the nodes -------------------------------------------------------------------
@@ -377,7 +295,7 @@ def run_round(
     ``on_wave(i, waves, nodes)`` is told as each wave starts."""
     hosts = {n: t.host for n, t in targets.items()}
     outputs = RoundOutputs()
-    limit = seconds + SERVER_GRACE_S + CLIENT_TRIES + 90
+    limit = round_time_limit(seconds)
     waves = plan_waves(round_, max(2, bound or default_concurrency(len(round_.nodes))))
     for i, wave in enumerate(waves, 1):
         nodes = [n for n in wave.nodes if n in targets]
@@ -394,6 +312,34 @@ def run_round(
         ):
             node = by_target[res.name]
             collect_round(node, plans[node], res.stdout, res.error, round_, outputs)
+    return outputs
+
+
+def round_time_limit(seconds: int) -> float:
+    """A node's time for one round: the load, the server's grace, the client's tries, counters."""
+    return seconds + SERVER_GRACE_S + CLIENT_TRIES + 90
+
+
+def run_round_via(
+    scripts: NodeScripts,
+    round_: Round,
+    hosts: Mapping[str, str],
+    infos: Mapping[PortKey, IbPortInfo],
+    seconds: int,
+    out_json: Mapping[str, bool],
+) -> RoundOutputs:
+    """The round with each node's script run by ``scripts`` (one Slurm job, every node at once:
+    no waves, there is no session per node to bound), filed as run_round files SSH answers."""
+    plans = {
+        n: round_script(n, list(round_.sessions), infos, hosts, seconds, out_json.get(n, False))
+        for n in round_.nodes
+    }
+    answers = scripts(
+        f"round{round_.index}", {n: p.script for n, p in plans.items()}, round_time_limit(seconds)
+    )
+    outputs = RoundOutputs()
+    for node, plan in plans.items():
+        collect_round(node, plan, *answers.get(node, (b"", "no answer")), round_, outputs)
     return outputs
 
 
@@ -443,8 +389,9 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     seconds = int(max(j.profile.diag.ib_load_seconds for j in jobs.values()))
     rounds = max(j.profile.diag.ib_rounds for j in jobs.values())
     targets = {n: j.target for n, j in jobs.items()}
+    via: NodeScripts | None = ctx.settings.get(NODE_SCRIPTS)
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
-    found = discover(targets, ctx.concurrency)  # type: ignore[arg-type]
+    found = discover(targets, ctx.concurrency) if via is None else discover_via(via, targets)  # type: ignore[arg-type]
     fabric = next((d.fabric for d in found.values() if d.fabric), None)
 
     evidence: dict[str, NodeEvidence] = {}
@@ -489,15 +436,19 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
         ctx.progress(
             f"ib {tag}: {len(round_.sessions)} session(s) on {len(round_.nodes)} node(s), {seconds} s"
         )
-        outputs = run_round(
-            round_,
-            targets,  # type: ignore[arg-type]
-            infos,
-            seconds,
-            out_json,
-            ctx.concurrency,
-            lambda i, n, count: ctx.progress(f"ib {tag}: wave {i}/{n}, {count} node(s)"),
-        )
+        if via is not None:
+            hosts = {n: t.host for n, t in targets.items()}  # type: ignore[union-attr]
+            outputs = run_round_via(via, round_, hosts, infos, seconds, out_json)
+        else:
+            outputs = run_round(
+                round_,
+                targets,  # type: ignore[arg-type]
+                infos,
+                seconds,
+                out_json,
+                ctx.concurrency,
+                lambda i, n, count: ctx.progress(f"ib {tag}: wave {i}/{n}, {count} node(s)"),
+            )
         for key, changes in outputs.changes.items():
             evidence[key.node].counters.setdefault(key, []).append(changes)
         for key, problem in outputs.counter_problems.items():

@@ -36,10 +36,10 @@ import re
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bringup.errors import BadInput
 from burnin.checks.base import CommandOutput
@@ -73,6 +73,7 @@ _FIELD = re.compile(r"(?:^|\s)(\w+)=(\S*)")
 _CHECK_EVERY = 3
 
 Judged = list[tuple[Result, str]]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ def cancel(job: str, conf: str | None) -> None:
         run_slurm(["scancel", job], conf, TIMEOUT_S)
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, 2)
@@ -320,6 +321,72 @@ def _last_line(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1].strip()[:300] if lines else ""
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How watching a job stopped: Slurm's last view of it and why it was cancelled ('' : not)."""
+
+    view: JobView | None
+    cancelled: str = ""
+
+
+def watch_job(
+    job: str,
+    settings: SlurmStageSettings,
+    submitted: float,
+    limit_s: float,
+    take: Callable[[], Iterable[T]],
+    waiting: Callable[[], bool],
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Generator[T, None, JobEnd]:
+    """Poll the spool until nothing is ``waiting``, yielding what ``take()`` hands over each
+    poll, and ask Slurm about the job every few polls: a job pending past
+    ``start_timeout_s`` or running past the stage's limit is cancelled; once it has ended, the
+    files still missing get ``grace_s`` (NFS shows another client's new file late). Ctrl-C,
+    an abort or the consumer stopping cancels the job before it goes on; so does giving up
+    while the job still runs. Returns how it stopped (the single-node stages and the ib stage's
+    rounds both watch their jobs with it)."""
+    deadline = submitted + settings.start_timeout_s + limit_s + 60 + settings.grace_s
+    view: JobView | None = JobView("PENDING")
+    ended_at: float | None = None
+    cancelled = ""
+    polls = 0
+    try:
+        while waiting():
+            yield from take()
+            if not waiting():
+                break
+            now = clock()
+            if polls % _CHECK_EVERY == 0 and ended_at is None:
+                with contextlib.suppress(SlurmError):  # slurmctld busy: ask again later
+                    view = show_job(job, settings.slurm_conf)
+                if view is None or view.state in ENDED:
+                    ended_at = now
+                elif view.state == "PENDING" and now - submitted > settings.start_timeout_s:
+                    cancelled = (
+                        f"Slurm job {job} did not start within {settings.start_timeout_s:g} s "
+                        f"(pending: {view.reason or 'no reason given'}); cancelled"
+                    )
+                    cancel(job, settings.slurm_conf)
+                    break
+            polls += 1
+            if ended_at is not None and now - ended_at >= settings.grace_s:
+                break
+            if now > deadline:
+                cancelled = (
+                    f"Slurm job {job} ran past the stage's limit of {deadline - submitted:.0f} s; cancelled"
+                )
+                cancel(job, settings.slurm_conf)
+                break
+            sleep(settings.poll_s)
+    except BaseException:  # Ctrl-C, an abort, the runner stopping: the job must not run on
+        cancel(job, settings.slurm_conf)
+        raise
+    if waiting() and ended_at is None and not cancelled:
+        cancel(job, settings.slurm_conf)
+    return JobEnd(view, cancelled)
 
 
 # ---- the engine -------------------------------------------------------------------------------------
@@ -432,55 +499,29 @@ class SlurmStages:
             return
         self.jobs[stage] = job
         self._say(f"stage {stage}: Slurm job {job} on {len(jobs)} node(s), results into {self.directory}")
-        deadline = submitted + settings.start_timeout_s + limit_s + 60 + settings.grace_s
-        view: JobView | None = JobView("PENDING")
-        ended_at: float | None = None
-        cancelled = ""
-        polls = 0
-        try:
-            while watcher.waiting:
-                for items in watcher.batches():
-                    yield [
-                        self._taken(item, jobs, plans, digests[files[item.node]], submitted) for item in items
-                    ]
-                    # into ingested/ once the runner has committed them
-                if not watcher.waiting:
-                    break
-                now = self.clock()
-                if polls % _CHECK_EVERY == 0 and ended_at is None:
-                    with contextlib.suppress(SlurmError):  # slurmctld busy: ask again later
-                        view = show_job(job, settings.slurm_conf)
-                    if view is None or view.state in ENDED:
-                        ended_at = now
-                    elif view.state == "PENDING" and now - submitted > settings.start_timeout_s:
-                        cancelled = (
-                            f"Slurm job {job} did not start within {settings.start_timeout_s:g} s "
-                            f"(pending: {view.reason or 'no reason given'}); cancelled"
-                        )
-                        cancel(job, settings.slurm_conf)
-                        break
-                polls += 1
-                if ended_at is not None and now - ended_at >= settings.grace_s:
-                    break
-                if now > deadline:
-                    cancelled = f"Slurm job {job} ran past the stage's limit of {deadline - submitted:.0f} s; cancelled"
-                    cancel(job, settings.slurm_conf)
-                    break
-                self.sleep(settings.poll_s)
-        except BaseException:  # Ctrl-C, an abort, the runner stopping: the job must not run on
-            cancel(job, settings.slurm_conf)
-            raise
+        end = yield from watch_job(
+            job,
+            settings,
+            submitted,
+            limit_s,
+            lambda: (
+                [self._taken(item, jobs, plans, digests[files[item.node]], submitted) for item in items]
+                for items in watcher.batches()  # into ingested/ once the runner has committed them
+            ),
+            lambda: bool(watcher.waiting),
+            self.clock,
+            self.sleep,
+        )
         left = watcher.waiting
         if not left:
             return
-        if ended_at is None and not cancelled:
-            cancel(job, settings.slurm_conf)
+        view, cancelled = end.view, end.cancelled
         with contextlib.suppress(SlurmError):
             view = show_job(job, settings.slurm_conf)
             slurm_nodes = {n.name: n for n in cluster_nodes(settings.slurm_conf)}
         unheard_nodes = []
         for name in left:
-            said = _last_line(self.directory / LOGS / f"{stage}-{name}.out")
+            said = last_line(self.directory / LOGS / f"{stage}-{name}.out")
             why = silence_reason(job, view, node_trouble(slurm_nodes.get(name)), said, cancelled)
             unheard_nodes.append((name, unheard(jobs[name], plans[name], why), why))
         yield unheard_nodes
