@@ -48,11 +48,11 @@ def ib_run(nodes: int, profile) -> dict:
     report = report.split("vyl@csegpu1:~$ ib_write_bw", 1)[1].split("\n", 1)[1].replace("392.34", "784.68")
     ibstat = _sample(STANDINS / "ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
 
-    def discover(targets):
+    def discover(targets, bound=None):
         out = {"ibstat": CommandOutput(ibstat), "sysfs": CommandOutput(""), "perftest": CommandOutput("0\n")}
         return {n: ib_stage.parse_discovery(n, out) for n in targets}
 
-    def run_round(round_, targets, infos, seconds, out_json):
+    def run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
         got = ib_stage.RoundOutputs()
         for s in round_.sessions:
             got.ends[(s.server, s)] = EndOutput(report, "", rc=0)
