@@ -44,6 +44,12 @@ def _duration(text: str | None, option: str) -> timedelta | None:
     "--target-ettr", type=float, default=None, help="The ETTR wanted: print the checkpoint interval it needs."
 )
 @click.option("--gpus-per-node", type=int, default=None, help="Override the profile's GPU count per node.")
+@click.option(
+    "--sacct/--no-sacct",
+    default=True,
+    show_default=True,
+    help="Count the node failures only Slurm accounting saw (NODE_FAIL jobs; needs slurmdbd).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The figures as JSON (mttf_hours: GPU count -> hours).")
 @click.pass_context
 def reliability_cmd(
@@ -56,10 +62,12 @@ def reliability_cmd(
     restart: str,
     target_ettr: float | None,
     gpus_per_node: int | None,
+    sacct: bool,
     as_json: bool,
 ) -> None:
     """Failure rate per 1,000 node-days, MTTF by job size, E[ETTR] and the checkpoint interval a
-    target ETTR needs (Kokolis et al. 2024, Meta's RSC study)."""
+    target ETTR needs (Kokolis et al. 2024, Meta's RSC study). Node failures only Slurm saw
+    (jobs ended NODE_FAIL, the store has no failure of the node then) count too."""
     span = _duration(window, "--window")
     plan = JobPlan(
         job_gpus, _duration(checkpoint, "--checkpoint"), _duration(restart, "--restart"), target_ettr
@@ -73,6 +81,7 @@ def reliability_cmd(
             failure_rate=failure_rate,
             plan=plan,
             gpus=gpus_per_node,
+            sacct=sacct,
         )
     except InvalidRack as exc:
         raise usage_error(exc) from None
@@ -91,6 +100,12 @@ def _render_reliability(r: Reliability) -> None:
     )
     measured = "n/a" if r.measured_rate is None else f"{r.measured_rate:.2f}"
     console.print(f"failure rate per 1,000 node-days: measured {measured}", highlight=False)
+    console.print(
+        f"failures from the store {r.failures - len(r.slurm_failures)}, only in Slurm accounting "
+        f"{len(r.slurm_failures)} (NODE_FAIL jobs the store counts already: {r.slurm_runs_in_store}); "
+        f"Slurm accounting {r.accounting}",
+        highlight=False,
+    )
     if r.by_component:
         t = table("failures by component", "component", "count", "per 1,000 node-days")
         for kind, v in r.by_component.items():

@@ -1,6 +1,10 @@
 """Fleet reliability figures from the per-node signals (pure): the measured failure rate, overall
 and by component, the top failure causes, and the planning figures (MTTF by job size, E[ETTR],
-the checkpoint interval for a target ETTR) from that rate or one given to plan with."""
+the checkpoint interval for a target ETTR) from that rate or one given to plan with.
+
+With Slurm accounting read, the node failures only Slurm saw (``burnin.history.node_fail``: jobs
+ended NODE_FAIL by a node the store has no failure of then) count too, as kind
+``slurm_node_fail``, each with the sacct rows it came from."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from burnin.history import reliability as rel
+from burnin.history.node_fail import KIND, NodeFailMerge, SlurmFailure
 from burnin.history.signals import NodeSignals
 
 TOP_CAUSES = 10
@@ -50,6 +55,9 @@ class Reliability:
     # failures over time: component kind -> count per bucket of ``bucket_days`` from ``start``
     timeline: dict[str, list[int]] = field(default_factory=dict)
     bucket_days: int = 1
+    accounting: str = "not read"  # Slurm accounting: what was read, or why not
+    slurm_failures: list[SlurmFailure] = field(default_factory=list)  # failures only Slurm saw
+    slurm_runs_in_store: int = 0  # node-caused NODE_FAIL runs the store counts already
 
     def to_dict(self) -> dict[str, Any]:
         p = self.plan
@@ -59,6 +67,13 @@ class Reliability:
             "nodes": self.nodes,
             "node_days": round(self.node_days, 3),
             "failures": self.failures,
+            "failures_by_source": {
+                "store": self.failures - len(self.slurm_failures),
+                "sacct": len(self.slurm_failures),
+                "sacct_node_fail_runs_counted_from_store": self.slurm_runs_in_store,
+            },
+            "slurm_accounting": self.accounting,
+            "slurm_failures": [f.to_dict() for f in self.slurm_failures],
             "failure_rate_per_1000_node_days": {
                 "measured": self.measured_rate,
                 "used": self.rate,
@@ -101,10 +116,14 @@ def reliability(
     gpus_per_node_source: str,
     failure_rate: float | None = None,
     plan: JobPlan | None = None,
+    slurm: NodeFailMerge | None = None,
+    accounting: str = "not read",
 ) -> Reliability:
+    """The figures; ``slurm``: what Slurm accounting adds (failures the store did not see)."""
     plan = plan or JobPlan()
+    slurm = slurm or NodeFailMerge()
     node_days = sum(s.node_days for s in signals.values())
-    failures = sum(len(s.failures) for s in signals.values())
+    failures = sum(len(s.failures) for s in signals.values()) + len(slurm.only_slurm)
     measured = rel.rate_per_1000(failures, node_days)
     rate = failure_rate if failure_rate is not None else measured
     kinds: Counter[str] = Counter()
@@ -112,6 +131,8 @@ def reliability(
     for s in signals.values():
         kinds.update(s.failures_by_component())
         causes.update(cause_of(c.check, c.message) for c in s.components)
+    kinds.update({KIND: len(slurm.only_slurm)} if slurm.only_slurm else {})
+    causes.update(f.cause for f in slurm.only_slurm)
     bucket = 1 if end - start <= timedelta(days=62) else 7
     out = Reliability(
         rack,
@@ -131,8 +152,11 @@ def reliability(
         },
         top_causes=causes.most_common(TOP_CAUSES),
         plan=plan,
-        timeline=timeline(signals.values(), start, end, bucket),
+        timeline=timeline(signals.values(), start, end, bucket, slurm.only_slurm),
         bucket_days=bucket,
+        accounting=accounting,
+        slurm_failures=slurm.only_slurm,
+        slurm_runs_in_store=slurm.runs_matched,
     )
     if rate is not None:
         out.mttf_hours = rel.mttf_table(rate, gpus_per_node)
@@ -146,16 +170,22 @@ def reliability(
 
 
 def timeline(
-    signals: Iterable[NodeSignals], start: datetime, end: datetime, days: int
+    signals: Iterable[NodeSignals],
+    start: datetime,
+    end: datetime,
+    days: int,
+    slurm: Iterable[SlurmFailure] = (),
 ) -> dict[str, list[int]]:
-    """Component failures per kind, counted in buckets of ``days`` days from ``start``."""
+    """Component failures per kind (and the failures only Slurm saw), counted in buckets of
+    ``days`` days from ``start``."""
     width = timedelta(days=days)
     n = max(1, math.ceil((end - start) / width))
     out: dict[str, list[int]] = {}
-    for s in signals:
-        for c in s.components:
-            if start <= c.time <= end:
-                out.setdefault(c.component, [0] * n)[min(n - 1, int((c.time - start) / width))] += 1
+    dated = [(c.component, c.time) for s in signals for c in s.components]
+    dated += [(KIND, f.time) for f in slurm]
+    for kind, time in dated:
+        if start <= time <= end:
+            out.setdefault(kind, [0] * n)[min(n - 1, int((time - start) / width))] += 1
     return dict(sorted(out.items(), key=lambda kv: -sum(kv[1])))
 
 

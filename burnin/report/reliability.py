@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bringup.fleet.store import FleetStore
+from bringup.inventory import Rack
 from burnin.history.figures import Reliability
 from burnin.history.fleet import fleet_reliability
 from burnin.history.reliability import ETTR_FORMULA, FORMULA_SOURCE
@@ -169,7 +170,7 @@ def reliability_html(rel: Reliability) -> str:
     measured = "n/a" if rel.measured_rate is None else f"{rel.measured_rate:.3g}"
     parts = [
         f'<p class="meta" id="reliability-figures">{rel.nodes} nodes, {rel.node_days:,.1f} node-days, '
-        f"{rel.failures} failures from {esc(rel.start.date())} to {esc(rel.end.date())}: "
+        f"{rel.failures} failures{_slurm_only(rel)} from {esc(rel.start.date())} to {esc(rel.end.date())}: "
         f"<b>{measured}</b> per 1,000 node-days measured; figures use <b>{rate}</b> ({esc(rel.rate_source)}). "
         f"GPUs per node: {rel.gpus_per_node} ({esc(rel.gpus_per_node_source)}).</p>",
         "<h3>Failures over time by component</h3>",
@@ -207,6 +208,13 @@ def reliability_html(rel: Reliability) -> str:
     return "".join(parts)
 
 
+def _slurm_only(rel: Reliability) -> str:
+    """How many of the failures only Slurm accounting saw (NODE_FAIL jobs), when it was read."""
+    if not rel.slurm_failures:
+        return ""
+    return f" ({len(rel.slurm_failures)} of them only in Slurm accounting: jobs ended NODE_FAIL)"
+
+
 def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
@@ -216,6 +224,10 @@ def reliability_section(rel: Reliability) -> Section:
     return Section(SECTION_ID, f"{TITLE} (last {days:g} days)", reliability_html(rel))
 
 
-def fleet_section(store: FleetStore, rack: str, inventory_dir: Path, now: datetime) -> Section:
-    """The rack's reliability section for the burn-in report (`burnin report --html`)."""
-    return reliability_section(fleet_reliability(store, rack, WINDOW, inventory_dir, now=now))
+def fleet_section(
+    store: FleetStore, rack: str, inventory_dir: Path | None, now: datetime, *, loaded: Rack | None = None
+) -> Section:
+    """The rack's reliability section for the burn-in report (`burnin report --html`, and the
+    nightly's page); from the store alone (Slurm accounting is `burnin reliability`'s).
+    ``loaded``: the rack the report already loaded, not read again."""
+    return reliability_section(fleet_reliability(store, rack, WINDOW, inventory_dir, now=now, loaded=loaded))

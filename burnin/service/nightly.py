@@ -200,7 +200,7 @@ def run_nightly(
             say("nothing to test tonight")
         else:
             _night(store, rack, req, plan, conf, result, say)
-        _reports(store, rack, req, result)
+        write_reports(store, rack, req, result, inventory_dir)
     if req.notify:
         result.notified = notify(req.notify, result.summary())
     return result
@@ -410,17 +410,23 @@ def _give_back(
     return f"{act.action.value}" + (f" ({act.note})" if act.note else "")
 
 
-def _reports(store: FleetStore, rack: Rack, req: NightlyRequest, result: NightlyResult) -> None:
+def write_reports(
+    store: FleetStore, rack: Rack, req: NightlyRequest, result: NightlyResult, inventory_dir: Path | None
+) -> None:
+    """The night's HTML page (with the rack's reliability section, as `burnin report --html`)
+    and JUnit XML under ``req.report_dir``."""
     if req.report_dir is None or result.run_id is None:
         return
     from burnin.report import collect
     from burnin.report.html import render_html
     from burnin.report.junit import render_junit
+    from burnin.report.reliability import fleet_section
 
     req.report_dir.mkdir(parents=True, exist_ok=True)
     report = collect(store, rack, utcnow(), None, list(req.stages))
+    html = render_html(report, [fleet_section(store, rack.name, inventory_dir, report.made_at)])
     base = req.report_dir / f"nightly-{rack.name}-run{result.run_id}"
-    for suffix, text in ((".html", render_html(report)), (".xml", render_junit(report))):
+    for suffix, text in ((".html", html), (".xml", render_junit(report))):
         path = base.with_suffix(suffix)
         path.write_text(text)
         result.reports.append(str(path))

@@ -39,8 +39,8 @@ def lemon_history(fleet: FleetRack) -> None:
     assert fleet.run("golden", "--rack", RACK).exit_code == 0
     w.fail("gpu001", day(20), "GPU 5")
     w.repair("gpu001", day(19), "GPU 5 replaced")
-    w.fail("gpu001", day(10), "GPU 5", message="GPU 5: Xid 79 fallen off the bus")
-    w.repair("gpu001", day(9), "GPU 5 replaced again")
+    w.fail("gpu001", day(16), "GPU 5", message="GPU 5: Xid 79 fallen off the bus")  # 3 days after
+    w.repair("gpu001", day(15), "GPU 5 replaced again")
     w.fail("gpu002", day(15), "mlx5_2 port 1", stage="ib", check="ib_ports")
     w.repair("gpu002", day(14), "cable reseated")
 
@@ -140,3 +140,16 @@ def test_reliability_errors_are_one_line(fleet):
     assert res.exit_code == 1 and "between 0 and 1" in res.output and "Traceback" not in res.output
     res = fleet.run("reliability", "--failure-rate", "-2")
     assert res.exit_code == 1 and "cannot be negative" in res.output
+
+
+def test_reliability_no_sacct_counts_the_store_alone(fleet):
+    lemon_history(fleet)
+    out = json.loads(fleet.run("reliability", "--rack", RACK, "--no-sacct", "--json").stdout)
+    assert out["slurm_accounting"] == "not read" and out["slurm_failures"] == []
+    assert out["failures_by_source"] == {
+        "store": 3,
+        "sacct": 0,
+        "sacct_node_fail_runs_counted_from_store": 0,
+    }
+    text = fleet.run("reliability", "--rack", RACK, "--no-sacct")
+    assert "failures from the store 3, only in Slurm accounting 0" in text.stdout

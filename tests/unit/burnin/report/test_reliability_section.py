@@ -110,3 +110,17 @@ def test_burnin_report_html_carries_the_section(tmp_path):
     assert "Fleet reliability (last 28 days)" in section
     assert 'id="failures-chart"' in section and 'data-kind="gpu"' in section
     assert 'id="mttf-chart"' in section or 'id="no-mttf"' in section
+
+
+def test_failures_only_slurm_saw_are_said_and_drawn():
+    from burnin.history.jobs import JobRun
+    from burnin.history.node_fail import KIND, NodeFailMerge, SlurmFailure
+
+    run = JobRun("812", "NODE_FAIL", START + timedelta(days=3.5), 1, "single-node", Source("sacct", "812"))
+    merge = NodeFailMerge([SlurmFailure("gpu002", run.end, [run])], runs_matched=1)
+    rel = _rel(slurm=merge, accounting="read: 9 job runs, 1 node events (sacct, sacctmgr)")
+    assert rel.failures == 5 and rel.timeline[KIND][3] == 1
+    html = reliability_html(rel)
+    assert "5 failures (1 of them only in Slurm accounting: jobs ended NODE_FAIL)" in html
+    assert f'data-kind="{KIND}"' in failures_chart(rel)
+    assert "<li>slurm: NODE_FAIL of a single-node job: 1</li>" in html
