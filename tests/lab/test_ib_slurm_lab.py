@@ -33,6 +33,7 @@ NODES = ["node01", "node02", "node03", "node04"]
 DEGRADED = ("node03", "mlx5_3")  # the fault ib-port-degraded (catalog.json)
 IB_QUICK = ["--set", "diag.ib_load_seconds=2"]
 NUMBER = re.compile(r"\d+\.\d+")  # measured bandwidths vary a little from one run to the next
+COUNTER = re.compile(r"^(\w+:\.+)\d+$", re.M)  # a perfquery counter line: 'SymbolErrorCounter:....0'
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,32 @@ def events(store, run_id: int) -> list[tuple[str, str, str | None]]:
     return [tuple(row) for row in found]
 
 
+def store_rows(store, run_id: int) -> dict[tuple[str, str, str], dict]:
+    """(node, stage, check) -> the stored row: verdict, findings, metrics and evidence, each with
+    its measured figures masked (NUMBER), and the evidence's counter reads (cumulative counters:
+    the second run reads higher absolute values, the same rises)."""
+    from sqlalchemy import select
+
+    from bringup.fleet.models import CheckResult, Node
+
+    with store.reading() as s:
+        found = s.execute(
+            select(Node.name, CheckResult)
+            .join(Node, Node.id == CheckResult.node_id)
+            .where(CheckResult.run_id == run_id)
+        ).all()
+        texts = store.evidence_of([r for _, r in found])
+    return {
+        (node, r.stage, r.check): {
+            "verdict": r.verdict,
+            "findings": NUMBER.sub("<n>", json.dumps(r.findings)),
+            "metrics": NUMBER.sub("<n>", json.dumps(r.metrics, sort_keys=True)),
+            "evidence": COUNTER.sub(r"\1<n>", NUMBER.sub("<n>", texts.get(r.id, ""))),
+        }
+        for node, r in found
+    }
+
+
 def jobs_of(state, run_id: int) -> list[str]:
     """The names of the run's Slurm jobs (slurmctld keeps ended jobs for MinJobAge)."""
     out = slurm(state, "squeue", "-h", "-t", "all", "-o", "%j")
@@ -137,6 +164,10 @@ def test_ib_through_slurm_catches_the_degraded_port_as_ssh_does(rack):
         k: ssh_run.params[k] for k in ("stages", "nodes", "set")
     }
     assert events(ssh_store, ssh_run.id) == events(slurm_store, slurm_run.id)
+    a_rows, b_rows = store_rows(ssh_store, ssh_run.id), store_rows(slurm_store, slurm_run.id)
+    assert set(a_rows) == set(b_rows) == {(n, "ib", "ib_bandwidth") for n in NODES}
+    for key in sorted(a_rows):
+        assert b_rows[key] == a_rows[key], key
     assert {n: slurm_store.get_node(n).state for n in NODES} == {
         n: ssh_store.get_node(n).state for n in NODES
     }
