@@ -22,8 +22,7 @@ from burnin.parsers.kernel_log import (
     SuspiciousEvent,
     SxidEvent,
     XidEvent,
-    parse_kernel_log,
-    require_kernel_log,
+    read_kernel_log,
 )
 from burnin.parsers.xid_catalog import XID_CATALOG
 from burnin.result import Action, Finding, Result, Severity, critical, info, warning
@@ -118,8 +117,7 @@ class KernelLog(Check):
         # gets here (judge: "printed nothing", UNKNOWN), and that is right: dmesg on a healthy
         # node always prints its boot lines, so nothing means a cleared ring buffer
         # (dmesg -C) or a dmesg that could not read it, and a log nobody can see is not clean.
-        require_kernel_log(output.stdout)
-        events = parse_kernel_log(output.stdout)
+        _, events = read_kernel_log(output.stdout)  # require_kernel_log, then parse_kernel_log
         # One finding per (what, where): a GPU that logged Xid 94 nine times is one finding, "x9".
         grouped: dict[tuple, tuple[Finding, int]] = {}
         xids: Counter[int] = Counter()

@@ -36,6 +36,7 @@ __all__ = [
     "XidEvent",
     "XidInfo",
     "parse_kernel_log",
+    "read_kernel_log",
     "require_kernel_log",
 ]
 
@@ -185,6 +186,23 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(rf"^(?P<ts>{_ISO}) ")),
 ]
 _LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
+# What each prefix can start with: a line is only matched against the prefixes its first
+# character can start (3 regex matches a line instead of 21; the order of _PREFIXES is kept).
+_FIRST = {
+    "raw": "<", "syslog": "[A-Z]", "journal_iso": r"\d", "decode": "[kumdaslncf]", "kernel": "k",
+    "mono": r"\[", "ctime": r"\[", "delta": r"\[", "human": r"\[", "iso": r"\d",
+}  # fmt: skip
+_CANDIDATES: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+def _candidates(first: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The prefixes, in order, that a text starting with ``first`` (one character, or '') can match."""
+    known = _CANDIDATES.get(first)
+    if known is None:
+        known = [(kind, rx) for kind, rx in _PREFIXES if re.match(_FIRST[kind], first)]
+        if len(_CANDIDATES) < 1024:  # any text's characters: keep the cache bounded
+            _CANDIDATES[first] = known
+    return known
 
 
 @dataclass
@@ -229,7 +247,7 @@ def _strip_prefixes(line: str) -> tuple[_Entry, bool]:
     progress = True
     while progress:
         progress = False
-        for kind, rx in _PREFIXES:
+        for kind, rx in _candidates(rest[:1]):
             if kind in used:
                 continue
             m = rx.match(rest)
@@ -261,12 +279,21 @@ def _is_continuation(line: str) -> bool:
     return stripped.startswith("(") or bool(re.fullmatch(r"[A-Za-z][\w\-]*\.?", stripped))
 
 
-def _entries(text: str) -> list[_Entry]:
-    entries: list[_Entry] = []
+def _scan(text: str) -> list[tuple[str, _Entry, bool]]:
+    """Every line that is not blank or a ``#`` annotation: (the line, its entry, whether it had
+    a kernel-log prefix)."""
+    scanned = []
     for line in split_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         entry, found = _strip_prefixes(line)
+        scanned.append((line, entry, found))
+    return scanned
+
+
+def _entries(scanned: list[tuple[str, _Entry, bool]]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for line, entry, found in scanned:
         if not found and entries and _is_continuation(line):
             prev = entries[-1]
             prev.raw.append(line)
@@ -290,11 +317,19 @@ def require_kernel_log(text: str) -> int:
     (another tool's output with a log line pasted in), is not a kernel log. Continuation lines
     (indented NVRM dumps) and ``#`` annotations are not counted either way.
     """
+    return _count_prefixed(_scan(text))
+
+
+def read_kernel_log(text: str) -> tuple[int, list[KernelEvent]]:
+    """``require_kernel_log`` then ``parse_kernel_log`` of one text, its lines read once."""
+    scanned = _scan(text)
+    count = _count_prefixed(scanned)
+    return count, _parse_scanned(text, scanned)
+
+
+def _count_prefixed(scanned: list[tuple[str, _Entry, bool]]) -> int:
     prefixed = bare = 0
-    for line in split_lines(text):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        _, found = _strip_prefixes(line)
+    for line, _, found in scanned:
         if found:
             prefixed += 1
         elif not _is_continuation(line):
@@ -351,6 +386,23 @@ _SUSPICIOUS_RE = re.compile(
     r"|machine check|mce|hardware error|segfault|soft lockup|hard lockup|timed out|timeout|stall(?:ed)?)\b)"
     r"|\bBUG\b|\bWARNING: CPU:"
 )
+
+
+# Words one of which a line must hold (any case) for _SUSPICIOUS_RE to match it: a few substring
+# tests skip the regex for most lines (it tried some 20 words at every position of every line).
+# Only for ASCII lines: there, and only there, the regex's IGNORECASE is str.lower()'s.
+_SUSPICIOUS_WORDS = (
+    "error", "fail", "fatal", "panic", "oops", "call trace", "hung task", "blocked for more than",
+    "machine check", "mce", "segfault", "lockup", "timed out", "timeout", "stall", "bug",
+    "warning: cpu:",
+)  # fmt: skip
+
+
+def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
+    """False only when the regex these words are drawn from cannot match ``message``."""
+    if not message.isascii():
+        return True
+    return any(word in low for word in words)
 
 
 def _severity(value: str) -> str | None:
@@ -438,7 +490,8 @@ def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> Ker
             severity=int(sev.group(1)) if sev else None,
             detail=detail,
         )
-    if m := _LIMITED_RE.search(msg):
+    low = msg.lower()
+    if "available PCIe bandwidth, limited by " in msg and (m := _LIMITED_RE.search(msg)):
         return PcieLimitedEvent(
             **base,
             bdf=bdf,
@@ -451,7 +504,7 @@ def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> Ker
             capable_speed_gts=_float(m.group("capspeed")),
             capable_width=int(m.group("capwidth")) if m.group("capwidth") else None,
         )
-    if _FALLEN_RE.search(msg):
+    if _may_be(msg, low, ("fallen off the bus",)) and _FALLEN_RE.search(msg):
         fm = _FALLEN_BDF_RE.search(msg)
         return FallenOffBusEvent(**base, bdf=normalize_bdf(fm.group(1)) if fm else bdf)
     if m := _MODULE_RE.search(msg):
@@ -464,11 +517,11 @@ def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> Ker
             error=bool(m.group("err")),
             detail=detail.strip() or None,
         )
-    if m := _FLAP_RE.search(msg):
+    if _may_be(msg, low, ("carrier", "link")) and (m := _FLAP_RE.search(msg)):
         word = m.group(2).lower()
         state = "down" if ("lost" in word or word.endswith("down")) else "up"
         return LinkFlapEvent(**base, interface=m.group(1), state=state, bdf=bdf)
-    if m := _SUSPICIOUS_RE.search(msg):
+    if _may_be(msg, low, _SUSPICIOUS_WORDS) and (m := _SUSPICIOUS_RE.search(msg)):
         return SuspiciousEvent(**base, matched=m.group(0), bdf=bdf)
     return None
 
@@ -480,9 +533,19 @@ def parse_kernel_log(text: str) -> list[KernelEvent]:
     Never raises on text that merely contains no events (an empty list is a valid answer:
     a clean log); only non-text input is a ParseError.
     """
+    return _events(_entries(_scan(text)))
+
+
+@parser
+def _parse_scanned(text: str, scanned: list[tuple[str, _Entry, bool]]) -> list[KernelEvent]:
+    """``parse_kernel_log`` of ``text`` whose lines ``_scan`` has read (its safety net kept)."""
+    return _events(_entries(scanned))
+
+
+def _events(entries: list[_Entry]) -> list[KernelEvent]:
     events: list[KernelEvent | _AerDraft] = []
     open_aer: _AerDraft | None = None
-    for entry in _entries(text):
+    for entry in entries:
         dm = _DEVICE_RE.match(entry.message)
         drv, bdf, rest = (
             (dm.group("drv"), normalize_bdf(dm.group("bdf")), dm.group("rest"))
