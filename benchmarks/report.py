@@ -424,7 +424,7 @@ def measure(nodes: int, work: Path, args: argparse.Namespace) -> Path:
     def reliability() -> Any:  # `burnin report --html` adds issue 16's section (its own reads)
         store = FleetStore(url)
         try:
-            return fleet_section(store, RACK, inv, rep.made_at)
+            return fleet_section(store, RACK, inv, rep.made_at, loaded=rack)
         finally:
             store.close()
 

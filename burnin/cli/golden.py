@@ -154,7 +154,7 @@ def report_cmd(
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
     report = collect(store, rack_obj, utcnow(), age, stage_list)
     if html_path is not None:
-        fleet = fleet_section(store, rack, inventory_dir_from(ctx), report.made_at)  # issue 16
+        fleet = fleet_section(store, rack, inventory_dir_from(ctx), report.made_at, loaded=rack_obj)
         atomic_write(html_path, render_html(report, [fleet]))
         note(f"wrote {html_path}")
     if junit_path is not None:

@@ -424,7 +424,7 @@ def write_reports(
 
     req.report_dir.mkdir(parents=True, exist_ok=True)
     report = collect(store, rack, utcnow(), None, list(req.stages))
-    html = render_html(report, [fleet_section(store, rack.name, inventory_dir, report.made_at)])
+    html = render_html(report, [fleet_section(store, rack.name, inventory_dir, report.made_at, loaded=rack)])
     base = req.report_dir / f"nightly-{rack.name}-run{result.run_id}"
     for suffix, text in ((".html", html), (".xml", render_junit(report))):
         path = base.with_suffix(suffix)
