@@ -319,3 +319,50 @@ def test_idle_tests_are_preempted_by_a_user_job_and_count_as_not_run(nightly_lab
     assert event.details["status"] == "not run" and event.details["job_state"] == "PREEMPTED"
     assert job_info(lab, user)["ExitCode"] == "0:0"
     no_drain_left(lab)
+
+
+def test_a_node_still_busy_at_the_drain_timeout_is_skipped_with_an_event_and_given_back(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    job = sbatch_sleep(lab, "node01", 300)
+    try:
+        wait_for("the job running on node01", lambda: job_info(lab, job)["JobState"] == "RUNNING", 60)
+        code, summary, output = nightly(
+            lab, "--revalidate", "100", "--drain-timeout", "5s", "--stages", "preflight"
+        )
+        assert code == 0, output
+        by, run_id = rows(summary), summary[0]["run"]
+        assert (by["node01"]["role"], by["node01"]["state_after"]) == ("skipped", "golden"), by
+        assert by["node01"]["finding"] == "still running jobs after 5 s: skipped tonight", by
+        assert by["node01"]["slurm"] == "resume", by  # its drain was the night's: given back
+        assert all(by[n]["role"] == "tested" and by[n]["state_after"] == "golden" for n in NODES[1:]), by
+        assert not [r for r in store.latest_results("node01") if r.run_id == run_id]  # never tested
+        (event,) = [e for e in store.history("node01") if e.run_id == run_id and "skipped" in e.reason]
+        assert event.reason == f"nightly run {run_id}: still running jobs after 5 s: skipped tonight"
+        assert job_info(lab, job)["JobState"] == "RUNNING"  # the user's job untouched
+        no_drain_left(lab)
+    finally:
+        slurm(lab, "scancel", job)
+
+
+def test_inside_a_maintenance_reservation_nothing_is_drained(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    name = f"maint-{lab['rack']}"
+    slurm(
+        lab, "scontrol", "create", "reservation", f"ReservationName={name}", "StartTime=now",
+        "Duration=60", "Nodes=ALL", "Users=root", "Flags=MAINT",
+    )  # fmt: skip
+    try:
+        code, summary, output = nightly(
+            lab, "--reservation", name, "--revalidate", "25", "--stages", "preflight"
+        )
+        assert code == 0, output
+        by, run_id = rows(summary), summary[0]["run"]
+        (tested,) = [n for n, r in by.items() if r["role"] == "tested"]
+        assert by[tested]["state_after"] == "golden" and by[tested]["slurm"] == "-", by
+        assert {r.stage for r in store.latest_results(tested) if r.run_id == run_id} == {"preflight"}
+        assert not [e for e in store.history(tested) if e.run_id == run_id and "drained" in e.reason]
+        no_drain_left(lab)
+    finally:
+        slurm(lab, "scontrol", "delete", f"ReservationName={name}")

@@ -141,3 +141,47 @@ def test_the_command_exit_codes(tools, tmp_path):
     assert json.loads(res.stdout)["failed_check"] == "gpu_inventory"
     res = runner.invoke(burnin_main, [*base, "--profile", str(tmp_path / "nope.yml")])
     assert res.exit_code == EXIT_CANNOT_START and "cannot start" in res.output
+
+
+def scontrol_seeing(tmp_path: Path, line: str) -> tuple[str, Path]:
+    """An `scontrol` that prints ``line`` (a real `scontrol show node -o` line) for `show node`
+    and logs every call, so a test sees each thing health asked Slurm to do."""
+    (tmp_path / "node.txt").write_text(line + "\n")
+    log = tmp_path / "scontrol.log"
+    script = (
+        f'#!/bin/bash\necho "$*" >> {log}\n'
+        f'if [ "$1 $2" = "show node" ]; then cat {tmp_path / "node.txt"}; fi\n'
+    )
+    return script, log
+
+
+def drained_node01() -> str:
+    """node01 as Slurm 22.05 printed it, drained by a health check (bringup: gpu_inventory: ...)."""
+    from tests.unit.burnin.parsers._samples import load
+
+    return next(
+        ln
+        for ln in load("slurm_22_05_scontrol_show_node_o.txt").splitlines()
+        if ln.startswith("NodeName=node01 ")
+    )
+
+
+def test_a_node_healthy_again_is_never_resumed(tools, tmp_path):
+    """Drained by an earlier health check, the node now passes: health leaves the drain (only the
+    nightly resumes, after a re-test); it does not even ask Slurm."""
+    script, log = scontrol_seeing(tmp_path, drained_node01())
+    tools(extra={"scontrol": script})
+    report = run_health(options(tmp_path, node="node01"))
+    assert report.decision.verdict is Verdict.PASS and report.exit_code == EXIT_IN_SERVICE
+    assert report.slurm_action == "none" and not log.exists()
+
+
+def test_a_drain_by_the_nightly_is_left_as_it_is(tools, tmp_path):
+    """A failure on a node the nightly drained: health reads the node and changes nothing."""
+    line = drained_node01().split(" Reason=")[0] + " Reason=bringup nightly run 7 [root@2026-11-24T06:41:04]"
+    script, log = scontrol_seeing(tmp_path, line)
+    tools("gpu-missing", extra={"scontrol": script})
+    report = run_health(options(tmp_path, node="node01"))
+    assert report.exit_code == EXIT_DRAIN
+    assert report.slurm_action == "left alone: already drained by this project: bringup nightly run 7"
+    assert log.read_text().splitlines() == ["show node -o node01"]
