@@ -15,6 +15,8 @@ durations, as `make demo`):
   completes untouched, then the node is tested;
 - two nightlies at once: the second refuses;
 - a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run;
+- a node whose job outlasts --drain-timeout is skipped with an event and given back, its job
+  still running; with --reservation (a real MAINT reservation) nothing is drained;
 - `--idle`: each idle golden node is tested by a job in the lowest, preemptible partition; a real
   user job submitted meanwhile preempts node03's at once and starts; node03 stays golden, its
   test recorded as not run; the other nodes' tests ran and were judged.
