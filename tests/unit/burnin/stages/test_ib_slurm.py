@@ -194,3 +194,28 @@ def test_the_stage_through_slurm_discovers_and_runs_each_round_as_one_job(four_r
     for node, ((result, evidence),) in results.items():
         assert result.verdict.value == "UNKNOWN", (node, result.to_dict())
         assert "Slurm shows it drained: not responding" in evidence
+
+
+def test_with_the_slurm_launcher_the_ib_stage_is_handed_slurm_jobs(tmp_path, monkeypatch) -> None:
+    """`--launcher slurm` gives the ib stage the Slurm job runner for this run's spool; without
+    it the stage gets nothing and opens SSH sessions."""
+    from burnin.session import LaunchOptions, RackRunRequest, run_rack
+    from burnin.stages import runner as runner_mod
+    from tests.unit.burnin.test_golden import RACK, FleetRack
+
+    seen = []
+    monkeypatch.setattr(
+        runner_mod, "group_stages", lambda: {"ib": lambda ctx: seen.append(ctx.settings) or {}}
+    )
+    fleet = FleetRack(tmp_path)
+    spool = tmp_path / "spool"
+    run_rack(
+        fleet.store,
+        fleet.dir,
+        RackRunRequest(RACK, ["ib"], launch=LaunchOptions("slurm", spool_dir=str(spool))),
+    )
+    run_rack(fleet.store, fleet.dir, RackRunRequest(RACK, ["ib"]))
+    through_slurm, over_ssh = seen
+    scripts = through_slurm[ib_stage.NODE_SCRIPTS]
+    assert isinstance(scripts, ib_slurm.SlurmScripts) and scripts.settings.spool_dir == str(spool)
+    assert ib_stage.NODE_SCRIPTS not in over_ssh
