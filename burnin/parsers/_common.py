@@ -78,14 +78,20 @@ def to_float(value: str | None) -> float | None:
     return result
 
 
+_HEX_RE = re.compile(r"^0[xX][0-9a-fA-F]+$")
+_INT_RE = re.compile(r"^[-+]?\d+")
+
+
 def to_int(value: str | None) -> int | None:
     """Leading integer of a value ('67', '16x', '2560 bank(s)'); hex with 0x; None otherwise."""
     value = clean(value)
     if value is None:
         return None
-    if re.match(r"^0[xX][0-9a-fA-F]+$", value):
+    if value.isdecimal():  # what \d+ matches whole (Unicode Nd digits), without a regex
+        return int(value)
+    if _HEX_RE.match(value):
         return int(value, 16)
-    m = re.match(r"^[-+]?\d+", value)
+    m = _INT_RE.match(value)
     if not m:
         return None
     return int(m.group(0))
@@ -130,9 +136,12 @@ def normalize_bdf(value: str | None) -> str | None:
     return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
 
 
+_NOT_SNAKE_RE = re.compile(r"[^0-9a-z]+")
+
+
 def snake(name: str) -> str:
     """'HW Power Brake Slowdown' -> 'hw_power_brake_slowdown'; 'SEC-DED' -> 'sec_ded'."""
-    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+    return _NOT_SNAKE_RE.sub("_", name.lower()).strip("_")
 
 
 # "Absurd" bounds (issue 13). A figure beyond one of these is not a measurement any tool could
