@@ -116,7 +116,8 @@ def put_many(session: Session, texts: Sequence[str], cache: dict[str, int]) -> l
     stored already and one flush adds the rest (a wave of results is one transaction, not one
     query per output). Where another writer added one of them meanwhile (PostgreSQL), each is
     put on its own. ``cache`` (sha256 -> id) is filled."""
-    keys = [digest(t) for t in texts]
+    named: dict[str, str] = {}  # text -> its sha256: an output several checks read is hashed once
+    keys = [named[t] if t in named else named.setdefault(t, digest(t)) for t in texts]
     unknown = sorted({k for k in keys if k not in cache})
     for i in range(0, len(unknown), 500):
         chunk = unknown[i : i + 500]
@@ -151,7 +152,13 @@ def store_text(session: Session, text: str | None, cache: dict[str, int] | None 
 
 def store_texts(session: Session, texts: Sequence[str | None], cache: dict[str, int]) -> list[int | None]:
     """``store_text`` for many results' evidence at once (``put_many``); None stays None."""
-    capped = [cap(t, 2 * output_cap() + 4096).text for t in texts if t is not None]
+    limit = 2 * output_cap() + 4096
+    capped_of: dict[str, str] = {}  # the same text (nvidia-smi -q for five checks) capped once
+    capped = [
+        capped_of[t] if t in capped_of else capped_of.setdefault(t, cap(t, limit).text)
+        for t in texts
+        if t is not None
+    ]
     ids = iter(put_many(session, capped, cache))
     return [None if t is None else next(ids) for t in texts]
 
