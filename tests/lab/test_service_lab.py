@@ -115,6 +115,7 @@ def test_a_fault_drains_the_node_and_sync_fails_it(service_lab):
     )
     want = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
     assert drained.reason == want and drained.user == "root"
+    print(f"\nslurmd's health check drained node02: {drained.label}, by {drained.user}: {drained.reason}")
     report = last_health(state, "node02")
     assert report["verdict"] == "FAIL" and report["reason"] == want
 
@@ -132,6 +133,8 @@ def test_a_fault_drains_the_node_and_sync_fails_it(service_lab):
     )
     hosts = golden_hostfile(service_lab)
     assert ip["node02"] not in hosts and ip["node01"] in hosts
+    listed = [line.split()[0] for line in hosts.splitlines() if line and not line.startswith("#")]
+    print(f"burnin sync: node02 golden -> failed; the golden hostfile lists {', '.join(listed)}")
     # the same drain, seen again, is not recorded again
     again = sync(service_lab)
     assert "node02" not in again["failed"]
