@@ -17,6 +17,7 @@ durations, as `make demo`):
 - a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run;
 - a node whose job outlasts --drain-timeout is skipped with an event and given back, its job
   still running; with --reservation (a real MAINT reservation) nothing is drained;
+- a nightly stopped with SIGTERM gives its nodes back first (the one under test stays drained);
 - `--idle`: each idle golden node is tested by a job in the lowest, preemptible partition; a real
   user job submitted meanwhile preempts node03's at once and starts; node03 stays golden, its
   test recorded as not run; the other nodes' tests ran and were judged.
@@ -368,3 +369,28 @@ def test_inside_a_maintenance_reservation_nothing_is_drained(nightly_lab):
         no_drain_left(lab)
     finally:
         slurm(lab, "scontrol", "delete", f"ReservationName={name}")
+
+
+def test_a_nightly_stopped_with_sigterm_gives_its_nodes_back_first(nightly_lab):
+    """systemd's TimeoutStartSec stops a night with SIGTERM: the run ends `interrupted`, the
+    partners are resumed, the node it was testing stays drained as not proven (never resumed
+    untested), and the next night re-tests it."""
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    health_drain_and_repair(lab, "node02")
+    night = start_nightly(lab)
+    try:
+        wait_for("the nightly burning node02 in", lambda: mid_test(lab, "node02"))
+    finally:
+        night.send_signal(signal.SIGTERM)
+        night.communicate(timeout=300)
+    drained = {n: s.reason for n, s in slurm_nodes(lab).items() if s.drain}
+    assert list(drained) == ["node02"], drained  # the partners were given back
+    run_id = int(drained["node02"].split()[3].rstrip(":"))
+    assert drained["node02"].startswith(f"bringup nightly run {run_id}: not proven"), drained
+    assert store.get_run(run_id).status == "interrupted"
+    assert store.get_node("node02").state != "golden"
+    code, summary, output = nightly(lab)
+    assert code == 0, output
+    assert rows(summary)["node02"]["state_after"] == "golden"
+    no_drain_left(lab)
