@@ -3,8 +3,8 @@
 ``configure_rack`` loads the rack and ``--nodes`` and applies the lifecycle gate
 (``bringup.select``, ``Step.CONFIGURE``); refused nodes become ``skipped`` rows. When some node
 may be configured it opens a ``configure`` run, runs playbooks/site.yml on those nodes
-(``runner.run_playbook``), writes each outcome onto its node record (``record.record_outcome``)
-and finishes the run. It returns a :class:`ConfigureReport`; nothing here prints. A command that
+(``runner.run_playbook``), writes every outcome onto its node record in one transaction
+(``record.record_outcomes``) and finishes the run. It returns a :class:`ConfigureReport`; nothing here prints. A command that
 wants progress passes ``watch(hosts)``: a context manager yielding the callback for each host
 event.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from bringup.configure.hostkeys import pinned_hosts
 from bringup.configure.inventory import build_inventory, host_vars
 from bringup.configure.outcome import HostOutcome
-from bringup.configure.record import ConfigureResult, record_outcome
+from bringup.configure.record import ConfigureResult, record_outcomes
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, run_playbook
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.runs import run_ledger
@@ -111,11 +111,8 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
             tail = "\n".join(result.stdout.splitlines()[-15:])
             report.playbook_failure = f"ansible-playbook failed (rc={result.rc}, {result.status}):\n{tail}"
             return report
-        for a in targets:
-            node = store.get_node(a.name)  # fresh: the run took a while
-            outcome = result.outcomes[a.name]
-            report.results.append(
-                record_outcome(store, node, outcome, run.id, check=req.check, full=not req.tags)
-            )
+        fresh = {n.name: n for n in store.list_nodes(rack=rack.name)}  # the run took a while
+        pairs = [(fresh.get(a.name) or store.get_node(a.name), result.outcomes[a.name]) for a in targets]
+        report.results += record_outcomes(store, pairs, run.id, check=req.check, full=not req.tags)
         run.finish("failed" if report.bad else "done", evidence=result.stdout)
     return report

@@ -19,6 +19,7 @@ The versions the play reported go to ``node.hardware["software"]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -27,6 +28,7 @@ from bringup.configure.outcome import HostOutcome
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Note, Transition, transition_many
 
 # States a full, successful run moves to ``configured``. Which states a run may start from at
 # all is the lifecycle's gate (``Step.CONFIGURE``), applied by ``bringup.select``.
@@ -73,6 +75,40 @@ def record_outcome(
     full: bool,
 ) -> ConfigureResult:
     """Write one host's outcome onto its node record; returns what happened."""
+    return record_outcomes(store, [(node, outcome)], run_id, check=check, full=full)[0]
+
+
+def record_outcomes(
+    store: FleetStore,
+    outcomes: Sequence[tuple[Node, HostOutcome]],
+    run_id: int,
+    *,
+    check: bool,
+    full: bool,
+) -> list[ConfigureResult]:
+    """Write every host's outcome onto its node record in one transaction (issue 18: it was two
+    per node), each node's software versions, move or event; returns what happened to each.
+
+    A move the lifecycle refuses under the lock (another process moved the node since it was
+    read) leaves that node where it is, said in its result; every other node's write is made."""
+    planned = [_plan(node, outcome, run_id, check=check, full=full) for node, outcome in outcomes]
+    moves = [w for _, w, _ in planned if isinstance(w, Transition)]
+    notes = [w for _, w, _ in planned if isinstance(w, Note)]
+    updates = {r.node: {"hardware": hw} for r, _, hw in planned if hw is not None}
+    moved = transition_many(store, moves, notes=notes, updates=updates)
+    refused = {m.move.node: m for m in moved if not m.done}
+    for result, _, _ in planned:
+        if (m := refused.get(result.node)) is not None:
+            result.state = m.state
+            result.message = "; ".join(x for x in (result.message, f"state not changed: {m.error}") if x)
+    return [result for result, _, _ in planned]
+
+
+def _plan(
+    node: Node, outcome: HostOutcome, run_id: int, *, check: bool, full: bool
+) -> tuple[ConfigureResult, Transition | Note, dict[str, Any] | None]:
+    """What one host's outcome writes (pure): its result, its move or event, and its node's
+    ``hardware`` with the new software versions (None: unchanged)."""
     name = node.name
     where = f"configure run {run_id}"
     base = ConfigureResult(
@@ -95,35 +131,28 @@ def record_outcome(
             reason += f" {outcome.changed} task(s) in {', '.join(outcome.changed_roles) or 'no role'}"
         elif outcome.message:
             reason += f" in {outcome.role}/{outcome.task}: {outcome.message}"
-        store.record_event(
-            name, "configure-check", reason, run_id=run_id, details={**_summary(outcome), **outcome.details}
-        )
         base.result = "checked" if outcome.status == "ok" else outcome.status
-        return base
+        return (
+            base,
+            Note(name, "configure-check", reason, run_id, {**_summary(outcome), **outcome.details}),
+            None,
+        )
 
     if outcome.status == "failed":
         reason = f"{where} failed in {outcome.role}, task '{outcome.task}': {outcome.message}"
-        store.transition(name, State.FAILED, reason, run_id=run_id, details=outcome.details)
         base.result, base.state = "failed", State.FAILED.value
-        return base
+        return base, Transition(name, State.FAILED, reason, run_id, outcome.details), None
     if outcome.status == "timed-out" and node.state == State.GOLDEN.value and outcome.changed:
         reason = (
             f"{where} was cut short after changing a golden node: {outcome.message}; it needs a new burn-in"
         )
-        store.transition(name, State.CONFIGURED, reason, run_id=run_id, details=_summary(outcome))
         base.result, base.state, base.message = "timed-out", State.CONFIGURED.value, outcome.message
-        return base
+        return base, Transition(name, State.CONFIGURED, reason, run_id, _summary(outcome)), None
     if outcome.status in ("unreachable", "not-run", "timed-out"):
         kind = "unreachable" if outcome.status == "unreachable" else "configure"
-        store.record_event(
-            name,
-            kind,
-            f"{where}: {outcome.message or outcome.status} (state unchanged)",
-            run_id=run_id,
-            details=outcome.details,
-        )
+        reason = f"{where}: {outcome.message or outcome.status} (state unchanged)"
         base.result = outcome.status
-        return base
+        return base, Note(name, kind, reason, run_id, outcome.details), None
 
     # ok: every task that ran succeeded.
     software = {
@@ -132,28 +161,25 @@ def record_outcome(
         "run": run_id,
         "time": datetime.now(timezone.utc).isoformat(),
     }
-    store.update_node(name, hardware={**(node.hardware or {}), "software": software})
+    hardware = {**(node.hardware or {}), "software": software}
     changes = f"{outcome.changed} change(s) in {', '.join(outcome.changed_roles) or 'no role'}"
     reboot = "; reboot required" if outcome.reboot_required else ""
     details = {**_summary(outcome), "packages": outcome.packages, "reboot_required": outcome.reboot_required}
+    write: Transition | Note
     if node.state in _TO_CONFIGURED and full:
-        store.transition(
-            name, State.CONFIGURED, f"{where}: {changes}{reboot}", run_id=run_id, details=details
-        )
+        write = Transition(name, State.CONFIGURED, f"{where}: {changes}{reboot}", run_id, details)
         base.state = State.CONFIGURED.value
     elif node.state == State.GOLDEN.value and outcome.changed:
-        store.transition(
+        write = Transition(
             name,
             State.CONFIGURED,
             f"{where} changed a golden node ({changes}): it needs a new burn-in{reboot}",
-            run_id=run_id,
-            details=details,
+            run_id,
+            details,
         )
         base.state = State.CONFIGURED.value
     else:
         partial = "" if full else " (partial run, --tags: state unchanged)"
-        store.record_event(
-            name, "configure", f"{where}: {changes}{reboot}{partial}", run_id=run_id, details=details
-        )
+        write = Note(name, "configure", f"{where}: {changes}{reboot}{partial}", run_id, details)
     base.result = "applied" if base.state in _TO_CONFIGURED else "configured"
-    return base
+    return base, write, hardware

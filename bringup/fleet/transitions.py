@@ -16,7 +16,7 @@ apply in the order given, each from the state the previous one left.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,26 +71,38 @@ def transition_many(
     *,
     notes: Sequence[Note] = (),
     actor: str | None = None,
+    updates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Moved]:
     """Make ``moves`` and write ``notes`` in one transaction; one ``Moved`` per move, in order.
+    ``updates``: node -> plain fields to set first in the same transaction (what
+    ``FleetStore.update_node`` sets: hardware, serial...; never the state).
 
     A refused move (illegal from the node's state under the lock, or an unknown node) is
-    returned with its error and the others are made. A bad target state (BadInput) or a note
-    for an unknown node (NodeNotFound) writes nothing: those are the caller's mistakes."""
+    returned with its error and the others are made. A bad target state (BadInput), a note or
+    an update for an unknown node (NodeNotFound) or an update of a field nodes do not have
+    (StoreError) writes nothing: those are the caller's mistakes."""
     targets = [parse_state(m.target) for m in moves]  # a bad state name: nothing is written
     if any(n.kind == "transition" for n in notes):
         raise StoreError("transitions are recorded by transition_many's moves, not its notes")
-    if not moves and not notes:
+    updates = updates or {}
+    for fields in updates.values():
+        for name in fields:
+            if name == "state" or not hasattr(Node, name):
+                raise StoreError(f"transition_many cannot set a node's {name!r}")
+    if not moves and not notes and not updates:
         return []
     actor = actor or default_actor()
-    keys = sorted({m.node for m in moves} | {n.node for n in notes})
+    keys = sorted({m.node for m in moves} | {n.node for n in notes} | set(updates))
     with store.session() as s:
         nodes = _locked(s, keys)
-        missing = sorted({n.node for n in notes} - nodes.keys())
+        missing = sorted(({n.node for n in notes} | set(updates)) - nodes.keys())
         if missing:
             raise NodeNotFound(
                 f"no node {missing[0]!r} in the fleet store (enrolled by inventory name or serial)"
             )
+        for key, fields in updates.items():
+            for name, value in fields.items():
+                setattr(nodes[key], name, value)
         out = []
         for move, target in zip(moves, targets, strict=True):
             node = nodes.get(move.node)

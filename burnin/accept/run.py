@@ -10,16 +10,16 @@ so the same command after a crash or a kill continues the acceptance instead of 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.delivery import Delivery, load_delivery
 from bringup.errors import UserError
-from bringup.fleet.lifecycle import IllegalTransition, State, Step, may_start, parse_state
+from bringup.fleet.lifecycle import State, Step, may_start, parse_state
 from bringup.fleet.models import utcnow
 from bringup.fleet.runs import run_ledger, sweep_abandoned
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Note, Transition, states_of, transition_many
 from bringup.remote import DEFAULT_CONCURRENCY
 from bringup.select import select
 from burnin.accept import ledger
@@ -269,9 +269,9 @@ def _decide(
             tuple(delivery.acceptance.stages),
             first_stages.get(name, frozenset()),
         )
-        decision = decide_node(evidence, iteration_of)
-        decisions.append(decision)
-        _record(store, delivery.name, acceptance, decision, run_id)
+        decisions.append(decide_node(evidence, iteration_of))
+    record_decisions(store, delivery.name, acceptance, decisions, run_id)
+    for name in plan.nodes:
         node = store.get_node(name)
         facts[name] = NodeFacts(name, node.serial, node.state, node.profile, dict(node.hardware or {}))
     history = [
@@ -318,27 +318,36 @@ def _decide(
     )
 
 
-def _record(store: FleetStore, delivery: str, acceptance: int, decision: NodeDecision, run_id: int) -> None:
-    """The decision as the node's event; a rejected node leaves the way to golden (failed)."""
-    lines = [r.line() for r in decision.reasons]
-    what = f"delivery {delivery}, acceptance #{acceptance}: {decision.decision}"
-    store.record_event(
-        decision.node,
-        ledger.DECISION_EVENT,
-        what + (f": {lines[0]}" if lines else ""),
-        run_id=run_id,
-        details={
+def record_decisions(
+    store: FleetStore, delivery: str, acceptance: int, decisions: Sequence[NodeDecision], run_id: int
+) -> None:
+    """Each decision as its node's event, and each rejected node out of the way to golden
+    (failed), all in one transaction. A rejected node already failed or retired is not moved; one
+    in repair (or not yet discovered) stays where it is: the lifecycle refuses its move, and its
+    decision event says rejected."""
+    states = states_of(store, [d.node for d in decisions])
+    events, moves = [], []
+    for decision in decisions:
+        lines = [r.line() for r in decision.reasons]
+        what = f"delivery {delivery}, acceptance #{acceptance}: {decision.decision}"
+        details = {
             "delivery": delivery,
             "acceptance": acceptance,
             "decision": decision.decision,
             "reasons": lines,
-        },
-    )
-    if decision.accepted:
-        return
-    node = store.get_node(decision.node)
-    if node.state in (State.FAILED.value, State.RETIRED.value):
-        return
-    # A node in repair (or not yet discovered) stays where it is; its decision event says rejected.
-    with suppress(IllegalTransition):
-        store.transition(decision.node, State.FAILED, what + f": {lines[0]}", run_id=run_id)
+        }
+        events.append(
+            Note(
+                decision.node,
+                ledger.DECISION_EVENT,
+                what + (f": {lines[0]}" if lines else ""),
+                run_id,
+                details,
+            )
+        )
+        if not decision.accepted and states.get(decision.node) not in (
+            State.FAILED.value,
+            State.RETIRED.value,
+        ):
+            moves.append(Transition(decision.node, State.FAILED, what + f": {lines[0]}", run_id))
+    transition_many(store, moves, notes=events)  # a refused move is returned, not raised: ignored

@@ -36,10 +36,10 @@ from typing import Any
 
 from sqlalchemy import select as sql_select
 
-from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Run, utcnow
 from bringup.fleet.runs import RUNNING, ActiveRun, run_ledger, sweep_abandoned
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Note, states_of
 from bringup.inventory import Rack, load_rack
 from bringup.profiles import apply_overrides
 from bringup.remote import DEFAULT_CONCURRENCY, target_for_node
@@ -49,6 +49,7 @@ from burnin.result import PASSING, Verdict
 from burnin.service import nightly_slurm, slurm
 from burnin.service.nightly_idle import DEFAULT_PARTITION, idle_tests
 from burnin.service.nightly_lock import nightly_lock
+from burnin.service.nightly_moves import ACTOR, back_to_golden, into_burnin, note, write_events
 from burnin.service.nightly_plan import (
     NightPlan,
     NodeView,
@@ -65,8 +66,6 @@ from burnin.stages import STAGE_ORDER, is_group_stage
 from burnin.stages.jobs import BurninOutcome, NodeJob
 from burnin.stages.runner import BurninRun, record_for
 
-ACTOR = "burnin nightly"
-EVENT = "nightly"
 NOTIFY_TIMEOUT_S = 60.0
 _PASSED = {v.value for v in PASSING}
 
@@ -179,13 +178,18 @@ def run_nightly(
             revalidate_pct=req.revalidate_pct,
             partners=req.partners,
         )
+        states = states_of(store, [n for n, _ in plan.skipped] + [p.node for p in plan.give_back])
         for name, why in plan.skipped:
-            result.rows.append(NightRow(name, "skipped", why, *(store.get_node(name).state,) * 2))
-        for pick in plan.give_back:  # golden nodes a dead night left drained
-            state = store.get_node(pick.node).state
-            row = NightRow(pick.node, "given back", pick.note, state, state)
-            row.slurm = _give_back(store, pick.node, state, view.get(pick.node), 0, conf, "")
-            result.rows.append(row)
+            result.rows.append(NightRow(name, "skipped", why, *(states[name],) * 2))
+        events: list[Note] = []
+        try:
+            for pick in plan.give_back:  # golden nodes a dead night left drained
+                state = states[pick.node]
+                row = NightRow(pick.node, "given back", pick.note, state, state)
+                row.slurm = _give_back(pick.node, state, view.get(pick.node), 0, conf, "", events)
+                result.rows.append(row)
+        finally:
+            write_events(store, events)
         if req.idle:
             _idle_night(
                 store,
@@ -227,14 +231,18 @@ def _night(
         result.run_id = run.id
         rows = {p.node: NightRow(p.node, "tested", p.note or str(p.why)) for p in plan.tested}
         rows |= {p.node: NightRow(p.node, "partner", str(p.why)) for p in plan.partners}
-        for name, row in rows.items():
-            row.state_before = row.state_after = store.get_node(name).state
+        for name, state in states_of(store, rows).items():
+            rows[name].state_before = rows[name].state_after = state
         result.rows.extend(rows.values())
         findings: dict[str, str] = {}
         try:
             ready = _take_out(store, run, plan.nodes, req, conf, rows, say)
             tested = [p.node for p in plan.tested if p.node in ready]
             partners = [p.node for p in plan.partners if p.node in ready]
+            refused = into_burnin(store, run.id, tested) if tested else {}
+            for name, why in refused.items():  # moved meanwhile by another process: not tested
+                rows[name].role, rows[name].finding = "skipped", f"not moved into burnin: {why}"
+            tested = [n for n in tested if n not in refused]
             if tested:
                 outcomes = _burn_in(store, rack, run, req, tested, partners, say)
                 for o in outcomes.values():
@@ -244,12 +252,19 @@ def _night(
                 run.finish("failed" if any(rows[n].verdict not in _PASSED for n in tested) else "done")
         finally:  # whatever happened: every node held goes back to Slurm as its state says
             now = nightly_slurm.view(conf)
-            for name, row in rows.items():
-                row.state_after = store.get_node(name).state
-                row.finding = row.finding or findings.get(name, "")
-                if row.state_after != "golden" and not row.finding and row.role == "tested":
-                    row.finding = "not burnt in"
-                row.slurm = _give_back(store, name, row.state_after, now.get(name), run.id, conf, row.finding)
+            states = states_of(store, rows)
+            events: list[Note] = []
+            try:
+                for name, row in rows.items():
+                    row.state_after = states.get(name, row.state_after)
+                    row.finding = row.finding or findings.get(name, "")
+                    if row.state_after != "golden" and not row.finding and row.role == "tested":
+                        row.finding = "not burnt in"
+                    row.slurm = _give_back(
+                        name, row.state_after, now.get(name), run.id, conf, row.finding, events
+                    )
+            finally:  # what was given back is recorded, also when Slurm refused a later node
+                write_events(store, events)
 
 
 def _idle_night(
@@ -275,7 +290,8 @@ def _idle_night(
     }
     with run_ledger(store, "nightly", req.rack, nodes=names, params=params, actor=ACTOR) as run:
         result.run_id = run.id
-        rows = {n: NightRow(n, "idle", "idle golden node", *(store.get_node(n).state,) * 2) for n in names}
+        states = states_of(store, names)
+        rows = {n: NightRow(n, "idle", "idle golden node", *(states[n],) * 2) for n in names}
         result.rows.extend(rows.values())
         outcomes = idle_tests(
             store,
@@ -291,11 +307,18 @@ def _idle_night(
             say,
         )
         now = nightly_slurm.view(conf)
-        for o in outcomes:
-            row = rows[o.node]
-            row.verdict, row.finding = o.verdict, o.finding
-            row.state_after = store.get_node(o.node).state
-            row.slurm = _give_back(store, o.node, row.state_after, now.get(o.node), run.id, conf, o.finding)
+        states = states_of(store, names)
+        events: list[Note] = []
+        try:
+            for o in outcomes:
+                row = rows[o.node]
+                row.verdict, row.finding = o.verdict, o.finding
+                row.state_after = states[o.node]
+                row.slurm = _give_back(
+                    o.node, row.state_after, now.get(o.node), run.id, conf, o.finding, events
+                )
+        finally:
+            write_events(store, events)
         run.finish("failed" if any(r.state_after != "golden" for r in rows.values()) else "done")
 
 
@@ -313,19 +336,23 @@ def _take_out(
         return list(names)
     now = nightly_slurm.view(conf)
     reason = nightly_reason(run.id)
-    for name in names:
-        s = now.get(name)
-        if s is None or (s.drain and drain_origin(s.reason) is DrainOrigin.OPERATOR):
-            continue  # not in Slurm, or an operator's drain: never rewritten
-        slurm.drain(name, reason, conf)
-        store.record_event(name, EVENT, f"drained for nightly run {run.id}", run_id=run.id, actor=ACTOR)
+    drained: list[Note] = []
+    try:
+        for name in names:
+            s = now.get(name)
+            if s is None or (s.drain and drain_origin(s.reason) is DrainOrigin.OPERATOR):
+                continue  # not in Slurm, or an operator's drain: never rewritten
+            slurm.drain(name, reason, conf)
+            drained.append(note(name, f"drained for nightly run {run.id}", run.id))
+    finally:  # the drains made are recorded, also when Slurm refused a later one
+        write_events(store, drained)
     say(f"drained {len(names)} node(s); waiting for their jobs (up to {req.drain_timeout_s:g} s)")
     ready, busy = nightly_slurm.wait_idle(names, conf, req.drain_timeout_s, req.poll_s)
+    why = f"still running jobs after {req.drain_timeout_s:g} s: skipped tonight"
     for name in busy:
-        why = f"still running jobs after {req.drain_timeout_s:g} s: skipped tonight"
         rows[name].finding = why
         rows[name].role = "skipped" if rows[name].role == "tested" else rows[name].role
-        store.record_event(name, EVENT, f"nightly run {run.id}: {why}", run_id=run.id, actor=ACTOR)
+    write_events(store, [note(name, f"nightly run {run.id}: {why}", run.id) for name in busy])
     return ready
 
 
@@ -340,10 +367,9 @@ def _burn_in(
 ) -> dict[str, BurninOutcome]:
     """All the stages: single-node ones on the tested nodes, then the group ones beside the partners."""
     jobs: dict[str, NodeJob] = {}
+    nodes = {n.name: n for n in store.list_nodes(rack=rack.name)}
     for name in [*tested, *partners]:
-        host, node = rack.host(name), store.get_node(name)
-        if name in tested and node.state != State.BURNIN.value:
-            store.transition(name, State.BURNIN, f"nightly run {run.id}: re-test", run_id=run.id, actor=ACTOR)
+        host, node = rack.host(name), nodes[name]
         profile = apply_overrides(rack.profiles[host.profile], req.overrides)
         target = target_for_node(name, host.vars, rack.path.parent, node)
         record = record_for(node.hardware, previous_check_time(store, name, "bmc_event_log"))
@@ -367,21 +393,8 @@ def _burn_in(
                 outcomes[o.node].stages.extend(o.stages)
             else:
                 outcomes[o.node] = o
-    for name in tested:
-        o = outcomes.get(name)
-        if (
-            o is not None
-            and o.stages
-            and o.verdict in PASSING
-            and store.get_node(name).state == State.BURNIN.value
-        ):
-            store.transition(
-                name,
-                State.GOLDEN,
-                f"nightly run {run.id}: {','.join(req.stages)} passed",
-                run_id=run.id,
-                actor=ACTOR,
-            )
+    passed = [n for n in tested if (o := outcomes.get(n)) is not None and o.stages and o.verdict in PASSING]
+    back_to_golden(store, run.id, passed, req.stages)
     return outcomes
 
 
@@ -397,16 +410,17 @@ def first_finding(o: BurninOutcome) -> str:
 
 
 def _give_back(
-    store: FleetStore, name: str, state: str, s: Any, run_id: int, conf: str | None, finding: str
+    name: str, state: str, s: Any, run_id: int, conf: str | None, finding: str, events: list[Note]
 ) -> str:
-    """Do in Slurm what ``return_action`` says for the node; an event when something changed."""
+    """Do in Slurm what ``return_action`` says for the node; an event (added to ``events``, which
+    the caller writes with the rest of its step) when something changed."""
     act = return_action(state, s, run_id, finding)
     if act.action is Return.RESUME:
         nightly_slurm.resume(name, conf)
-        store.record_event(name, EVENT, f"resumed in Slurm ({state}; drain was {s.reason!r})", actor=ACTOR)
+        events.append(note(name, f"resumed in Slurm ({state}; drain was {s.reason!r})"))
     elif act.action is Return.KEEP:
         slurm.drain(name, act.reason, conf)
-        store.record_event(name, EVENT, f"kept drained: {act.reason}", actor=ACTOR)
+        events.append(note(name, f"kept drained: {act.reason}"))
     return f"{act.action.value}" + (f" ({act.note})" if act.note else "")
 
 

@@ -31,6 +31,7 @@ from bringup.profiles import apply_overrides
 from bringup.remote import fan_out, target_for_node
 from burnin.result import Verdict, worst
 from burnin.service import slurm
+from burnin.service.nightly_moves import note, write_events
 from burnin.stages import is_group_stage, stage_checks
 from burnin.stages.batch import parse_output
 from burnin.stages.runner import batch_time_limit, judge_stage, record_for, result_row, stage_batch
@@ -186,24 +187,24 @@ def idle_tests(
     ran = [n for n in nodes if not not_run(ended[n])]
     answers = _fetch(store, rack, run.id, ran)
     finished = time.time()
+    missed = {n: _not_run_why(jobs[n], ended[n], n in ran) for n in nodes if n not in answers}
+    write_events(  # the tests that did not run, in one transaction
+        store,
+        [
+            note(
+                n,
+                f"idle test not run: {why}",
+                run.id,
+                {"status": "not run", "job": jobs[n], "job_state": ended[n].state},
+            )
+            for n, why in missed.items()
+        ],
+    )
     outcomes = []
     for name in nodes:
         job, view = jobs[name], ended[name]
-        if name not in answers:
-            why = f"job {job} {view.state.lower()}" + (
-                f" ({view.reason})" if view.reason not in ("", "None") else ""
-            )
-            if name in ran:
-                why = f"job {job} {view.state.lower()}; its output could not be read"
-            store.record_event(
-                name,
-                "nightly",
-                f"idle test not run: {why}",
-                run_id=run.id,
-                actor="burnin nightly",
-                details={"status": "not run", "job": job, "job_state": view.state},
-            )
-            outcomes.append(IdleOutcome(name, job, view.state, "not run", why))
+        if name in missed:
+            outcomes.append(IdleOutcome(name, job, view.state, "not run", missed[name]))
             continue
         profile, checks, token, keys = plans[name]
         node = store.get_node(name)
@@ -225,6 +226,14 @@ def idle_tests(
         )
         outcomes.append(IdleOutcome(name, job, view.state, verdict.value, finding))
     return outcomes
+
+
+def _not_run_why(job: str, view: JobView, ran: bool) -> str:
+    if ran:
+        return f"job {job} {view.state.lower()}; its output could not be read"
+    return f"job {job} {view.state.lower()}" + (
+        f" ({view.reason})" if view.reason not in ("", "None") else ""
+    )
 
 
 def _fetch(store: FleetStore, rack: Rack, run_id: int, names: Sequence[str]) -> dict[str, bytes]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from sqlalchemy import select
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Event, Node
 from bringup.fleet.store import FleetStore
+from bringup.fleet.transitions import Note, Transition, transition_many
 from bringup.inventory import load_rack
 from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_for_node
 from bringup.select import InvalidRack
@@ -111,11 +112,16 @@ def apply_view(
     health: Mapping[str, Mapping[str, Any] | None] | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> SyncResult:
-    """Record the rack's new drains and fail the golden nodes a health check drained."""
+    """Record the rack's new drains and fail the golden nodes a health check drained: every move
+    and drain event of the sync in one transaction (``transition_many``). A move refused under
+    the lock (another process moved the node since it was read) leaves that node where it is,
+    said in its row; its drain and every other write are still made."""
     health, notes = health or {}, notes or {}
     by_name = {n.name: n for n in view}
     seen = recorded_drains(store, rack)
     result = SyncResult(rack)
+    moves: list[Transition] = []
+    events: list[Note] = []
     for node in store.list_nodes(rack=rack):
         name, before = node.name, node.state
         s = by_name.get(name)
@@ -133,15 +139,15 @@ def apply_view(
         if (name, key) not in seen:
             # A golden node a health check drained leaves the golden list. Only on a drain seen
             # for the first time: a node someone made golden again after this drain was carried
-            # in is theirs to judge. The move comes first: if sync dies between the two, the
-            # next one finds the node failed and only records the drain.
+            # in is theirs to judge. The move and the drain event are written together.
             if origin is DrainOrigin.HEALTH and before == State.GOLDEN.value:
-                store.transition(
-                    name,
-                    State.FAILED,
-                    f"health check drained it in Slurm: {_finding(s, brief)}",
-                    actor=ACTOR,
-                    details={"slurm_reason": s.reason, "since": since, "health": brief or {}},
+                moves.append(
+                    Transition(
+                        name,
+                        State.FAILED,
+                        f"health check drained it in Slurm: {_finding(s, brief)}",
+                        details={"slurm_reason": s.reason, "since": since, "health": brief or {}},
+                    )
                 )
                 after = State.FAILED.value
             details = {"key": key, "reason": s.reason, "user": s.user, "since": since, "origin": origin.value}
@@ -150,9 +156,7 @@ def apply_view(
             who = {DrainOrigin.HEALTH: "a health check", DrainOrigin.PROJECT: "this project"}.get(
                 origin, f"an operator ({s.user or 'unknown user'})"
             )
-            store.record_event(
-                name, DRAIN_EVENT, f"drained in Slurm by {who}: {s.reason}", actor=ACTOR, details=details
-            )
+            events.append(Note(name, DRAIN_EVENT, f"drained in Slurm by {who}: {s.reason}", details=details))
             action = "recorded drain" + ("; golden -> failed" if after != before else "")
         result.rows.append(
             SyncRow(
@@ -169,6 +173,11 @@ def apply_view(
                 notes.get(name, ""),
             )
         )
+    refused = {m.move.node: m for m in transition_many(store, moves, notes=events, actor=ACTOR) if not m.done}
+    for i, row in enumerate(result.rows):
+        if row.node in refused:
+            m = refused[row.node]
+            result.rows[i] = replace(row, state_after=m.state, action=f"{row.action} refused: {m.error}")
     return result
 
 

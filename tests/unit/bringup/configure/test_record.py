@@ -7,10 +7,11 @@ import json
 import pytest
 
 from bringup.configure.outcome import EventFolder
-from bringup.configure.record import record_outcome
+from bringup.configure.record import record_outcome, record_outcomes
 from bringup.fleet.lifecycle import State, Step, gate_refusal
 from bringup.fleet.store import FleetStore
 from tests.paths import TESTS
+from tests.writes import write_transactions
 
 FIXTURES = TESTS / "fixtures" / "configure"
 
@@ -189,3 +190,32 @@ def test_a_golden_node_cut_short_after_a_change_needs_a_new_burn_in(store):
         store, store.get_node("node02"), _cut_short("node02", changed=False), run.id, check=False, full=True
     )
     assert (untouched.result, store.get_node("node02").state) == ("timed-out", "golden")
+
+
+def test_the_record_step_is_one_transaction_and_a_refused_move_loses_no_other(store, first):
+    """Issue 18: each host's outcome was up to two transactions (its software versions, then its
+    move or event). Now the run's outcomes are one. node02 retired by an operator after the run
+    read it: its move to configured is refused, it stays retired, said in its result; the other
+    three are recorded as before."""
+    run = store.start_run("configure", "lab")
+    nodes = [store.get_node(n) for n in first]
+    store.transition("node02", State.RETIRED, "decommissioned", actor="operator")
+    with write_transactions(store) as writes:
+        results = {
+            r.node: r
+            for r in record_outcomes(
+                store, [(n, first[n.name]) for n in nodes], run.id, check=False, full=True
+            )
+        }
+    assert len(writes) == 1, writes
+    assert {n: (r.result, r.state) for n, r in results.items()} == {
+        "node01": ("configured", "configured"),
+        "node02": ("configured", "retired"),
+        "node03": ("failed", "failed"),
+        "node04": ("unreachable", "provisioned"),
+    }
+    assert "state not changed: " in results["node02"].message and "retired" in results["node02"].message
+    assert [store.get_node(n).state for n in first] == ["configured", "retired", "failed", "provisioned"]
+    assert store.get_node("node01").hardware["software"]["run"] == run.id
+    assert store.get_node("node02").hardware["software"]["run"] == run.id  # what the play installed
+    assert store.history("node04")[-1].kind == "unreachable"

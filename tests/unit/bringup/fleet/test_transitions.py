@@ -161,3 +161,27 @@ def test_two_batches_moving_the_same_node_at_once_cannot_both_succeed(store_url)
     assert all("illegal transition burnin -> burnin" in m.error for m in loser)
     transitions = [e for e in store.history("gpu7") if e.to_state == "burnin"]
     assert len(transitions) == 1
+
+
+def test_updates_are_set_in_the_same_transaction_and_mistakes_write_nothing(store_url):
+    """configure's record step sets each node's software versions beside its move or event."""
+    store = _store(store_url, {"gpu1": State.PROVISIONED, "gpu2": State.CONFIGURED})
+    commits = _commits(store)
+    software = {"software": {"packages": {"nvidia-driver": "550.90.07"}, "run": 3}}
+    moved = transition_many(
+        store,
+        [Transition("gpu1", State.CONFIGURED, "configure run 3: 4 change(s)")],
+        notes=[Note("gpu2", "configure", "configure run 3: 0 change(s)")],
+        updates={"gpu1": {"hardware": software}, "gpu2": {"hardware": software, "hostname": "gpu2.lab"}},
+    )
+    assert len(commits) == 1 and moved[0].done
+    assert store.get_node("gpu1").hardware == software and store.get_node("gpu1").state == "configured"
+    assert (store.get_node("gpu2").hardware, store.get_node("gpu2").hostname) == (software, "gpu2.lab")
+    before = _events(store)
+    with pytest.raises(StoreError, match="cannot set a node's 'state'"):
+        transition_many(store, [], updates={"gpu1": {"state": "golden"}})
+    with pytest.raises(StoreError, match="'colour'"):
+        transition_many(store, [], updates={"gpu1": {"colour": "red"}})
+    with pytest.raises(NodeNotFound, match="gpu9"):
+        transition_many(store, [Transition("gpu1", State.BURNIN, "x")], updates={"gpu9": {"hostname": "x"}})
+    assert _events(store) == before and store.get_node("gpu1").state == "configured"

@@ -15,9 +15,11 @@ import yaml
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from burnin.accept import ledger
-from burnin.accept.run import AcceptRequest, NothingToTest, accept_delivery
+from burnin.accept.decide import NodeDecision, Reason
+from burnin.accept.run import AcceptRequest, NothingToTest, accept_delivery, record_decisions
 from tests.fleet import walk_to
 from tests.inventories import write_rack
+from tests.writes import write_transactions
 
 RACK = "r07"
 NODES = ("n1", "n2", "n3")
@@ -130,3 +132,37 @@ def test_a_dead_controllers_acceptance_is_decided_without_running_anything_again
     # decided: the same command waits for the vendor's fixes
     with pytest.raises(NothingToTest, match="mark-repaired n2"):
         accept_delivery(store, inv, AcceptRequest(RACK, "po42"))
+
+
+def test_the_decisions_are_one_transaction_and_a_refused_move_loses_no_other(site):
+    """Issue 18: each node's decision was its own transactions (its event, then its move to
+    failed). Now the acceptance's decisions are one. A rejected node in repair cannot move to
+    failed: it stays there, its decision recorded; a rejected node already failed is not moved."""
+    _inv, store = site
+    store.transition("n3", State.FAILED, "test")
+    store.transition("n3", State.REPAIR, "vendor fixed it")
+    walk_to(store, "n1", State.GOLDEN)
+    store.transition("n1", State.FAILED, "found by the nightly")
+    dimm = Reason("order", "memory_dimms", "DIMM slot DIMM_B1 is empty", "RESEAT", slot="DIMM_B1")
+    decisions = [
+        NodeDecision("n1", "SN1", "rejected", (dimm,)),
+        NodeDecision("n2", "SN2", "rejected", (dimm,)),
+        NodeDecision("n3", "SN3", "rejected", (dimm,)),
+    ]
+    run = store.start_run(ledger.ACCEPT_KIND, RACK, {"delivery": "po42"})
+    with write_transactions(store) as writes:
+        record_decisions(store, "po42", 7, decisions, run.id)
+    assert len(writes) == 1, writes
+    assert {n: store.get_node(n).state for n in NODES} == {"n1": "failed", "n2": "failed", "n3": "repair"}
+    for name in NODES:
+        (event,) = [e for e in store.history(name) if e.kind == ledger.DECISION_EVENT]
+        assert (
+            event.reason
+            == "delivery po42, acceptance #7: rejected: memory_dimms [DIMM_B1]: DIMM slot DIMM_B1 is empty -> RESEAT"
+        )
+        assert event.details["decision"] == "rejected" and event.run_id == run.id
+    (moved,) = [e for e in store.history("n2") if e.kind == "transition" and e.run_id == run.id]
+    assert (moved.from_state, moved.to_state) == ("burnin", "failed")
+    assert not [
+        e for e in store.history("n1") + store.history("n3") if e.kind == "transition" and e.run_id == run.id
+    ]

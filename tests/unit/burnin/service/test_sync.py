@@ -10,6 +10,7 @@ from bringup.fleet.store import FleetStore
 from burnin.parsers.slurm import parse_sinfo_nodes
 from burnin.service.sync import DRAIN_EVENT, apply_view
 from tests.unit.burnin.parsers._samples import load
+from tests.writes import write_transactions
 
 RACK = "r07"
 GOLDEN_PATH = (
@@ -126,3 +127,29 @@ def test_a_drain_seen_before_does_not_fail_a_node_made_golden_since(store):
     row = next(r for r in apply_view(store, RACK, view).rows if r.node == "node01")
     assert (row.state_after, row.action) == ("golden", "already recorded")
     assert store.get_node("node01").state == "golden"
+
+
+def test_a_syncs_writes_are_one_transaction_and_a_refused_move_loses_no_other(store, monkeypatch):
+    """Issue 18: each drained node cost two transactions (its move to failed, its drain event).
+    Now the sync's moves and events are one. An operator who retires node03 after sync read the
+    states makes its move to failed refused under the lock: it stays retired, its drain is still
+    recorded, and node01's move and every other drain are made (the refusal raised before)."""
+    view = parse_sinfo_nodes(load("slurm_22_05_sinfo_N_state_user_time_reason.txt"))
+    listed = store.list_nodes
+
+    def list_then_operator(*args, **kwargs):  # another process acts between the read and the write
+        nodes = listed(*args, **kwargs)
+        store.transition("node03", State.RETIRED, "decommissioned", actor="operator")
+        return nodes
+
+    monkeypatch.setattr(store, "list_nodes", list_then_operator)
+    with write_transactions(store) as writes:
+        result = apply_view(store, RACK, view)
+    assert len(writes) == 2, writes  # the operator's move, and the whole sync in one
+    rows = {r.node: r for r in result.rows}
+    assert store.get_node("node01").state == "failed" and rows["node01"].state_after == "failed"
+    assert store.get_node("node03").state == "retired" and rows["node03"].state_after == "retired"
+    assert rows["node03"].action.startswith("recorded drain; golden -> failed refused: ")
+    assert "retired" in rows["node03"].action
+    assert [len(drains(store, n)) for n in ("node01", "node02", "node03")] == [1, 1, 1]
+    assert result.recorded == 3 and result.failed == ["node01"]
