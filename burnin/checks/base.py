@@ -99,17 +99,30 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
+# What str.splitlines ends a line at: a mark starts a line after one of these (or at 0).
+_LINE_ENDS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+_LINE_END_RE = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def sections(text: str) -> dict[str, str]:
-    """Split ``@@burnin-section NAME`` parts; text before the first mark is section ''."""
+    """Split ``@@burnin-section NAME`` parts; text before the first mark is section ''.
+
+    A section is the text between two mark lines, cut out whole: the marks are found with
+    str.find, not by walking every line (a 900-line output was 0.15 ms a node)."""
     parts: dict[str, list[str]] = {"": []}
-    current = ""
-    for line in text.splitlines(keepends=True):
-        if line.startswith(SECTION_MARK):
-            current = line[len(SECTION_MARK) :].strip()
+    current, last = "", 0  # the section being read, where its text began
+    at = text.find(SECTION_MARK)
+    while at >= 0:
+        if at == 0 or text[at - 1] in _LINE_ENDS:  # the mark begins a line
+            end = _LINE_END_RE.search(text, at)
+            after = end.end() if end else len(text)
+            parts[current].append(text[last:at])
+            current = text[at + len(SECTION_MARK) : after].strip()
             parts.setdefault(current, [])
-            continue
-        parts[current].append(line)
-    return {name: "".join(lines) for name, lines in parts.items()}
+            last = after
+        at = text.find(SECTION_MARK, at + 1)
+    parts[current].append(text[last:])
+    return {name: "".join(chunks) for name, chunks in parts.items()}
 
 
 def section_mark(name: str) -> str:
