@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bringup.errors import BadInput
 from bringup.profiles import apply_overrides
 from burnin.evaluate import evaluate_evidence, evaluate_text, read_evidence
-from burnin.recognise import TOOLS, recognise
+from burnin.recognise import TOOLS, find_tool, recognise
 from burnin.result import Verdict
 from tests.profiles import shipped
 from tests.unit.burnin.parsers._samples import SAMPLES_DIR
@@ -373,8 +373,24 @@ def test_every_judged_tool_has_a_capture_here() -> None:
 
 @pytest.mark.parametrize("tool", JUDGED)
 def test_empty_and_blank_inputs_are_unknown(tool: str) -> None:
+    """Recognised as nothing, and judged by each of the tool's checks named (--check)."""
     for text in ("", "\n", "   \n\n"):
         assert evaluate_text(text, PROFILE).verdict is Verdict.UNKNOWN
+        for check in find_tool(tool).checks:
+            evaluation = evaluate_text(text, PROFILE, check)
+            assert evaluation.verdict is Verdict.UNKNOWN and evaluation.reason, (tool, check, text)
+
+
+def test_nccl_tests_wrong_elements_through_evaluate_fail_as_corruption() -> None:
+    """A capture that passes a lower floor, with one size's #wrong set: data corruption, at any busbw."""
+    text = load("nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt")
+    profile = apply_overrides(PROFILE, ("floors.nccl_busbw_multi_node_gbps=80",))
+    assert evaluate_text(text, profile).verdict is Verdict.PASS
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["1048576"])
+    assert row.endswith("      0")
+    evaluation = evaluate_text(text.replace(row, row[:-1] + "5"), profile)
+    assert evaluation.tool == "nccl-tests" and evaluation.verdict is Verdict.FAIL
+    assert any("#wrong" in f["message"] for f in evaluation.findings()), evaluation.findings()
 
 
 @pytest.mark.parametrize("tool", JUDGED)
