@@ -24,6 +24,9 @@ the node NODE_FAIL (nodes are busy with probability BUSY; a MULTI_NODE share of 
 other nodes too, and Slurm's event names the node that went down); noise: jobs that fail for the
 user's reasons (FAILED) on every node, USER_FAILS_PER_DAY.
 
+Seeds: 101-103 (the default) tuned the policy's same_part_max_chance; 201-203 and 301-303 were
+never used to set it (docs/reliability.md quotes 301-303).
+
 It prints, per size and rate (seeds pooled): lemons; named, true and false positives, precision
 and recall of one `burnin lemons` run on the last day (its 28-day window, the default policy);
 the same for the detector run every day (as `burnin lemons --apply` nightly: a flag stays until an
@@ -89,32 +92,51 @@ class Truth:
 
 class Accounting:
     """Slurm accounting of the simulated fleet, as `sacct --parsable2` and `sacctmgr --parsable2
-    list event` print it (times in local time, as Slurm's clients print them)."""
+    list event` print it (times in local time, as Slurm's clients print them).
+
+    A multi-node job's other nodes are drawn blind to their own future (each node's history is
+    drawn in turn), so one of them may go down during the job; in Slurm that would have ended
+    the job then, blamed on it. Such nodes are dropped from the job when it is written."""
 
     def __init__(self) -> None:
-        self.jobs = ["|".join(SACCT_FIELDS)]
-        self.events = ["|".join(EVENT_FIELDS)]
-        self.next_id = 1
+        self.runs: list[tuple[list[str], str, datetime, datetime]] = []
+        self.downs: dict[str, list[tuple[datetime, datetime]]] = {}
 
     @staticmethod
     def _t(at: datetime) -> str:
         return at.astimezone().strftime("%Y-%m-%dT%H:%M:%S")
 
     def job(self, nodes: list[str], state: str, start: datetime, end: datetime) -> None:
-        jid, self.next_id = str(self.next_id), self.next_id + 1
-        secs = int((end - start).total_seconds())
-        elapsed = f"{secs // 86400}-{secs % 86400 // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
-        code = "0:0" if state in ("COMPLETED", "NODE_FAIL") else "1:0"
-        row = [jid, jid, "train", "sim", state, code, ",".join(nodes), str(len(nodes)), self._t(start),
-               self._t(start), self._t(end), elapsed, "None"]  # fmt: skip
-        self.jobs.append("|".join(row))
+        self.runs.append((nodes, state, start, end))
 
     def node_down(self, node: str, at: datetime, back: datetime) -> None:
-        self.events.append("|".join([node, self._t(at), self._t(back), "DOWN*", "Not responding", "root(0)"]))
+        self.downs.setdefault(node, []).append((at, back))
+
+    def text(self) -> tuple[str, str]:
+        """(sacct's text, sacctmgr's text)."""
+        jobs = ["|".join(SACCT_FIELDS)]
+        for jid, (nodes, state, start, end) in enumerate(self.runs, 1):
+            nodes = nodes[:1] + [
+                n for n in nodes[1:] if not any(start <= t <= end for t, _ in self.downs.get(n, []))
+            ]
+            secs = int((end - start).total_seconds())
+            elapsed = f"{secs // 86400}-{secs % 86400 // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+            code = "0:0" if state in ("COMPLETED", "NODE_FAIL") else "1:0"
+            row = [str(jid), str(jid), "train", "sim", state, code, ",".join(nodes), str(len(nodes)),
+                   self._t(start), self._t(start), self._t(end), elapsed, "None"]  # fmt: skip
+            jobs.append("|".join(row))
+        events = ["|".join(EVENT_FIELDS)]
+        for node, downs in self.downs.items():
+            for at, back in downs:
+                events.append(
+                    "|".join([node, self._t(at), self._t(back), "DOWN*", "Not responding", "root(0)"])
+                )
+        return "\n".join(jobs), "\n".join(events)
 
     def reader(self):  # type: ignore[no-untyped-def]
         """What `burnin lemons` reads instead of running sacct: this text, parsed as sacct's."""
-        jobs, events = parse_sacct("\n".join(self.jobs)), parse_node_events("\n".join(self.events))
+        jobs_text, events_text = self.text()
+        jobs, events = parse_sacct(jobs_text), parse_node_events(events_text)
         utc = timezone.utc
 
         def aware(r, *names):  # type: ignore[no-untyped-def]
@@ -278,7 +300,11 @@ def measure(
     first_named: dict[str, datetime] = {}
     for d in range(1, days + 1):
         end = now - timedelta(days=days - d)
-        clipped = {n: clip(s, end - window, end) for n, s in history.signals.items()}
+        # every simulated node is in service from day 0: its node-days are the window's days so far
+        live = {"golden": end - max(end - window, now - timedelta(days=days))}
+        clipped = {
+            n: replace(clip(s, end - window, end), time_in_state=live) for n, s in history.signals.items()
+        }
         clipped_jobs = {n: clip_jobs(j, end - window, end) for n, j in jobs.items()}
         for lemon in find_lemons(clipped, policy, "window", clipped_jobs):
             if lemon.node not in first_named and lemon.node not in truth.lemons:
