@@ -408,10 +408,13 @@ def fan_out_batches(
     script: str | Callable[[SshTarget], str],
     time_limit: float,
     concurrency: int = DEFAULT_CONCURRENCY,
+    gather_s: float = 0.0,
 ) -> Iterator[list[RemoteResult]]:
     """``fan_out``, yielding every result that is in at that moment (at least one), so a caller
-    can save them together: while it writes, the next ones gather; when the fleet is quiet, each
-    comes alone and at once (nothing waits for a batch to fill).
+    can save them together: while it writes, the next ones gather. With ``gather_s`` a batch
+    also takes what comes within that many seconds of its first result (never past the last
+    node): answers that trickle in one at a time are then saved a few at a time, not each in a
+    transaction of its own. With 0 (the default) nothing waits for a batch to fill.
 
     Threads: at most ``concurrency`` SSH sessions are open (paramiko runs a thread for each),
     ``CONNECTORS`` threads open them and one thread reads them all, so the controller's thread
@@ -422,7 +425,7 @@ def fan_out_batches(
         return
     mux = _Multiplexer(targets, script, time_limit, max(1, concurrency))
     try:
-        yield from mux.batches()
+        yield from mux.batches(gather_s)
     finally:
         # Interrupted (Ctrl-C, the caller failing): start no other node, and return at once so the
         # run's ending is recorded; the scripts already running end under their time limit.
@@ -477,13 +480,14 @@ class _Multiplexer:
         for t in threads:
             t.start()
 
-    def batches(self) -> Iterator[list[RemoteResult]]:
+    def batches(self, gather_s: float = 0.0) -> Iterator[list[RemoteResult]]:
         received = 0
         while received < self.count:  # every target gives exactly one result
             batch = [self.results.get()]
-            while True:
+            until = time.monotonic() + gather_s
+            while received + len(batch) < self.count and batch[-1] is not None:
                 try:
-                    batch.append(self.results.get_nowait())
+                    batch.append(self.results.get(timeout=max(0.0, until - time.monotonic())))
                 except queue.Empty:
                     break
             if None in batch:

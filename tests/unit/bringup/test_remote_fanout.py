@@ -141,6 +141,40 @@ def test_results_come_in_batches_of_what_is_in(client_key):
     assert all(rest) and len(rest) < 11  # eleven answers in at once do not come one by one
 
 
+def test_a_gathering_batch_takes_the_answers_that_follow_its_first(client_key):
+    """With gather_s, a batch waits for the answers that come after its first (here: n0 at once,
+    the rest when a gate opens, well within the window), and stops waiting once every node is
+    in: the caller saves them in one transaction, not one each."""
+    gate = threading.Event()
+
+    class _Gated(base._Server):
+        def check_channel_exec_request(self, channel, command):  # noqa: ANN001
+            def answer() -> None:
+                script = b""
+                while chunk := channel.recv(4096):
+                    script += chunk
+                if script == b"echo n0\n":
+                    gate.set()  # the others answer once n0 has
+                else:
+                    gate.wait(30)
+                channel.sendall(script)
+                channel.send_exit_status(0)
+                channel.close()
+
+            threading.Thread(target=answer, daemon=True).start()
+            return True
+
+    with base.ssh_server(_Gated) as served:
+        targets = [
+            SshTarget(f"n{i}", "127.0.0.1", port=served["port"], key_file=client_key, host_key_policy="off")
+            for i in range(6)
+        ]
+        batches = list(fan_out_batches(targets, lambda t: f"echo {t.name}\n", 20, 6, gather_s=120))
+    assert len(batches) == 1  # not 120 s: the batch ended when the last node was in
+    assert sorted(r.name for r in batches[0]) == [t.name for t in targets]
+    assert all(r.rc == 0 for r in batches[0])
+
+
 def test_a_script_that_cannot_be_built_fails_its_node_only(client_key):
     def script(t: SshTarget) -> str:
         if t.name == "n1":
