@@ -20,7 +20,8 @@ durations, as `make demo`):
 - a nightly stopped with SIGTERM gives its nodes back first (the one under test stays drained);
 - `--idle`: each idle golden node is tested by a job in the lowest, preemptible partition; a real
   user job submitted meanwhile preempts node03's at once and starts; node03 stays golden, its
-  test recorded as not run; the other nodes' tests ran and were judged.
+  test recorded as not run; the other nodes' tests ran and were judged; an idle test that fails
+  takes its node out of golden, drained with the finding.
 """
 
 from __future__ import annotations
@@ -393,4 +394,28 @@ def test_a_nightly_stopped_with_sigterm_gives_its_nodes_back_first(nightly_lab):
     code, summary, output = nightly(lab)
     assert code == 0, output
     assert rows(summary)["node02"]["state_after"] == "golden"
+    no_drain_left(lab)
+
+
+def test_an_idle_test_that_fails_takes_the_node_out_drained_with_its_finding(nightly_lab):
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    switch(lab, "node04", "gpu-missing")
+    code, summary, output = nightly(lab, "--idle", "--stages", "preflight")
+    assert code == 1, output
+    by, run_id = rows(summary), summary[0]["run"]
+    assert (by["node04"]["verdict"], by["node04"]["state_after"]) == ("FAIL", "failed"), by
+    assert by["node04"]["finding"].startswith("gpu_inventory: 7 GPU(s) found, the profile has 8"), by
+    assert store.get_node("node04").state == "failed"
+    drained = {n: s.reason for n, s in slurm_nodes(lab).items() if s.drain}
+    assert drained == {"node04": f"bringup nightly run {run_id}: {by['node04']['finding']}"[:255]}, drained
+    assert all(by[n]["state_after"] == "golden" for n in NODES[:3]), by
+    # back, as an operator would bring it: repaired, then a night
+    switch(lab, "node04", None)
+    res = lab["runner"].invoke(
+        bringup_main, [*lab["base"], "nodes", "mark-repaired", "node04", "--reason", "GPU reseated"]
+    )
+    assert res.exit_code == 0, res.output
+    code, summary, output = nightly(lab, "--stages", "preflight")
+    assert code == 0 and rows(summary)["node04"]["state_after"] == "golden", output
     no_drain_left(lab)
