@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import paramiko
+from paramiko.packet import Packetizer
 
 from bringup.capture import STREAM_CAP, HeadTail
 from bringup.hostkeys import PinnedKeys, fingerprint, known_hosts_name, known_hosts_text
@@ -185,8 +186,27 @@ def target_for_node(name: str, hostvars: Mapping[str, Any], inventory_dir: Path,
 _CIPHERS_FIRST = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
 
+class _Packetizer(Packetizer):
+    """paramiko's, with the handshake's time limit kept as a deadline its reading loop looks at
+    (it wakes every 0.1 s), not as a Timer thread started and stopped for every connection."""
+
+    _deadline: float | None = None
+    _shaken = False
+
+    def start_handshake(self, timeout: float) -> None:
+        if self._deadline is None:
+            self._deadline = time.monotonic() + float(timeout)
+
+    def handshake_timed_out(self) -> bool:
+        return self._deadline is not None and not self._shaken and time.monotonic() >= self._deadline
+
+    def complete_handshake(self) -> None:
+        if self._deadline is not None:
+            self._shaken = True
+
+
 def _transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
-    transport = paramiko.Transport(sock, **kwargs)
+    transport = paramiko.Transport(sock, packetizer_class=_Packetizer, **kwargs)
     options = transport.get_security_options()
     offered = options.ciphers
     options.ciphers = tuple(c for c in _CIPHERS_FIRST if c in offered) + tuple(

@@ -116,3 +116,44 @@ def test_an_encrypted_key_without_its_passphrase_fails_as_paramiko_says(sshd, tm
     # the line paramiko's own reading of the file gives (the key not read ahead)
     monkeypatch.setattr(remote, "_private_key", lambda path: None)
     assert run_script(_target(sshd, str(path)), "echo hi\n", 10).error == result.error
+
+
+def test_the_handshake_time_limit_is_a_deadline_not_a_thread():
+    packetizer = remote._Packetizer(socket.socket())
+    try:
+        assert not packetizer.handshake_timed_out()  # no handshake started: never timed out
+        packetizer.start_handshake(0)
+        assert packetizer.handshake_timed_out()
+        packetizer.complete_handshake()
+        assert not packetizer.handshake_timed_out()  # done in time: no longer a timeout
+    finally:
+        packetizer.close()
+
+
+def test_a_host_that_stalls_in_its_handshake_fails_at_the_handshake_limit(client_key, monkeypatch):
+    """It sends its banner, then nothing: the connection gives up when the handshake's time limit
+    (paramiko's 15 s, here 0.5 s) has passed, with no Timer thread started for it."""
+    start = remote._Packetizer.start_handshake
+    monkeypatch.setattr(remote._Packetizer, "start_handshake", lambda self, timeout: start(self, 0.5))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    held: list[socket.socket] = []
+
+    def stall() -> None:
+        conn, _ = listener.accept()
+        conn.sendall(b"SSH-2.0-stalled\r\n")
+        held.append(conn)  # open, silent
+
+    threading.Thread(target=stall, daemon=True).start()
+    timers_before = sum(isinstance(t, threading.Timer) for t in threading.enumerate())
+    try:
+        target = SshTarget("node03", "127.0.0.1", port=listener.getsockname()[1], key_file=client_key,
+                           host_key_policy="off", connect_timeout=30)  # fmt: skip
+        result = run_script(target, "echo hi\n", 60)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert result.rc is None and result.error.startswith(f"SSH to root@127.0.0.1:{target.port} failed")
+    assert sum(isinstance(t, threading.Timer) for t in threading.enumerate()) == timers_before
