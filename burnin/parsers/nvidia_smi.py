@@ -429,6 +429,8 @@ _LINK_RE = re.compile(r"^\s*Link (\d+): (.*)$")
 
 def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
     """'GPU 0: NAME (UUID: GPU-...)' -> (0, 'NAME', 'GPU-...')."""
+    if "GPU " not in line:  # most lines: no regex
+        return None
     m = _GPU_LINE_RE.match(line.strip())
     if not m:
         return None
@@ -440,6 +442,13 @@ def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
 
 
 _ALL_INACTIVE_RE = re.compile(r"all links are inactive", re.I)
+_SPEED_RE = re.compile(r"^([\d.]+)\s*GB/s")
+
+
+def _all_inactive(line: str) -> bool:
+    if line.isascii():  # there IGNORECASE is str.lower()'s, and a substring test is enough
+        return "all links are inactive" in line.lower()
+    return _ALL_INACTIVE_RE.search(line) is not None
 
 
 @parser
@@ -471,14 +480,14 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                 "links": [],
                 "inactive": False,
             }
-        elif _ALL_INACTIVE_RE.search(line):
+        elif _all_inactive(line):
             if current is None:
                 orphan_inactive = True
             else:
                 current["inactive"] = True
         elif (m := _LINK_RE.match(line)) and current is not None:
             value = m.group(2).strip()
-            speed = re.match(r"^([\d.]+)\s*GB/s", value)
+            speed = _SPEED_RE.match(value)
             inactive = "inactive" in value.lower()
             current["links"].append(
                 NvlinkLink(int(m.group(1)), to_float(speed.group(1)) if speed else None, inactive)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnin.parsers.nvidia_smi import _KV_RE, _tree
+from burnin.parsers.nvidia_smi import _ALL_INACTIVE_RE, _GPU_LINE_RE, _KV_RE, _all_inactive, _gpu_line, _tree
 from tests.paths import REPO
 
 
@@ -35,3 +35,17 @@ def test_the_recorded_h100_output_reads_as_the_regex_reads_it():
         flat.append((node.key, node.value))
         stack.extend(reversed(node.children))
     assert flat == [by_regex(line.expandtabs(4).strip()) for line in lines]
+
+
+NVLINK_PIECES = ["GPU ", "GPU", "0", ": ", "H100 ", "(UUID: GPU-1)", "all links are inactive", "ALL LINKS",
+                 " are inactive", "\u0130", "\u0131", "\u212a", " ", "\t", "Link 3", "26.562 GB/s", "x"]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(NVLINK_PIECES), max_size=8).map("".join))
+def test_nvlink_lines_read_as_the_regexes_read_them(line):
+    """`nvlink -s` is read without a regex for most lines (issue 18): the same GPU lines and the
+    same 'all links are inactive' lines as the regexes, in any case and any script."""
+    assert _all_inactive(line) == bool(_ALL_INACTIVE_RE.search(line))
+    m = _GPU_LINE_RE.match(line.strip())
+    assert (_gpu_line(line) is None) == (m is None)
