@@ -101,6 +101,7 @@ class PxeLabState:
     notifier_url: str
     ramdisk_dir: str
     vms: list[PxeVm] = field(default_factory=list)
+    ssh_key: str = ""  # root's login key when the VMs' ramdisk runs an SSH server (pxe_ssh.py)
 
     def save(self) -> None:
         atomic_write(Path(self.state_dir) / STATE_FILE, json.dumps(asdict(self), indent=2))
@@ -158,6 +159,8 @@ def render_inventory(state: PxeLabState, inventory: Path, password_file: Path, p
             "children": {state.name: {"hosts": hosts}},
         }
     }
+    if state.ssh_key:  # the VMs answer SSH: burn-in logs in as root, pinned to the reported keys
+        doc["all"]["vars"].update(ansible_user="root", ansible_ssh_private_key_file=state.ssh_key)
     header = f"# The PXE lab {state.name!r} (run {state.run_id}), written by bringup.lab.pxe; removed by its down().\n"
     return header + yaml.safe_dump(doc, sort_keys=False, width=120)
 
@@ -180,7 +183,9 @@ class PxeLab:
 
     # -- up ---------------------------------------------------------------------------------
 
-    def up(self, vms: Sequence[PxeVmSpec], profile: str = DEFAULT_PROFILE) -> PxeLabState:
+    def up(self, vms: Sequence[PxeVmSpec], profile: str = DEFAULT_PROFILE, ssh: bool = False) -> PxeLabState:
+        """Bring the lab up; with ``ssh`` the VMs boot the agent ramdisk with an SSH server
+        (``pxe_ssh``), so their phone-home reports a host key and they can be burned in."""
         if not vms:
             raise LabError("a PXE lab needs at least one VM")
         for tool in ("qemu-system-x86_64", "dnsmasq"):
@@ -192,16 +197,23 @@ class PxeLab:
             )
         from bringup.provision.pxe.ramdisk import build_ramdisk
 
-        ramdisk = build_ramdisk(default_cache_dir())
+        ssh_key = ""
+        if ssh:
+            from bringup.lab.pxe_ssh import build_ssh_ramdisk, login_key
+
+            key_file, public = login_key(default_cache_dir())
+            ramdisk, ssh_key = build_ssh_ramdisk(default_cache_dir(), public), str(key_file)
+        else:
+            ramdisk = build_ramdisk(default_cache_dir())
         self.state_dir.mkdir(parents=True, exist_ok=True)
         try:
-            self.state = self._up(list(vms), ramdisk.directory, profile)
+            self.state = self._up(list(vms), ramdisk.directory, profile, ssh_key)
         except BaseException:
             self.down()
             raise
         return self.state
 
-    def _up(self, specs: list[PxeVmSpec], ramdisk_dir: Path, profile: str) -> PxeLabState:
+    def _up(self, specs: list[PxeVmSpec], ramdisk_dir: Path, profile: str, ssh_key: str) -> PxeLabState:
         p = self.names.prefix
         mgmt_link = f"{p}m"
         srv, cli = self.server_netns, self.client_netns
@@ -228,6 +240,7 @@ class PxeLab:
             server_ip=server_ip,
             notifier_url="",
             ramdisk_dir=str(ramdisk_dir),
+            ssh_key=ssh_key,
         )
         state.save()
 
@@ -358,27 +371,31 @@ class PxeLab:
 
     def bringup(self, *args: str, db: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         """Run ``bringup ARGS`` on the provisioning server (in the server namespace)."""
+        return self._cli(["-m", "bringup"], args, db, timeout)
+
+    def burnin(self, *args: str, db: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        """Run ``burnin ARGS`` on the provisioning server (the VMs are reached from there)."""
+        return self._cli(["-c", "from burnin.cli import main; main(prog_name='burnin')"], args, db, timeout)
+
+    def _cli(
+        self, program: list[str], args: Sequence[str], db: Path, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
         state = self.state or PxeLabState.load(self.state_dir)
         if state is None:
             raise LabError(f"PXE lab {self.name!r} is not up")
-        cmd = [
-            "ip",
-            "netns",
-            "exec",
-            state.server_netns,
-            sys.executable,
-            "-m",
-            "bringup",
-            "--db",
-            str(db),
-            "--inventory-dir",
-            str(Path(state.inventory).parent),
-            *args,
-        ]
+        options = ["--db", str(db), "--inventory-dir", str(Path(state.inventory).parent)]
+        return self.in_server([sys.executable, *program, *options, *args], timeout)
+
+    def in_server(self, cmd: Sequence[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        """Run ``cmd`` in the server namespace with this project importable (its output captured)."""
+        state = self.state or PxeLabState.load(self.state_dir)
+        if state is None:
+            raise LabError(f"PXE lab {self.name!r} is not up")
+        argv = ["ip", "netns", "exec", state.server_netns, *cmd]
         env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
         project_root = str(Path(bringup.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
     def vm_log(self, name: str) -> str:
         path = self.state_dir / "vms" / name / "serial.log"

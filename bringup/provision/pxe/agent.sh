@@ -48,6 +48,12 @@ setup_ramdisk() {
     done
 }
 
+boot_hooks() {  # steps a ramdisk variant adds (the lab's SSH server), before any report
+    for hook in /etc/bringup/boot.d/*; do
+        [ -x "$hook" ] && "$hook"
+    done
+}
+
 iface_for_mac() {
     for dev in /sys/class/net/*; do
         [ "$(readf "$dev/address")" = "$1" ] && { basename "$dev"; return; }
@@ -111,6 +117,7 @@ main() {
     ramdisk=0
     [ "$$" = 1 ] && ramdisk=1
     [ $ramdisk = 1 ] && setup_ramdisk
+    [ $ramdisk = 1 ] && boot_hooks
     URL=${BRINGUP_URL:-$(param bringup.url)}
     MAC=$(printf '%s' "${BRINGUP_MAC:-$(param bringup.mac)}" | tr 'A-F-' 'a-f:')
     TOKEN=${BRINGUP_TOKEN:-$(param bringup.token)}

@@ -25,7 +25,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,14 +176,20 @@ def kernel_package(flavour: str = KERNEL_FLAVOUR) -> str:
 
 def ensure_kernel(cache: Path, package: str | None = None) -> Path:
     """Download and unpack the kernel package once; returns the unpacked tree (cached)."""
-    package = package or kernel_package()
-    tree = cache / "kernel" / package
+    return ensure_package(cache / "kernel", package or kernel_package())
+
+
+def ensure_package(directory: Path, package: str) -> Path:
+    """Download and unpack a Debian package once into ``directory/<package>`` (nothing is
+    installed on the host); returns the unpacked tree (cached)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tree = directory / package
     if (tree / ".complete").exists():
         return tree
-    with flocked(cache / "kernel" / f"{package}.lock"):
+    with flocked(directory / f"{package}.lock"):
         if (tree / ".complete").exists():
             return tree
-        with tempfile.TemporaryDirectory(dir=cache / "kernel") as tmp:
+        with tempfile.TemporaryDirectory(dir=directory) as tmp:
             work = Path(tmp)
             os.chmod(work, 0o755)  # apt drops to _apt for downloads when it can
             _run(["apt-get", "download", "-q", package], cwd=work)
@@ -264,8 +270,16 @@ def _initrd_entries(moddir: Path, modules: list[str]) -> list[tuple[str, int, by
     return entries
 
 
-def build_ramdisk(cache: Path | None = None, package: str | None = None) -> Ramdisk:
-    """Build (or find in the cache) the agent kernel + initrd; returns where they are."""
+def build_ramdisk(
+    cache: Path | None = None,
+    package: str | None = None,
+    extra: Sequence[tuple[str, int, bytes]] = (),
+) -> Ramdisk:
+    """Build (or find in the cache) the agent kernel + initrd; returns where they are.
+
+    ``extra``: more (path, mode, data) entries for the initrd, after the agent's own (each
+    directory before what it holds); an executable in ``etc/bringup/boot.d/`` runs at boot
+    before the report is sent. A variant's entries are part of its cache key."""
     cache = (cache or default_cache_dir()).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     if not BUSYBOX.exists():
@@ -284,6 +298,7 @@ def build_ramdisk(cache: Path | None = None, package: str | None = None) -> Ramd
             AGENT_SCRIPT.read_bytes(),
             UDHCPC_SCRIPT.encode(),
             "\n".join(modules).encode(),
+            *(f"{path}:{mode:o}".encode() + b"\0" + data for path, mode, data in extra),
         ]
     )
     out = cache / "ramdisk" / key
@@ -294,7 +309,8 @@ def build_ramdisk(cache: Path | None = None, package: str | None = None) -> Ramd
             return Ramdisk(out, version)
         tmp = Path(tempfile.mkdtemp(dir=cache / "ramdisk"))
         try:
-            archive = newc_archive(_initrd_entries(moddir, modules), {"dev/console": (5, 1)})
+            entries = [*_initrd_entries(moddir, modules), *extra]
+            archive = newc_archive(entries, {"dev/console": (5, 1)})
             (tmp / "initrd.gz").write_bytes(gzip.compress(archive, 9, mtime=0))
             shutil.copyfile(vmlinuz, tmp / "vmlinuz")
             for f in tmp.iterdir():
