@@ -167,7 +167,10 @@ class NvmeHealthCheck(Check):
         return profile.hardware.nvme_count is not None
 
     def command(self, profile: Profile) -> str:
+        # Without smartctl the scan prints nothing and the loop runs no drive: that output reads
+        # as "0 drives found, reseat them" unless the missing tool ends the command first (127).
         return (
+            "command -v smartctl >/dev/null || { echo 'smartctl: command not found' >&2; exit 127; }; "
             f"{section_mark('scan')}; smartctl --scan -d nvme; "
             "for d in $(smartctl --scan -d nvme | awk '{print $1}'); do "
             'echo "@@burnin-section ${d##*/}"; smartctl -j -a "$d"; done'
