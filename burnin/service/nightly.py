@@ -56,6 +56,7 @@ from burnin.service.nightly_plan import (
     Pick,
     Return,
     nightly_reason,
+    nightly_run_of,
     plan_idle,
     plan_night,
     return_action,
@@ -91,7 +92,7 @@ class NightlyRequest:
 @dataclass
 class NightRow:
     node: str
-    role: str  # tested, partner, given back, skipped
+    role: str  # tested, partner, given back, kept drained, skipped
     why: str = ""
     state_before: str = ""
     state_after: str = ""
@@ -178,7 +179,9 @@ def run_nightly(
             revalidate_pct=req.revalidate_pct,
             partners=req.partners,
         )
-        states = states_of(store, [n for n, _ in plan.skipped] + [p.node for p in plan.give_back])
+        states = states_of(
+            store, [n for n, _ in plan.skipped] + [p.node for p in (*plan.give_back, *plan.keep)]
+        )
         for name, why in plan.skipped:
             result.rows.append(NightRow(name, "skipped", why, *(states[name],) * 2))
         events: list[Note] = []
@@ -187,6 +190,13 @@ def run_nightly(
                 state = states[pick.node]
                 row = NightRow(pick.node, "given back", pick.note, state, state)
                 row.slurm = _give_back(pick.node, state, view.get(pick.node), 0, conf, "", events)
+                result.rows.append(row)
+            for pick in plan.keep:  # failed under a dead night, its bare drain left: the finding added
+                state, s = states[pick.node], view.get(pick.node)
+                dead = nightly_run_of(s.reason) if s is not None else None
+                finding = stored_finding(store, pick.node, dead)
+                row = NightRow(pick.node, "kept drained", pick.note, state, state, finding=finding)
+                row.slurm = _give_back(pick.node, state, s, dead or 0, conf, finding, events)
                 result.rows.append(row)
         finally:
             write_events(store, events)
@@ -406,6 +416,22 @@ def first_finding(o: BurninOutcome) -> str:
                 if r.verdict is wanted:
                     f = next((f for f in r.findings if f.severity.value != "info"), None)
                     return f"{r.check}: {f.message if f else r.reason or wanted.value}"
+    return ""
+
+
+def stored_finding(store: FleetStore, name: str, run_id: int | None) -> str:
+    """``first_finding``'s line from the results ``run_id`` recorded for the node (a dead run's,
+    which never gave its nodes back)."""
+    order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
+    results = sorted(
+        (r for r in store.latest_results(name) if r.run_id == run_id),
+        key=lambda r: (order.get(r.stage, len(order)), r.id),
+    )
+    for wanted in (Verdict.FAIL.value, Verdict.UNKNOWN.value):
+        for r in results:
+            if r.verdict == wanted:
+                f = next((f for f in r.findings or [] if f.get("severity") != "info"), None)
+                return f"{r.check}: {f['message'] if f else wanted}"
     return ""
 
 

@@ -8,11 +8,13 @@ Selection (``plan_night``):
   check drained it and ``burnin sync`` failed it) is tested;
 - a node drained by a nightly run that is no longer alive (``bringup nightly run N``, run N not
   running) is the dead run's leftover: tested again when it was mid-test (``burnin``/``repair``),
-  given back when it is ``golden`` (a partner or a revalidated node the dead run never finished),
-  left drained otherwise (a finding keeps it out);
+  given back when it is ``golden`` (a partner or a revalidated node the dead run never finished;
+  when something is tested it may stand as a partner first), left drained otherwise (a finding
+  keeps it out; a ``failed`` node with the bare reason gets its finding added: ``keep``);
 - with ``revalidate_pct``, that share of the golden pool (at least one node when the share is
   above 0), the nodes proven longest ago first, among those Slurm shows in service (not drained);
-- partners: golden nodes Slurm shows idle and not drained, in rack order, up to ``partners``,
+- partners: golden nodes Slurm shows idle and not drained (or drained only by a dead nightly),
+  in rack order, up to ``partners``,
   only when something is tested: the ib stage pairs the tested nodes with them and the nccl
   stage uses them as proven-good anchors.
 
@@ -88,6 +90,7 @@ class NightPlan:
     tested: list[Pick] = field(default_factory=list)
     partners: list[Pick] = field(default_factory=list)
     give_back: list[Pick] = field(default_factory=list)  # golden, drained by a dead nightly: resume
+    keep: list[Pick] = field(default_factory=list)  # failed, a dead nightly's bare drain: add the finding
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (node, why not)
 
     @property
@@ -126,6 +129,8 @@ def plan_night(
                 plan.tested.append(Pick(v.name, Why.LEFTOVER, note))
             elif v.state == "golden":
                 plan.give_back.append(Pick(v.name, Why.LEFTOVER, note))
+            elif v.state == "failed" and s is not None and s.reason == nightly_reason(run):
+                plan.keep.append(Pick(v.name, Why.LEFTOVER, f"{note}; failed: stays drained"))
             else:
                 plan.skipped.append((v.name, f"{note}; {v.state}: stays drained"))
             taken.add(v.name)
@@ -151,8 +156,13 @@ def plan_night(
         )
         taken.add(v.name)
     if plan.tested:
-        idle = [v for v in in_service if v.name not in taken and not is_busy(v.slurm)]  # type: ignore[arg-type]
-        plan.partners = [Pick(v.name, Why.PARTNER) for v in idle[:partners]]
+        # A golden node a dead night left drained is proven and free: it stands beside the
+        # re-test (the night gives it back at its end) rather than leave a leftover alone.
+        free_names = {p.node for p in plan.give_back} | {v.name for v in in_service if v.name not in taken}
+        free = [v for v in views if v.name in free_names and not is_busy(v.slurm)]  # type: ignore[arg-type]
+        plan.partners = [Pick(v.name, Why.PARTNER) for v in free[:partners]]
+        chosen = {p.node for p in plan.partners}
+        plan.give_back = [p for p in plan.give_back if p.node not in chosen]
     return plan
 
 

@@ -18,6 +18,8 @@ durations, as `make demo`):
 - a node whose job outlasts --drain-timeout is skipped with an event and given back, its job
   still running; with --reservation (a real MAINT reservation) nothing is drained;
 - a nightly stopped with SIGTERM gives its nodes back first (the one under test stays drained);
+- a nightly killed after failing a node, holding every node: the next one re-tests its leftover
+  beside the golden nodes it held, and the failed node's drain gets its finding;
 - `--idle`: each idle golden node is tested by a job in the lowest, preemptible partition; a real
   user job submitted meanwhile preempts node03's at once and starts; node03 stays golden, its
   test recorded as not run; the other nodes' tests ran and were judged; an idle test that fails
@@ -414,6 +416,49 @@ def test_an_idle_test_that_fails_takes_the_node_out_drained_with_its_finding(nig
     switch(lab, "node04", None)
     res = lab["runner"].invoke(
         bringup_main, [*lab["base"], "nodes", "mark-repaired", "node04", "--reason", "GPU reseated"]
+    )
+    assert res.exit_code == 0, res.output
+    code, summary, output = nightly(lab, "--stages", "preflight")
+    assert code == 0 and rows(summary)["node04"]["state_after"] == "golden", output
+    no_drain_left(lab)
+
+
+def failed_under_a_live_night(lab, node: str):
+    """The running night has failed NODE (in the store) and still holds its bare drain."""
+    s = slurm_nodes(lab)[node]
+    bare = s.reason.startswith("bringup nightly run ") and ":" not in s.reason
+    return bare and lab["store"].get_node(node).state == "failed" and s
+
+
+def test_a_node_failed_by_a_killed_nightly_is_kept_drained_with_its_finding(nightly_lab):
+    """Killed after it failed node04 but before giving it back: the next night keeps node04
+    drained and gives it the finding as its reason, as the dead night would have."""
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    switch(lab, "node04", "gpu-missing")
+    health_drain_and_repair(lab, "node04")  # marked repaired, still faulty
+    health_drain_and_repair(lab, "node02")
+    first = start_nightly(lab)
+    try:  # node04 fails the single-node stages; node02 goes on to ib and nccl beside the partners
+        wait_for("node04 failed while the night goes on", lambda: failed_under_a_live_night(lab, "node04"))
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=60)
+    dead_run = int(slurm_nodes(lab)["node04"].reason.split()[3])
+    code, summary, output = nightly(lab)
+    assert code == 0, output
+    by = rows(summary)
+    assert by["node02"]["state_after"] == "golden", by
+    node = slurm_nodes(lab)["node04"]
+    assert node.drain and node.reason.startswith(
+        f"bringup nightly run {dead_run}: gpu_inventory: 7 GPU(s) found, the profile has 8"
+    ), node.reason
+    assert store.get_node("node04").state == "failed"
+    again = nightly(lab)  # nothing more to do: the reason is not rewritten every night
+    assert again[0] == 0 and slurm_nodes(lab)["node04"].reason == node.reason, again[2]
+    switch(lab, "node04", None)  # repaired for real, back through a night
+    res = lab["runner"].invoke(
+        bringup_main, [*lab["base"], "nodes", "mark-repaired", "node04", "--reason", "GPU swapped"]
     )
     assert res.exit_code == 0, res.output
     code, summary, output = nightly(lab, "--stages", "preflight")

@@ -65,7 +65,37 @@ def test_drains_of_a_dead_nightly_are_retested_or_given_back():
     partner = plan_night([view("n05", "golden")], live_runs=set())
     assert [p.node for p in partner.give_back] == ["n05"] and partner.tested == []
     failed = plan_night([view("n05", "failed")], live_runs=set())
-    assert failed.tested == failed.give_back == [] and "stays drained" in failed.skipped[0][1]
+    assert failed.tested == failed.give_back == [] and [p.node for p in failed.keep] == ["n05"]
+
+
+DEAD_NIGHT = """\
+r01|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7
+r02|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7
+r03|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7
+r04|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7
+r05|drained|root(0)|2026-11-24T02:00:00|bringup nightly run 7: gpu_inventory: 7 GPU(s) found
+"""
+
+
+def test_the_golden_nodes_a_dead_night_held_stand_beside_its_leftover():
+    """Killed while it held every node: the next night re-tests r02 beside r01 and r03 (golden,
+    drained only by the dead run), not alone: a repaired node tested without golden anchors
+    has nothing to be judged against at scale."""
+    slurm = {n.name: n for n in parse_sinfo_nodes(DEAD_NIGHT)}
+    states = {"r01": "golden", "r02": "burnin", "r03": "golden", "r04": "failed", "r05": "failed"}
+    plan = plan_night([NodeView(n, st, slurm[n]) for n, st in states.items()], live_runs=set())
+    assert [(p.node, p.why) for p in plan.tested] == [("r02", Why.LEFTOVER)]
+    assert [p.node for p in plan.partners] == ["r01", "r03"]
+    assert plan.give_back == []  # the night holds them and gives them back at its end
+
+
+def test_a_failed_node_a_dead_night_left_with_a_bare_drain_is_kept_to_get_its_finding():
+    slurm = {n.name: n for n in parse_sinfo_nodes(DEAD_NIGHT)}
+    plan = plan_night(
+        [NodeView("r04", "failed", slurm["r04"]), NodeView("r05", "failed", slurm["r05"])], set()
+    )
+    assert [(p.node, p.why) for p in plan.keep] == [("r04", Why.LEFTOVER)]
+    assert [n for n, _ in plan.skipped] == ["r05"]  # its reason already says why: nothing to do
 
 
 def test_drains_of_a_live_nightly_are_not_touched():
