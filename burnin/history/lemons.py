@@ -311,6 +311,8 @@ def judge_node(
 
 def _span(days: float) -> str:
     """A repeat's gap as a person reads it: minutes, hours or days."""
+    if days < 1 / 1440:
+        return f"{days * 86400:.0f} s"
     if days < 1 / 24:
         return f"{days * 1440:.0f} min"
     return f"{days * 24:.1f} h" if days < 1 else f"{days:.1f} days"

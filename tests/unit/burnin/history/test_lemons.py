@@ -243,3 +243,9 @@ def test_one_repeat_counts_within_the_days_the_fleets_rate_allows(rate, gap, lem
     # 5.1 days at 6.5; whatever the node's own rate (its two failures in 28 days are not in it)
     found = judge_node(_repeat_at(gap), LemonPolicy(), WINDOW, rate=rate)
     assert (found is not None) == lemon
+
+
+def test_a_repeat_seconds_after_its_repair_says_so():
+    # the lab's lemon fails again within the minute of its repair
+    found = judge_node(_repeat_at(20 / 86400), LemonPolicy(), WINDOW, rate=6.5e-3)
+    assert found is not None and "(2 times; 20 s after the repair: by chance < 0.01% at 6.50" in found.summary
