@@ -172,6 +172,8 @@ def run_nightly(
     result = NightlyResult(req.rack)
     with nightly_lock(store, req.rack):
         sweep_abandoned(store, actor=ACTOR)
+        if req.reservation and not req.idle:
+            nightly_slurm.check_reservation(req.reservation, conf)  # before any node is touched
         view = nightly_slurm.view(conf)
         plan = plan_night(
             rack_views(store, rack, view),

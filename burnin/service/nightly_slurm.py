@@ -18,6 +18,17 @@ def resume(name: str, slurm_conf: str | None = None) -> None:
     slurm.run_slurm(["scontrol", "update", f"NodeName={name}", "State=RESUME"], slurm_conf, slurm.TIMEOUT_S)
 
 
+def check_reservation(name: str, slurm_conf: str | None = None) -> None:
+    """SlurmError unless Slurm has the reservation (a mistyped name would have the night test
+    nodes that jobs still land on)."""
+    try:
+        text = slurm.run_slurm(["scontrol", "show", "reservation", "-o", name], slurm_conf, slurm.TIMEOUT_S)
+    except slurm.SlurmError as exc:
+        raise slurm.SlurmError(f"Slurm has no reservation {name!r} ({exc})") from exc
+    if f"ReservationName={name} " not in text:
+        raise slurm.SlurmError(f"Slurm has no reservation {name!r} (scontrol printed {text.strip()[:200]!r})")
+
+
 def view(slurm_conf: str | None = None) -> dict[str, SlurmNode]:
     return {n.name: n for n in slurm.cluster_nodes(slurm_conf)}
 

@@ -16,7 +16,8 @@ durations, as `make demo`):
 - two nightlies at once: the second refuses;
 - a nightly killed with SIGKILL mid-run, then run again: no node stays drained by the dead run;
 - a node whose job outlasts --drain-timeout is skipped with an event and given back, its job
-  still running; with --reservation (a real MAINT reservation) nothing is drained;
+  still running; with --reservation (a real MAINT reservation) nothing is drained, and an
+  unknown reservation is refused before any node is touched;
 - a nightly stopped with SIGTERM gives its nodes back first (the one under test stays drained);
 - a nightly killed after failing a node, holding every node: the next one re-tests its leftover
   beside the golden nodes it held, and the failed node's drain gets its finding;
@@ -463,4 +464,17 @@ def test_a_node_failed_by_a_killed_nightly_is_kept_drained_with_its_finding(nigh
     assert res.exit_code == 0, res.output
     code, summary, output = nightly(lab, "--stages", "preflight")
     assert code == 0 and rows(summary)["node04"]["state_after"] == "golden", output
+    no_drain_left(lab)
+
+
+def test_an_unknown_reservation_is_refused_before_any_node_is_touched(nightly_lab):
+    """--reservation with a name Slurm does not have (a typo) would test nodes jobs still land on."""
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    before = {n: {r.id for r in store.latest_results(n)} for n in NODES}
+    code, summary, output = nightly(
+        lab, "--reservation", "no-such-resv", "--revalidate", "25", "--stages", "preflight"
+    )
+    assert code == 3 and "no-such-resv" in output, output
+    assert summary == [] and {n: {r.id for r in store.latest_results(n)} for n in NODES} == before
     no_drain_left(lab)
