@@ -1,6 +1,6 @@
 """The bringup_controller role, run by real Ansible on this machine (connection local) into a
-temporary directory: the nightly's service and timer, the environment file only root reads; a
-second run changes nothing. Enabling the timer (systemd) is switched off here."""
+temporary directory: the nightly's service and timer, the daily lemon sweep's, the environment
+file only root reads; a second run changes nothing. Enabling the timer (systemd) is switched off here."""
 
 from __future__ import annotations
 
@@ -73,6 +73,8 @@ def test_the_service_is_a_valid_systemd_unit(tmp_path):
             "verify",
             str(tmp_path / "units/bringup-nightly.service"),
             str(tmp_path / "units/bringup-nightly.timer"),
+            str(tmp_path / "units/bringup-lemons.service"),
+            str(tmp_path / "units/bringup-lemons.timer"),
         ],
         capture_output=True,
         text=True,
@@ -81,6 +83,27 @@ def test_the_service_is_a_valid_systemd_unit(tmp_path):
     problems = [
         line
         for line in (proc.stdout + proc.stderr).splitlines()
-        if "bringup-nightly" in line  # other units of this machine are not ours to judge
+        if "bringup-" in line  # other units of this machine are not ours to judge
     ]
     assert proc.returncode == 0 and not problems, proc.stdout + proc.stderr
+
+
+def test_the_role_installs_the_daily_lemon_sweep_before_the_nightly(tmp_path):
+    # The detector meets its targets as a daily --apply (benchmarks/lemons.py, "daily"): the
+    # role schedules it that way, so a flag is in before the night's golden list is made.
+    (tmp_path / "units").mkdir()
+    done = run_role(tmp_path, base_vars(tmp_path) | {"bringup_controller_lemons_args": "--no-sacct"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    service = (tmp_path / "units/bringup-lemons.service").read_text()
+    assert f"ExecStart={BIN / 'burnin'} lemons --apply --no-sacct\n" in service
+    assert f"EnvironmentFile={tmp_path / 'etc/nightly.env'}\n" in service and "Type=oneshot\n" in service
+    timer = (tmp_path / "units/bringup-lemons.timer").read_text()
+    assert "OnCalendar=*-*-* 01:30:00\n" in timer and "WantedBy=timers.target\n" in timer
+
+
+def test_the_lemon_sweep_can_be_left_out(tmp_path):
+    (tmp_path / "units").mkdir()
+    done = run_role(tmp_path, base_vars(tmp_path) | {"bringup_controller_lemons": False})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "units/bringup-nightly.service").exists()
+    assert not (tmp_path / "units/bringup-lemons.service").exists()
