@@ -1,4 +1,4 @@
-"""How bringup.remote opens a session, against a real SSH server (paramiko's, on 127.0.0.1): the
+"""How bringup.ssh_connect opens a session, against a real SSH server (paramiko's, on 127.0.0.1): the
 cipher it prefers, and the client key file it reads once and again when the file changes."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import paramiko
 
-from bringup import remote
+from bringup import ssh_connect
 from bringup.hostkeys import PinnedKeys
-from bringup.remote import SshTarget, _connect, run_script
+from bringup.remote import run_script
+from bringup.ssh_connect import SshTarget, connect
 from tests.unit.bringup import test_remote_hostkeys as base
 
 sshd, client_key = base.sshd, base.client_key  # the fixtures: an SSH server, a client key file
@@ -40,7 +41,7 @@ def _target(served: dict, key_file: str) -> SshTarget:
 
 
 def test_the_session_is_aes_gcm_when_the_server_offers_it(sshd, client_key):
-    client = _connect(_target(sshd, client_key))
+    client = connect(_target(sshd, client_key))
     try:
         transport = client.get_transport()
         assert transport is not None
@@ -80,7 +81,7 @@ def _server_without_gcm() -> Iterator[dict]:
 
 def test_a_server_without_gcm_still_gets_a_session(client_key):
     with _server_without_gcm() as served:
-        client = _connect(_target(served, client_key))
+        client = connect(_target(served, client_key))
         try:
             transport = client.get_transport()
             assert transport is not None and transport.local_cipher not in GCM
@@ -114,12 +115,12 @@ def test_an_encrypted_key_without_its_passphrase_fails_as_paramiko_says(sshd, tm
     assert result.rc is None and sshd["ran"] == []
     assert f"root@127.0.0.1:{sshd['port']}" in result.error and "secret" not in result.error
     # the line paramiko's own reading of the file gives (the key not read ahead)
-    monkeypatch.setattr(remote, "_private_key", lambda path: None)
+    monkeypatch.setattr(ssh_connect, "_private_key", lambda path: None)
     assert run_script(_target(sshd, str(path)), "echo hi\n", 10).error == result.error
 
 
 def test_the_handshake_time_limit_is_a_deadline_not_a_thread():
-    packetizer = remote._Packetizer(socket.socket())
+    packetizer = ssh_connect._Packetizer(socket.socket())
     try:
         assert not packetizer.handshake_timed_out()  # no handshake started: never timed out
         packetizer.start_handshake(0)
@@ -133,8 +134,8 @@ def test_the_handshake_time_limit_is_a_deadline_not_a_thread():
 def test_a_host_that_stalls_in_its_handshake_fails_at_the_handshake_limit(client_key, monkeypatch):
     """It sends its banner, then nothing: the connection gives up when the handshake's time limit
     (paramiko's 15 s, here 0.5 s) has passed, with no Timer thread started for it."""
-    start = remote._Packetizer.start_handshake
-    monkeypatch.setattr(remote._Packetizer, "start_handshake", lambda self, timeout: start(self, 0.5))
+    start = ssh_connect._Packetizer.start_handshake
+    monkeypatch.setattr(ssh_connect._Packetizer, "start_handshake", lambda self, timeout: start(self, 0.5))
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
