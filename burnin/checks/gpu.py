@@ -353,6 +353,10 @@ class Nvlink(Check):
             )
         if not status.gpus:
             raise ParseError("no GPU in nvidia-smi nvlink -s")
+        if not any(g.links or g.all_inactive for g in status.gpus):
+            # `nvidia-smi -L` and gpu-burn name GPUs in the same lines: without one link line
+            # this is a GPU list, not a node whose every NVLink is down.
+            raise ParseError("GPUs listed but no NVLink line: not the output of nvidia-smi nvlink -s")
         speeds = [link.speed_gbps for g in status.gpus for link in g.links if link.speed_gbps]
         typical = statistics.median(speeds) if speeds else None
         active = 0
