@@ -308,8 +308,8 @@ def _entries(scanned: list[tuple[str, _Entry, bool]]) -> list[_Entry]:
 def require_kernel_log(text: str) -> int:
     """The number of kernel-log lines in ``text``; a ParseError when it is not a kernel log.
 
-    A kernel-log line is one that carries a prefix of the forms above: a ``[  1.234567]``,
-    ``dmesg -T``/``-H`` or ISO timestamp, a ``<4>`` level, ``kern  :warn  :``, ``kernel:``, or a
+    A kernel-log line is one that carries a message after a prefix of the forms above: a
+    ``[  1.234567]``, ``dmesg -T``/``-H`` or ISO timestamp, a ``<4>`` level, ``kern  :warn  :``, ``kernel:``, or a
     syslog/journald stamp and tag. The check runs ``dmesg --time-format iso``, where every record
     has one; ``parse_kernel_log`` also reads bare lines (``dmesg -t``, single pasted lines), so
     it cannot tell a log from other text. Text with no such line at all (base64, ``hello``,
@@ -329,9 +329,11 @@ def read_kernel_log(text: str) -> tuple[int, list[KernelEvent]]:
 
 def _count_prefixed(scanned: list[tuple[str, _Entry, bool]]) -> int:
     prefixed = bare = 0
-    for line, _, found in scanned:
+    for line, entry, found in scanned:
         if found:
-            prefixed += 1
+            # A prefix alone ('<0>', an empty '[ 1.0] ' record) says nothing: not counted as a
+            # record, nor against the text as a foreign line.
+            prefixed += bool(entry.message.strip())
         elif not _is_continuation(line):
             bare += 1
     if prefixed == 0:

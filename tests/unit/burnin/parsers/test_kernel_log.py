@@ -277,3 +277,20 @@ def test_clean_and_comment_only_logs_have_no_events():
 def test_non_text_is_a_parse_error():
     with pytest.raises(ParseError):
         parse_kernel_log(b"NVRM: Xid")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["<0>\n", "<4>\n<6>\n", "[    1.000000]\n", "kernel:\n"])
+def test_prefixes_with_no_message_are_not_a_kernel_log(text: str) -> None:
+    # Found by the evaluate property test: '<0>' alone was counted as one kernel-log line, so
+    # the kernel_log check judged it a clean log (PASS). A record is a prefix AND a message.
+    from burnin.parsers.kernel_log import require_kernel_log
+
+    with pytest.raises(ParseError, match="not a kernel log"):
+        require_kernel_log(text)
+
+
+def test_an_empty_record_among_real_ones_is_still_a_log() -> None:
+    from burnin.parsers.kernel_log import require_kernel_log
+
+    text = "[    0.000000] Linux version 6.1.0\n[    0.000001] \n[    0.000002] Command line: ro\n"
+    assert require_kernel_log(text) == 2
