@@ -45,7 +45,9 @@ dev: $(BIN)/python
 system-deps:
 	bash scripts/install-system-deps.sh
 
-# BRINGUP_REQUIRE_ALL turns "cannot run here" skips of lab and PostgreSQL tests into failures.
+# BRINGUP_REQUIRE_ALL turns "cannot run here" skips of lab and PostgreSQL tests into failures,
+# and draws the property tests' examples from a fixed seed (tests/conftest.py; `make unit` and
+# plain pytest draw new ones each run).
 # --dist loadscope: each test module runs on one worker, in its order (the nightly and service
 # lab tests walk one rack through a sequence: fail, repair, nightly), and a lab module brings its
 # rack up once. (--dist loadgroup does not group here: xdist 3.8 under pytest 9 ignores the mark.)
