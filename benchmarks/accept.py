@@ -21,7 +21,6 @@ takes). Prints:
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import insert, update  # noqa: E402
 
+from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup.fleet import evidence  # noqa: E402
 from bringup.fleet.models import CheckResult, Node, Run, utcnow  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
@@ -57,10 +57,6 @@ DIMM = {
 def write_site(root: Path, nodes: int) -> Path:
     inv = root / "inventories"
     (inv / "deliveries").mkdir(parents=True)
-    os.symlink(REPO / "inventories" / "profiles", inv / "profiles")
-    secret = inv / "bench.pass"
-    secret.write_text("bench\n")
-    secret.chmod(0o600)
     hosts = {
         f"n{i:04d}": {
             "bmc_address": f"10.{i // 250}.{i % 250}.1",
@@ -69,15 +65,7 @@ def write_site(root: Path, nodes: int) -> Path:
         }
         for i in range(1, nodes + 1)
     }
-    group = {
-        "profile": "h100-sxm-8x400g",
-        "bmc_vendor": "dell",
-        "bmc_username": "root",
-        "bmc_password": "file:bench.pass",
-    }
-    (inv / f"{RACK}.yml").write_text(
-        yaml.safe_dump({"all": {"vars": group, "children": {RACK: {"hosts": hosts}}}})
-    )
+    write_rack_inventory(inv, RACK, hosts)
     order = {
         "name": "po-bench",
         "nodes": {"count": nodes},

@@ -34,6 +34,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup import yamlio  # noqa: E402
 from bringup.select import load_valid_rack  # noqa: E402
 
@@ -42,11 +43,6 @@ RACK = "bench"
 
 def write_inventory(inv: Path, hosts: int) -> None:
     """The inventory benchmarks/report.py loads (same shape; written here to stand alone)."""
-    (inv / "profiles").mkdir(parents=True, exist_ok=True)
-    for profile in (REPO / "inventories" / "profiles").glob("*.yml"):
-        (inv / "profiles" / profile.name).write_text(profile.read_text())
-    (inv / "bench.pass").write_text("pw\n")
-    os.chmod(inv / "bench.pass", 0o600)
     table = {
         f"gpu{i:05d}": {
             "rack_unit": i,
@@ -55,14 +51,7 @@ def write_inventory(inv: Path, hosts: int) -> None:
         }
         for i in range(1, hosts + 1)
     }
-    group = {
-        "profile": "h100-sxm-8x400g",
-        "bmc_vendor": "dell",
-        "bmc_username": "root",
-        "bmc_password": "file:bench.pass",
-    }
-    doc = {"all": {"vars": group, "children": {RACK: {"hosts": table}}}}
-    (inv / f"{RACK}.yml").write_text(yaml.safe_dump(doc))
+    write_rack_inventory(inv, RACK, table)
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:

@@ -52,13 +52,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sqlalchemy import insert, select  # noqa: E402
 
+from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup.fleet import evidence  # noqa: E402
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
@@ -93,10 +92,6 @@ SINGLE = {"gpu": ("dcgm_diag", "gpu_burn", "gpu_clocks", "gpu_power"), "pcie": (
 
 
 def write_inventory(inv: Path, nodes: int) -> None:
-    inv.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles", dirs_exist_ok=True)
-    (inv / "bench.pass").write_text("pw\n")
-    os.chmod(inv / "bench.pass", 0o600)
     hosts = {
         name(i): {
             "rack_unit": i,
@@ -105,14 +100,7 @@ def write_inventory(inv: Path, nodes: int) -> None:
         }
         for i in range(1, nodes + 1)
     }
-    group = {
-        "profile": PROFILE,
-        "bmc_vendor": "dell",
-        "bmc_username": "root",
-        "bmc_password": "file:bench.pass",
-    }
-    doc = {"all": {"vars": group, "children": {RACK: {"hosts": hosts}}}}
-    (inv / f"{RACK}.yml").write_text(yaml.safe_dump(doc))
+    write_rack_inventory(inv, RACK, hosts, PROFILE)
 
 
 def name(i: int) -> str:

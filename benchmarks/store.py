@@ -30,13 +30,12 @@ import zlib
 from datetime import timedelta
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
+from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup.fleet import evidence  # noqa: E402
 from bringup.fleet.models import CheckResult, Event, EvidenceBlob, Node, Run, utcnow  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
@@ -149,9 +148,6 @@ def measure_preflight_evidence(store: FleetStore, sample_size: int) -> None:
 
 
 def write_inventory(inv: Path, nodes: int) -> None:
-    shutil.copytree(REPO / "inventories" / "profiles", inv / "profiles")
-    (inv / "bench.pass").write_text("pw\n")
-    os.chmod(inv / "bench.pass", 0o600)
     hosts = {
         f"n{i:04d}": {
             "rack_unit": i,
@@ -160,14 +156,7 @@ def write_inventory(inv: Path, nodes: int) -> None:
         }
         for i in range(1, nodes + 1)
     }
-    group = {
-        "profile": PROFILE,
-        "bmc_vendor": "dell",
-        "bmc_username": "root",
-        "bmc_password": "file:bench.pass",
-    }
-    doc = {"all": {"vars": group, "children": {RACK: {"hosts": hosts}}}}
-    (inv / f"{RACK}.yml").write_text(yaml.safe_dump(doc))
+    write_rack_inventory(inv, RACK, hosts, PROFILE)
 
 
 def build_history(store: FleetStore, nodes: int, runs: int) -> None:
