@@ -106,6 +106,22 @@ def faulted_rack(
         lab.down()
 
 
+@contextmanager
+def pxe_lab_up(root: Path, prefix: str, vms: Sequence, **up: object) -> Iterator[tuple[object, object, Path]]:
+    """A PXE lab (the boot server, dnsmasq and QEMU VMs) with ``vms`` (PxeVmSpec) booted; yields
+    (the lab, its state, the fleet store's path) and takes it down after."""
+    require_root()
+    if shutil.which("qemu-system-x86_64") is None or shutil.which("dnsmasq") is None:
+        unavailable("qemu-system-x86 and dnsmasq-base are needed (make test installs them)")
+    from bringup.lab.pxe import PxeLab
+
+    lab = PxeLab(f"{prefix}{uuid.uuid4().hex[:8]}", root / "state", lab_inventory_dir(root / "inventories"))
+    try:
+        yield lab, lab.up(list(vms), **up), root / "fleet.db"
+    finally:
+        lab.down()
+
+
 def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes, state=None) -> tuple[list[str], object]:
     """Enroll and discover RACK through the real CLI, then record its nodes as configured.
 

@@ -15,19 +15,17 @@ host on the provisioning network during the run is refused and recorded on the n
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
 
 from bringup.fleet.store import FleetStore
-from tests.lab.conftest import lab_inventory_dir, require_root
+from tests.lab.conftest import pxe_lab_up
 
 pytestmark = pytest.mark.lab
 
@@ -37,26 +35,15 @@ RETRIES = 2
 
 @pytest.fixture(scope="module")
 def pxe_lab(tmp_path_factory):
-    require_root()
-    if shutil.which("qemu-system-x86_64") is None or shutil.which("dnsmasq") is None:
-        from tests.conftest import unavailable
+    from bringup.lab.pxe import PxeVmSpec
 
-        unavailable("qemu-system-x86 and dnsmasq-base are needed (make test installs them)")
-    from bringup.lab.pxe import PxeLab, PxeVmSpec
-
-    root = tmp_path_factory.mktemp("pxe")
-    lab = PxeLab(f"p{uuid.uuid4().hex[:8]}", root / "state", lab_inventory_dir(root / "inventories"))
-    try:
-        state = lab.up(
-            [
-                PxeVmSpec("vm01", "bios"),
-                PxeVmSpec("vm02", "uefi"),
-                PxeVmSpec("vm03", "bios", fault="hang", dhcp_timeout=DHCP_TIMEOUT),
-            ]
-        )
-        yield lab, state, root / "fleet.db"
-    finally:
-        lab.down()
+    vms = [
+        PxeVmSpec("vm01", "bios"),
+        PxeVmSpec("vm02", "uefi"),
+        PxeVmSpec("vm03", "bios", fault="hang", dhcp_timeout=DHCP_TIMEOUT),
+    ]
+    with pxe_lab_up(tmp_path_factory.mktemp("pxe"), "p", vms) as up:
+        yield up
 
 
 def run(lab, db, *args: str):

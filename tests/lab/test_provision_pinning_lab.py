@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from bringup.fleet.store import FleetStore
 from bringup.hostkeys import fingerprint
-from tests.lab.conftest import lab_inventory_dir, require_root
+from tests.lab.conftest import pxe_lab_up
 
 pytestmark = pytest.mark.lab
 
@@ -51,20 +49,10 @@ print(json.dumps({"rc": r.rc, "error": r.error, "stdout": r.stdout.decode(errors
 
 @pytest.fixture(scope="module")
 def pxe_ssh_lab(tmp_path_factory):
-    require_root()
-    if shutil.which("qemu-system-x86_64") is None or shutil.which("dnsmasq") is None:
-        from tests.conftest import unavailable
+    from bringup.lab.pxe import PxeVmSpec
 
-        unavailable("qemu-system-x86 and dnsmasq-base are needed (make test installs them)")
-    from bringup.lab.pxe import PxeLab, PxeVmSpec
-
-    root = tmp_path_factory.mktemp("pxessh")
-    lab = PxeLab(f"k{uuid.uuid4().hex[:8]}", root / "state", lab_inventory_dir(root / "inventories"))
-    try:
-        state = lab.up([PxeVmSpec("vm01", "bios")], ssh=True)
-        yield lab, state, root / "fleet.db"
-    finally:
-        lab.down()
+    with pxe_lab_up(tmp_path_factory.mktemp("pxessh"), "k", [PxeVmSpec("vm01", "bios")], ssh=True) as up:
+        yield up
 
 
 def _log(what: str, result) -> None:
