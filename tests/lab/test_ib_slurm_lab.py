@@ -20,12 +20,11 @@ import re
 import signal
 import subprocess
 import time
-import uuid
 
 import pytest
 
-from tests.lab.conftest import lab_inventory_dir, ready_for_burnin, require_root, slurm, wait_for
-from tests.lab.test_slurm_launcher_lab import BIN, SharedSpool, burnin, install_burnin, last_run
+from tests.lab.conftest import slurm, wait_for
+from tests.lab.test_slurm_launcher_lab import BIN, burnin, last_run, spool_rack
 
 pytestmark = pytest.mark.lab
 
@@ -38,26 +37,11 @@ COUNTER = re.compile(r"^(\w+:\.+)\d+$", re.M)  # a perfquery counter line: 'Symb
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    require_root()
-    from bringup.lab.rack import VirtualRack
-    from bringup.lab.services import lab_services
-
     root = tmp_path_factory.mktemp("ibslurm")
-    spool = root / "spool"
-    spool.mkdir()
-    inv = lab_inventory_dir(root / "inventories")
-    name = f"b{uuid.uuid4().hex[:7]}"
     spec = root / "faults.yml"
     spec.write_text(f"nodes:\n  {DEGRADED[0]}: [ib-port-degraded]\n")
-    lab = VirtualRack(name, root / "state", inv, services=lambda: [*lab_services(), SharedSpool(spool)])
-    try:
-        state = lab.up(len(NODES), spec)
-        install_burnin(state, root / "bundle")  # srun on the nodes; burnin for the end-to-end run
-        ssh = ready_for_burnin(name, inv, root / "ssh.db", NODES, state)
-        via_slurm = ready_for_burnin(name, inv, root / "slurm.db", NODES, state)
-        yield {"name": name, "state": state, "spool": spool, "ssh": ssh, "slurm": via_slurm}
-    finally:
-        lab.down()
+    with spool_rack(root, "b", NODES, spec) as up:
+        yield up
 
 
 def ib_result(outcome: dict) -> dict:

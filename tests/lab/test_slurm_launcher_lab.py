@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,26 +99,33 @@ def install_burnin(state, staging: Path) -> None:
             shutil.copy2("/usr/bin/srun", root / "usr/bin/srun")
 
 
-@pytest.fixture(scope="module")
-def rack(tmp_path_factory):
+@contextmanager
+def spool_rack(root: Path, prefix: str, nodes: list[str], faults: Path) -> Iterator[dict]:
+    """A lab rack whose nodes share a spool with the controller and have burnin installed, made
+    ready for burn-in twice (over SSH and through Slurm: one store each); taken down after."""
     require_root()
     from bringup.lab.rack import VirtualRack
     from bringup.lab.services import lab_services
 
-    root = tmp_path_factory.mktemp("slurmlaunch")
     spool = root / "spool"
     spool.mkdir()
     inv = lab_inventory_dir(root / "inventories")
-    name = f"q{uuid.uuid4().hex[:7]}"
+    name = f"{prefix}{uuid.uuid4().hex[:7]}"
     lab = VirtualRack(name, root / "state", inv, services=lambda: [*lab_services(), SharedSpool(spool)])
     try:
-        state = lab.up(len(NODES), FAULTS)
-        install_burnin(state, root / "bundle")
-        ssh = ready_for_burnin(name, inv, root / "ssh.db", NODES, state)
-        via_slurm = ready_for_burnin(name, inv, root / "slurm.db", NODES, state)
+        state = lab.up(len(nodes), faults)
+        install_burnin(state, root / "bundle")  # srun and burnin on the nodes
+        ssh = ready_for_burnin(name, inv, root / "ssh.db", nodes, state)
+        via_slurm = ready_for_burnin(name, inv, root / "slurm.db", nodes, state)
         yield {"name": name, "state": state, "spool": spool, "ssh": ssh, "slurm": via_slurm, "root": root}
     finally:
         lab.down()
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory):
+    with spool_rack(tmp_path_factory.mktemp("slurmlaunch"), "q", NODES, FAULTS) as up:
+        yield up
 
 
 def burnin(
