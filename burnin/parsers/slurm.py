@@ -1,4 +1,5 @@
-"""Slurm's view of its nodes: ``sinfo -N -h -o '%N|%T|%U|%H|%E'`` and ``scontrol show node -o``.
+"""Slurm's view of its nodes: ``sinfo -N -h -o '%N|%T|%U|%H|%E'`` and ``scontrol show node -o``;
+and of its reservations: ``scontrol show reservation -o`` (which nodes each one covers).
 
 Both give a node's state, whether it is drained, the drain reason, who set it and when. The
 ``sinfo`` format is the project's own (``SINFO_FORMAT``): the reason is the last field, so a
@@ -11,6 +12,9 @@ States: ``sinfo %T`` prints the base state in lower case with the drain folded i
 up, ``%`` powering down, ``$`` maintenance, ``@`` reboot pending, ``!`` pending power down,
 ``^`` rebooting, ``-`` planned); ``scontrol`` prints ``IDLE+DRAIN``, ``ALLOCATED+DRAIN``,
 ``DOWN+DRAIN+NOT_RESPONDING``. Samples: tests/fixtures/samples/slurm_22_05_*.
+
+A reservation's ``Nodes=`` is a hostlist (``node[01-02,04]``); ``Nodes=ALL`` at creation is
+printed expanded, with the ``ALL_NODES`` flag.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from datetime import datetime
 
 from burnin.parsers._common import parser, split_lines
 from burnin.parsers.errors import ParseError
+from burnin.parsers.sacct import expand_hostlist
 
 # The sinfo output format sync asks for: node, long state, user(uid), time, reason (last).
 SINFO_FORMAT = "%N|%T|%U|%H|%E"
@@ -163,3 +168,40 @@ def parse_scontrol_nodes(text: str) -> list[SlurmNode]:
         flags = tuple(p for p in parts[1:] if p != "drain")
         nodes.append(SlurmNode(name, parts[0], drain, flags, reason, user, since))
     return nodes
+
+
+@dataclass(frozen=True)
+class SlurmReservation:
+    """One reservation as ``scontrol show reservation -o`` prints it."""
+
+    name: str
+    nodes: tuple[str, ...]  # expanded from the Nodes= hostlist; () for Nodes=(null)
+    state: str  # ACTIVE, INACTIVE (not started yet)
+    flags: tuple[str, ...] = ()  # MAINT, IGNORE_JOBS, SPEC_NODES, ALL_NODES, ...
+
+
+@parser
+def parse_scontrol_reservations(text: str) -> list[SlurmReservation]:
+    """``scontrol show reservation -o [NAME]``: one reservation per line. ``Reservation X not
+    found`` (an unknown name, exit 1) and ``No reservations in the system`` are none; any other
+    line without ``ReservationName=`` is an error."""
+    out = []
+    for number, line in enumerate(split_lines(text), 1):
+        bare = line.strip()
+        if not bare or re.fullmatch(r"Reservation \S+ not found|No reservations in the system", bare):
+            continue
+        if not line.startswith("ReservationName="):
+            raise ParseError(f"line {number}: not a `scontrol show reservation -o` line: {line[:80]!r}")
+        fields = _fields(line)
+        name, nodes = fields.get("ReservationName", ""), fields.get("Nodes")
+        if not name or " " in name:
+            raise ParseError(f"line {number}: {name!r} is not a reservation name")
+        if nodes is None:
+            raise ParseError(f"line {number}: reservation {name}: no Nodes= field")
+        try:
+            hosts = () if nodes.lower() in _NO_VALUE else expand_hostlist(nodes)
+        except ParseError as exc:
+            raise ParseError(f"line {number}: reservation {name}: Nodes={nodes[:80]}: {exc}") from exc
+        flags = tuple(f for f in fields.get("Flags", "").split(",") if f and f.lower() not in _NO_VALUE)
+        out.append(SlurmReservation(name, hosts, fields.get("State", ""), flags))
+    return out

@@ -10,7 +10,8 @@ One night of one rack, in order:
 4. out of service without killing work: each is drained with ``bringup nightly run N`` (an
    operator's drain is left as it is), then waited for while jobs still run on it, up to
    ``drain_timeout_s``; one still busy is skipped (an event) and given back. With a reservation
-   (the operator's maintenance reservation) nothing is drained before the test;
+   (the operator's maintenance reservation) nothing is drained before the test, so the night is
+   refused before any node is touched unless the reservation covers every node it would hold;
 5. burn-in: the single-node stages on the tested nodes, then the group stages (ib, nccl) on the
    tested nodes that passed so far plus the partners: the ib stage pairs them with proven ports,
    the nccl stage has golden nodes beside them, so a repaired node is tested at scale without a
@@ -36,6 +37,7 @@ from typing import Any
 
 from sqlalchemy import select as sql_select
 
+from bringup.errors import UserError
 from bringup.fleet.models import Run, utcnow
 from bringup.fleet.runs import RUNNING, ActiveRun, run_ledger, sweep_abandoned
 from bringup.fleet.store import FleetStore
@@ -57,6 +59,7 @@ from burnin.service.nightly_plan import (
     Return,
     nightly_reason,
     nightly_run_of,
+    outside_reservation,
     plan_idle,
     plan_night,
     return_action,
@@ -69,6 +72,19 @@ from burnin.stages.runner import BurninRun, record_for
 
 NOTIFY_TIMEOUT_S = 60.0
 _PASSED = {v.value for v in PASSING}
+
+
+class OutsideReservation(UserError):
+    """The night would hold nodes its reservation does not cover (it drains nothing inside one)."""
+
+    def __init__(self, reservation: str, nodes: Sequence[str]) -> None:
+        self.reservation, self.nodes = reservation, list(nodes)
+        super().__init__(
+            f"reservation {reservation!r} does not cover {', '.join(sorted(nodes))}, which the night would"
+            " test or hold as partners: inside a reservation nothing is drained, so a user's job could"
+            " land on them mid-test; add them to the reservation or run without --reservation"
+            " (the night then drains them)"
+        )
 
 
 @dataclass(frozen=True)
@@ -172,8 +188,9 @@ def run_nightly(
     result = NightlyResult(req.rack)
     with nightly_lock(store, req.rack):
         sweep_abandoned(store, actor=ACTOR)
-        if req.reservation and not req.idle:
-            nightly_slurm.check_reservation(req.reservation, conf)  # before any node is touched
+        reservation = None
+        if req.reservation and not req.idle:  # before any node is touched
+            reservation = nightly_slurm.check_reservation(req.reservation, conf)
         view = nightly_slurm.view(conf)
         plan = plan_night(
             rack_views(store, rack, view),
@@ -181,6 +198,8 @@ def run_nightly(
             revalidate_pct=req.revalidate_pct,
             partners=req.partners,
         )
+        if reservation is not None and (outside := outside_reservation(plan, reservation.nodes)):
+            raise OutsideReservation(reservation.name, outside)
         states = states_of(
             store, [n for n, _ in plan.skipped] + [p.node for p in (*plan.give_back, *plan.keep)]
         )

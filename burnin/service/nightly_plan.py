@@ -99,6 +99,13 @@ class NightPlan:
         return [p.node for p in (*self.tested, *self.partners)]
 
 
+def outside_reservation(plan: NightPlan, reserved: Collection[str]) -> list[str]:
+    """The nodes the night would hold (tested, partners) that the reservation does not cover.
+    Inside a reservation the night drains nothing, so a user's job could land on these mid-test."""
+    covered = set(reserved)
+    return [n for n in plan.nodes if n not in covered]
+
+
 def revalidation_count(pool: int, pct: float) -> int:
     """How many golden nodes a night revalidates: ``pct`` % of the pool, at least 1 above 0 %."""
     if pct <= 0 or pool <= 0:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from burnin.parsers.slurm import SlurmNode
+from burnin.parsers.errors import ParseError
+from burnin.parsers.slurm import SlurmNode, SlurmReservation, parse_scontrol_reservations
 from burnin.service import slurm
 from burnin.service.nightly_plan import is_busy
 
@@ -18,15 +19,20 @@ def resume(name: str, slurm_conf: str | None = None) -> None:
     slurm.run_slurm(["scontrol", "update", f"NodeName={name}", "State=RESUME"], slurm_conf, slurm.TIMEOUT_S)
 
 
-def check_reservation(name: str, slurm_conf: str | None = None) -> None:
-    """SlurmError unless Slurm has the reservation (a mistyped name would have the night test
-    nodes that jobs still land on)."""
+def check_reservation(name: str, slurm_conf: str | None = None) -> SlurmReservation:
+    """The reservation, or SlurmError when Slurm has none of that name (a mistyped name would
+    have the night test nodes that jobs still land on)."""
     try:
         text = slurm.run_slurm(["scontrol", "show", "reservation", "-o", name], slurm_conf, slurm.TIMEOUT_S)
     except slurm.SlurmError as exc:
         raise slurm.SlurmError(f"Slurm has no reservation {name!r} ({exc})") from exc
-    if f"ReservationName={name} " not in text:
+    try:
+        found = [r for r in parse_scontrol_reservations(text) if r.name == name]
+    except ParseError as exc:
+        raise slurm.SlurmError(f"`scontrol show reservation -o {name}`: {exc}") from exc
+    if not found:
         raise slurm.SlurmError(f"Slurm has no reservation {name!r} (scontrol printed {text.strip()[:200]!r})")
+    return found[0]
 
 
 def view(slurm_conf: str | None = None) -> dict[str, SlurmNode]:

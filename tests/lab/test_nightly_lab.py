@@ -478,3 +478,27 @@ def test_an_unknown_reservation_is_refused_before_any_node_is_touched(nightly_la
     assert code == 3 and "no-such-resv" in output, output
     assert summary == [] and {n: {r.id for r in store.latest_results(n)} for n in NODES} == before
     no_drain_left(lab)
+
+
+def test_a_reservation_that_leaves_out_nodes_the_night_holds_is_refused_before_any_is_touched(nightly_lab):
+    """Inside a reservation nothing is drained: nodes the night would test or hold as partners
+    outside it could take a user's job mid-test. The night is refused, naming them (issue 14)."""
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    name = f"part-{lab['rack']}"
+    slurm(
+        lab, "scontrol", "create", "reservation", f"ReservationName={name}", "StartTime=now",
+        "Duration=60", "Nodes=node01,node02", "Users=root", "Flags=MAINT",
+    )  # fmt: skip
+    before = {n: {r.id for r in store.latest_results(n)} for n in NODES}
+    try:
+        code, summary, output = nightly(
+            lab, "--reservation", name, "--revalidate", "100", "--stages", "preflight"
+        )
+        assert code == 3, output
+        assert f"reservation {name!r} does not cover node03, node04" in output, output
+        assert summary == [] and {n: {r.id for r in store.latest_results(n)} for n in NODES} == before
+        assert {n: store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
+        no_drain_left(lab)
+    finally:
+        slurm(lab, "scontrol", "delete", f"ReservationName={name}")

@@ -197,6 +197,7 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     "slurm_22_05_sinfo_N_state_user_time_reason.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_sinfo_N_state_user_time_reason_idle.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_scontrol_show_job_o_burnin.txt": (None, "UNKNOWN", ()),  # burnin run --launcher slurm
+    "slurm_22_05_scontrol_show_reservation_o.txt": (None, "UNKNOWN", ()),  # burnin nightly --reservation
     # Slurm accounting (issue 16): read by the history signals, judged by no check
     "slurm_22_05_sacct_parsable2_node_fail_requeued.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_sacctmgr_list_event_node_down.txt": (None, "UNKNOWN", ()),
@@ -221,6 +222,7 @@ NOT_IN_INDEX = {
     "slurm_22_05_sinfo_N_state_user_time_reason.txt",
     "slurm_22_05_sinfo_N_state_user_time_reason_idle.txt",
     "slurm_22_05_scontrol_show_job_o_burnin.txt",  # tests/fixtures/slurm-capture.md
+    "slurm_22_05_scontrol_show_reservation_o.txt",  # tests/fixtures/slurm-capture.md
 }
 
 

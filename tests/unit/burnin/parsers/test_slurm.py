@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from burnin.parsers import ParseError
-from burnin.parsers.slurm import parse_scontrol_nodes, parse_sinfo_nodes
+from burnin.parsers.slurm import parse_scontrol_nodes, parse_scontrol_reservations, parse_sinfo_nodes
 
 HEALTH_REASON = "bringup: gpu_inventory: 7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)"
 IB_REASON = "bringup: ib_ports: mlx5_6 port 1 is Down (Polling), the profile wants Active"
@@ -89,3 +89,27 @@ def test_other_scontrol_shapes_are_refused(sample):
         parse_scontrol_nodes("NodeName=node01 Arch=x86_64\n")  # no State=
     with pytest.raises(ParseError):
         parse_scontrol_nodes("   NodeName=node01 State=IDLE\n")  # not -o (multi-line form)
+
+
+def test_reservations_and_the_nodes_each_covers(sample):
+    found = parse_scontrol_reservations(sample("slurm_22_05_scontrol_show_reservation_o.txt"))
+    by = {r.name: r for r in found}
+    assert list(by) == ["maint-cap", "maint-all", "later"]
+    cap, everything, later = by["maint-cap"], by["maint-all"], by["later"]
+    assert cap.nodes == ("node01", "node02", "node04")  # Nodes=node[01-02,04]
+    assert (cap.state, cap.flags) == ("ACTIVE", ("MAINT", "IGNORE_JOBS", "SPEC_NODES"))
+    assert everything.nodes == ("node01", "node02", "node03", "node04") and "ALL_NODES" in everything.flags
+    assert (later.nodes, later.state) == (("node03",), "INACTIVE")
+
+
+def test_no_reservation_and_lines_that_are_not_one():
+    assert parse_scontrol_reservations("Reservation nosuch not found\n") == []
+    assert parse_scontrol_reservations("No reservations in the system\n") == []
+    assert parse_scontrol_reservations("ReservationName=lic Nodes=(null) State=ACTIVE\n")[0].nodes == ()
+    for bad in (
+        "   ReservationName=r Nodes=node01\n",  # not -o (multi-line form)
+        "ReservationName=r StartTime=2026-11-24T15:06:22 State=ACTIVE\n",  # no Nodes=
+        "ReservationName=r Nodes=node[01-\n",  # not a hostlist
+    ):
+        with pytest.raises(ParseError):
+            parse_scontrol_reservations(bad)

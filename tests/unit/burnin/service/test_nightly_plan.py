@@ -11,6 +11,7 @@ from burnin.service.nightly_plan import (
     Why,
     nightly_reason,
     nightly_run_of,
+    outside_reservation,
     plan_night,
     return_action,
     revalidation_count,
@@ -41,6 +42,23 @@ def test_repaired_nodes_are_tested_with_idle_golden_partners():
     # n04 runs a job: never a partner; n01 and n06 are idle and in service
     assert [p.node for p in plan.partners] == ["n01", "n06"]
     assert plan.nodes == ["n02", "n01", "n06"]
+
+
+def test_nodes_the_night_holds_outside_its_reservation_are_named():
+    """Inside a reservation nothing is drained: a partner or a revalidated node the reservation
+    does not cover could take a user's job mid-test (issue 14)."""
+    views = [
+        view("n01", "golden", "2026-11-20T00:00:00"),
+        view("n02", "repair"),
+        view("n06", "golden", "2026-11-23T00:00:00"),
+        view("n07", "golden", "2026-11-01T00:00:00"),
+    ]
+    plan = plan_night(views, set(), revalidate_pct=25)
+    assert plan.nodes == ["n02", "n07", "n01", "n06"]  # n07: revalidated (proven longest ago)
+    assert outside_reservation(plan, ["n01", "n02", "n03"]) == ["n07", "n06"]
+    assert outside_reservation(plan, ["n07", "n06", "n02", "n01"]) == []
+    assert outside_reservation(plan, []) == plan.nodes
+    assert outside_reservation(plan_night([view("n01", "golden")], set()), []) == []  # holds nothing
 
 
 def test_nothing_repaired_nothing_tested_and_no_partner_taken():
