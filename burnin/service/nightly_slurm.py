@@ -21,7 +21,7 @@ def resume(name: str, slurm_conf: str | None = None) -> None:
 
 def check_reservation(name: str, slurm_conf: str | None = None) -> SlurmReservation:
     """The reservation, or SlurmError when Slurm has none of that name (a mistyped name would
-    have the night test nodes that jobs still land on)."""
+    have the night test nodes that jobs still land on) or it has not started yet."""
     try:
         text = slurm.run_slurm(["scontrol", "show", "reservation", "-o", name], slurm_conf, slurm.TIMEOUT_S)
     except slurm.SlurmError as exc:
@@ -32,6 +32,11 @@ def check_reservation(name: str, slurm_conf: str | None = None) -> SlurmReservat
         raise slurm.SlurmError(f"`scontrol show reservation -o {name}`: {exc}") from exc
     if not found:
         raise slurm.SlurmError(f"Slurm has no reservation {name!r} (scontrol printed {text.strip()[:200]!r})")
+    if found[0].state != "ACTIVE":
+        # Not started: nothing keeps jobs off its nodes yet, and the night drains nothing inside one.
+        raise slurm.SlurmError(
+            f"reservation {name!r} has not started (State={found[0].state}): run the night inside it"
+        )
     return found[0]
 
 
