@@ -315,3 +315,15 @@ def test_ssh_settings_follow_the_targets_host_key_policy():
         in ssh_settings([SshTarget("a", "h", host_key_policy="off")])["ssh_options"]
     )
     assert ssh_settings([]) == {}
+
+
+def test_one_node_alone_is_not_a_multi_node_soak(fake):
+    # A nightly with no golden partner free (or a run where one node reached the stage) sent one
+    # node: a 1-node all_reduce measures no network (busbw 0 with one rank, NVLink with eight)
+    # and was judged against the multi-node floor: FAIL, and the node kept drained for nothing.
+    run, launches, _ = fake
+    results = run(_jobs(1))
+    assert _verdicts(results) == {"node01": "UNKNOWN"}
+    (result, _), = results["node01"]
+    assert "2 nodes" in result.reason and "alone" in result.reason
+    assert launches() == []  # nothing launched
