@@ -324,6 +324,6 @@ def test_one_node_alone_is_not_a_multi_node_soak(fake):
     run, launches, _ = fake
     results = run(_jobs(1))
     assert _verdicts(results) == {"node01": "UNKNOWN"}
-    (result, _), = results["node01"]
+    ((result, _),) = results["node01"]
     assert "2 nodes" in result.reason and "alone" in result.reason
     assert launches() == []  # nothing launched
