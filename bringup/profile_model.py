@@ -409,7 +409,9 @@ class HostPerf(_Section):
         description="Floor of `sysbench memory` read bandwidth over every CPU thread, GB/s (10^9 B/s). "
         "Unset: memory_bandwidth does not run.",
     )
-    memory_seconds: PositiveNumber = Field(default=10, description="Seconds sysbench reads memory. Default 10.")
+    memory_seconds: PositiveNumber = Field(
+        default=10, description="Seconds sysbench reads memory. Default 10."
+    )
     memory_block_mib: PositiveInt = Field(
         default=64,
         description="Each thread's buffer, MiB: larger than the last-level cache, so DRAM is measured, not "
@@ -420,12 +422,15 @@ class HostPerf(_Section):
         description="Directory on local NVMe where fio writes its scratch file (removed afterwards); never "
         "a raw device. Default /var/tmp; O_DIRECT fails on tmpfs, which fio reports as an error (UNKNOWN).",
     )
-    nvme_file_gib: PositiveNumber = Field(default=4, description="Size of fio's scratch file, GiB. Default 4.")
+    nvme_file_gib: PositiveNumber = Field(
+        default=4, description="Size of fio's scratch file, GiB. Default 4."
+    )
     nvme_seconds: PositiveNumber = Field(
         default=10, description="Seconds of each fio job (sequential write, sequential read, 4k random read)."
     )
     nvme_seq_read_mbps: PositiveNumber | None = Field(
-        default=None, description="Floor of fio sequential read (1 MiB blocks, queue depth 32), MB/s (10^6 B/s)."
+        default=None,
+        description="Floor of fio sequential read (1 MiB blocks, queue depth 32), MB/s (10^6 B/s).",
     )
     nvme_seq_write_mbps: PositiveNumber | None = Field(
         default=None, description="Floor of fio sequential write (1 MiB blocks, queue depth 32), MB/s."

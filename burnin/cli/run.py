@@ -56,7 +56,9 @@ from burnin.stages.spool import run_task
     "writes its results (inventory burnin_spool_dir). With --local: write this machine's results "
     "there, not into the store (what each Slurm task runs).",
 )
-@click.option("--run-id", type=int, default=None, help="With --local --spool-dir: the run the results are for.")
+@click.option(
+    "--run-id", type=int, default=None, help="With --local --spool-dir: the run the results are for."
+)
 @click.option("--partition", default=None, help="Slurm partition for srun (inventory slurm_partition).")
 @click.option("--reservation", default=None, help="Slurm reservation for srun (inventory slurm_reservation).")
 @click.option(

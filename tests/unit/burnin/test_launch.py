@@ -371,7 +371,9 @@ def test_run_watched_keeps_a_flood_to_its_bound_and_says_so():
     """Issue 13: a launch's output was kept whole, however much it printed."""
     from bringup.capture import MIB
 
-    flood = "echo '# nccl-tests'; head -c 20000000 /dev/zero | tr '\\0' z; echo; echo '# Avg bus bandwidth : 1'"
+    flood = (
+        "echo '# nccl-tests'; head -c 20000000 /dev/zero | tr '\\0' z; echo; echo '# Avg bus bandwidth : 1'"
+    )
     out = run_watched(_launch(["bash", "-c", flood]), idle_timeout_s=30, max_output=MIB)
     assert out.rc == 0 and len(out.stdout.encode()) < MIB + 200
     assert out.stdout.startswith("# nccl-tests\n") and out.stdout.endswith("# Avg bus bandwidth : 1\n")

@@ -92,4 +92,3 @@ def test_a_scanned_drive_with_no_output_is_unknown() -> None:
 def test_checks_do_not_run_on_a_profile_without_hardware_figures() -> None:
     profile = PROFILE.model_copy(update={"hardware": type(PROFILE.hardware)()})
     assert not any(c.applies(profile) for c in (MemoryInventory(), CpuInventory(), NvmeHealthCheck()))
-

@@ -173,9 +173,9 @@ def test_recorded_samples_are_verbatim_and_lab_made_ones_say_so():
         sources = [n for n in re.findall(r"\b([\w.-]+\.(?:txt|json|tsv))\b", first) if n != sample.name]
         assert sources or first.startswith("# SOURCE: SYNTHETIC:"), f"{sample.name}: derived from what?"
         for source in sources:
-            assert any((d / source).exists() for d in (SHARED_SAMPLES, standins.SAMPLES_DIR, FIXTURE_SAMPLES)), (
-                f"{sample.name}: source {source} not found"
-            )
+            assert any(
+                (d / source).exists() for d in (SHARED_SAMPLES, standins.SAMPLES_DIR, FIXTURE_SAMPLES)
+            ), f"{sample.name}: source {source} not found"
 
 
 def test_dispatcher_is_stdlib_only():
@@ -383,7 +383,12 @@ def test_ibstat_agrees_with_the_fake_tree(tmp_path):
         ((), "dmesg", [], "dmesg_iso_8xh100_boot_DERIVED.txt"),
         ((), "systemctl", ["is-active", "nvidia-fabricmanager"], "systemctl_is_active_active_SYNTHETIC.txt"),
         ((), "nvbandwidth", list(NVBANDWIDTH), "nvbandwidth_h2d_d2h_ce_8xh100_DERIVED.txt"),
-        (("gpu-h2d-slow",), "nvbandwidth", list(NVBANDWIDTH), "nvbandwidth_h2d_d2h_ce_8xh100_gpu5_h2d_slow_DERIVED.txt"),
+        (
+            ("gpu-h2d-slow",),
+            "nvbandwidth",
+            list(NVBANDWIDTH),
+            "nvbandwidth_h2d_d2h_ce_8xh100_gpu5_h2d_slow_DERIVED.txt",
+        ),
         ((), "lscpu", ["-J"], "lscpu_J_2x_xeon_platinum_8480c_SYNTHETIC.json"),
         ((), "dmidecode", ["-t", "memory"], "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt"),
         (
