@@ -124,8 +124,12 @@ def test_merge_bomb_refused(use, loader):
     lines = ["l0: &l0 {a: 1, b: 2}"]
     lines += [f"l{i}: &l{i} {{<<: [*l{i - 1}, *l{i - 1}], k{i}: 1}}" for i in range(1, 22)]
     use(loader)
-    with pytest.raises(yamlio.YamlError, match="alias|merges"):
-        yamlio.load_yaml_text("\n".join(lines) + "\n", "m.yml")
+    try:
+        doc = yamlio.load_yaml_text("\n".join(lines) + "\n", "m.yml")
+    except yamlio.YamlError as exc:  # PyYAML up to 6.0.3 walks every merge: 2^21 keys
+        assert "alias" in str(exc) or "merges" in str(exc), exc
+    else:  # 6.0.4 flattens each merged mapping once: no bomb left to refuse, and the right keys
+        assert sorted(doc["l21"]) == sorted(["a", "b", *(f"k{i}" for i in range(1, 22))])
 
 
 @LOADERS
@@ -137,7 +141,8 @@ def test_nesting_too_deep_is_an_error_not_a_crash(loader):
         "except yamlio.YamlError as exc:\n print(exc)",
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    assert "nested too deeply" in proc.stdout, proc.stdout
+    # Ours, or libyaml's own limit (PyYAML 6.0.4's wheel): either way an error naming the place.
+    assert "nested too deeply" in proc.stdout or "maximum nesting depth" in proc.stdout, proc.stdout
 
 
 @LOADERS
