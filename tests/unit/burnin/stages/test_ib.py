@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 from dataclasses import replace
 
@@ -23,6 +22,7 @@ from burnin.stages import ib as ib_stage
 from burnin.stages.batch import parse_output
 from burnin.stages.jobs import GroupContext, NodeJob
 from tests.paths import REPO
+from tests.ports import random_base_port
 
 STANDIN_SAMPLES = REPO / "bringup/lab/standins/samples"
 PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories/profiles")
@@ -122,9 +122,8 @@ def test_round_script_runs_the_standins_and_comes_back_judged(two_roots, tmp_pat
     from burnin.checks.ib_load import IbPortInfo
 
     ports = {n: ["mlx5_2/1", "mlx5_3/1"] for n in two_roots}
-    # Below Linux's ephemeral range (32768-60999): an outgoing connection elsewhere in the suite can
-    # hold a port in that range, and the stand-in server's bind then fails (a rare, load-dependent flake).
-    (round_,) = plan_rounds(ports, 1, base_tcp_port=random.randrange(20000, 32000))
+    # The stand-in servers listen on the host: ports no lab and no outgoing connection uses.
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
     infos = {PortKey(n, r): IbPortInfo(n, r.split("/")[0], 1, lid=1) for n in ports for r in ports[n]}
     hosts = dict.fromkeys(two_roots, "127.0.0.1")
     plans = {

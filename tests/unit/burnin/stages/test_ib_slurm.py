@@ -7,7 +7,6 @@ ib_write_bw/perfquery stand-ins on this machine (two node roots talking over loo
 
 from __future__ import annotations
 
-import random
 import subprocess
 import threading
 from pathlib import Path
@@ -21,6 +20,7 @@ from burnin.stages import ib as ib_stage
 from burnin.stages import ib_slurm
 from burnin.stages.jobs import GroupContext, NodeJob
 from burnin.stages.slurm_launch import NODE_PATH
+from tests.ports import random_base_port
 
 
 def run_task(directory: Path, node: str, limit_s: float, env: dict | None = None) -> None:
@@ -137,8 +137,8 @@ def four_roots(tmp_path):
 
 def test_a_round_through_slurm_is_one_job_of_every_node_with_the_ssh_scripts(four_roots) -> None:
     ports = {n: ["mlx5_2/1", "mlx5_3/1"] for n in four_roots}
-    # Below Linux's ephemeral range: see test_ib.py's round on this machine.
-    (round_,) = plan_rounds(ports, 1, base_tcp_port=random.randrange(20000, 32000))
+    # The stand-in servers listen on the host: ports no lab and no outgoing connection uses.
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
     infos = {PortKey(n, r): IbPortInfo(n, r.split("/")[0], 1, lid=1) for n in ports for r in ports[n]}
     hosts = dict.fromkeys(four_roots, "127.0.0.1")
     # The pair without d runs; d's pair is left out by Slurm (drained): a node that never reports.
