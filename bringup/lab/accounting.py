@@ -128,21 +128,20 @@ def _start_mariadb(state: LabState, base: Path, port: int, password: str) -> Non
     data = base / "mariadb"
     run = run_dir(state.prefix)
     run.mkdir(parents=True, exist_ok=True)
+    # Its own temporary directory and none of the host's /etc/mysql: a bootstrap once failed in
+    # CI when its temporary tables in the shared /tmp were gone before it dropped them.
+    tmp = base / "mariadb-tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
     if not (data / "mysql").is_dir():
-        proc = subprocess.run(
-            ["mariadb-install-db", "--user=root", f"--datadir={data}", "--skip-test-db",
-             "--auth-root-authentication-method=socket", "--skip-name-resolve"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise LabError(f"mariadb-install-db failed: {(proc.stderr or proc.stdout).strip()[-1000:]}")
+        _install_db(data, tmp)
     init = base / "mariadb-init.sql"
     init.touch(mode=0o600)
     init.chmod(0o600)
     init.write_text(init_sql(password))
     log = base / "mariadb.log"
     subprocess.Popen(
-        ["mariadbd", "--no-defaults", "--user=root", f"--datadir={data}", f"--socket={run}/mysqld.sock",
+        ["mariadbd", "--no-defaults", "--user=root", f"--datadir={data}", f"--tmpdir={tmp}",
+         f"--socket={run}/mysqld.sock",
          f"--pid-file={run}/mariadbd.pid", f"--port={port}", "--bind-address=127.0.0.1",
          "--skip-name-resolve", f"--log-error={log}", f"--init-file={init}",
          # a small lab database: small buffers start faster and leave the 2 cores' memory alone
@@ -151,6 +150,21 @@ def _start_mariadb(state: LabState, base: Path, port: int, password: str) -> Non
         start_new_session=True,
     )  # fmt: skip
     _wait_port("127.0.0.1", port, "mariadbd", log)
+
+
+def _install_db(data: Path, tmp: Path, attempts: int = 2) -> None:
+    """The system tables in a fresh ``data``; a failed bootstrap is cleared and tried once more."""
+    for attempt in range(1, attempts + 1):
+        proc = subprocess.run(
+            ["mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={data}", f"--tmpdir={tmp}",
+             "--skip-test-db", "--auth-root-authentication-method=socket", "--skip-name-resolve"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if proc.returncode == 0:
+            return
+        shutil.rmtree(data, ignore_errors=True)
+        if attempt == attempts:
+            raise LabError(f"mariadb-install-db failed: {(proc.stderr or proc.stdout).strip()[-1000:]}")
 
 
 def _wait_port(host: str, port: int, what: str, log: Path) -> None:
