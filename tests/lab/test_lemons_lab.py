@@ -147,10 +147,12 @@ def test_a_node_whose_jobs_end_node_fail_and_whose_gpu_is_repaired_twice_is_a_le
     node_down_under(lab, "node02", requeued, "node02 hung again")
     # requeued, it waits for its BeginTime (~2 min): started now, so sacct lists its second run
     slurm(lab, "scontrol", "update", f"JobId={requeued}", "StartTime=now")
+    # Slurm starts it at its next scheduling pass: the main scheduler's interval is 60 s, so a
+    # 60 s wait lost the race once in CI under load.
     conftest.wait_for(
         f"job {requeued} running again",
         lambda: slurm(lab, "squeue", "-h", "-j", requeued, "-o", "%T").strip() == "RUNNING",
-        60,
+        180,
     )
     slurm(lab, "scancel", requeued)
     # a 3-node job that node02 takes down: Slurm's node event names node02, not its partners
