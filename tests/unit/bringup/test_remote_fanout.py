@@ -63,6 +63,14 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+def _loopback_targets(port: int, key_file: str, count: int) -> list[SshTarget]:
+    """Nodes n0.. all served by the one test SSH server on ``port``."""
+    return [
+        SshTarget(f"n{i}", "127.0.0.1", port=port, key_file=key_file, host_key_policy="off")
+        for i in range(count)
+    ]
+
+
 def test_every_node_answers_once_and_the_threads_stay_bounded(client_key, monkeypatch):
     monkeypatch.setattr(remote, "CONNECTORS", 4)
     concurrency = 24  # two threads a session would be 48
@@ -124,10 +132,7 @@ def test_results_come_in_batches_of_what_is_in(client_key):
             return True
 
     with base.ssh_server(_Gated) as served:
-        targets = [
-            SshTarget(f"n{i}", "127.0.0.1", port=served["port"], key_file=client_key, host_key_policy="off")
-            for i in range(12)
-        ]
+        targets = _loopback_targets(served["port"], client_key, 12)
         batches = fan_out_batches(targets, lambda t: f"echo {t.name}\n", 20, 12)
         first = next(batches)
         gate.set()
@@ -165,10 +170,7 @@ def test_a_gathering_batch_takes_the_answers_that_follow_its_first(client_key):
             return True
 
     with base.ssh_server(_Gated) as served:
-        targets = [
-            SshTarget(f"n{i}", "127.0.0.1", port=served["port"], key_file=client_key, host_key_policy="off")
-            for i in range(6)
-        ]
+        targets = _loopback_targets(served["port"], client_key, 6)
         batches = list(fan_out_batches(targets, lambda t: f"echo {t.name}\n", 20, 6, gather_s=120))
     assert len(batches) == 1  # not 120 s: the batch ended when the last node was in
     assert sorted(r.name for r in batches[0]) == [t.name for t in targets]
@@ -182,10 +184,7 @@ def test_a_script_that_cannot_be_built_fails_its_node_only(client_key):
         return "true\n"
 
     with base.ssh_server(_Slow) as served:
-        targets = [
-            SshTarget(f"n{i}", "127.0.0.1", port=served["port"], key_file=client_key, host_key_policy="off")
-            for i in range(3)
-        ]
+        targets = _loopback_targets(served["port"], client_key, 3)
         results = {r.name: r for r in fan_out(targets, script, 20, 3)}
     assert results["n1"].error == "could not start: ValueError: no plan for n1"
     assert results["n0"].rc == results["n2"].rc == 0
