@@ -78,10 +78,50 @@ _CSV_KNOWN = re.compile(
 )
 
 
-def _csv_header(text: str) -> list[tuple[int, str]]:
+# The burn-in's own throttle sampler (index, 0x mask, temperature, power): noheader rows whose
+# columns are known (burnin.checks.gpu.THROTTLE_SAMPLER).
+_SAMPLER_ROWS = r"^\d+, 0x[0-9A-Fa-f]{16}, \d+(?: C)?, [\d.]+(?: W)?\s*$"
+
+# One value of a --query-gpu field as nvidia-smi prints it (units or nounits): a count, reading or
+# version with its unit, a bit mask, a GPU or MIG UUID, a PCI bus id, a time stamp, N/A and the
+# like, a mode or state, a GPU's name. Free text is not a value: prose with commas is not a row.
+_CSV_VALUE = re.compile(
+    r"-?\d+(?:\.\d+)*(?: ?(?:%|W|C|MiB|GiB|KiB|MB|GB|MHz|GHz|mV|V|ms|us|s))?"
+    r"|0x[0-9A-Fa-f]+"
+    r"|(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
+    r"|[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
+    r"|\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\[?(?:N/A|Not Supported|Unknown Error|Insufficient Permissions|Requested functionality has been deprecated)\]?"
+    r"|Enabled|Disabled|Active|Not Active|Default|Exclusive_Process|Exclusive_Thread|Prohibited|P\d{1,2}"
+    r"|(?:NVIDIA|Tesla|Quadro|GeForce|TITAN)\b[\w .()-]*"
+)
+_MIN_NOHEADER_ROWS = 2
+
+
+def _noheader_rows(text: str) -> int:
+    """How many noheader --query-gpu rows the text is (0: it is not one): at least two rows of two
+    or more values each, all as wide, every field a value a query prints, and no other line but
+    the pasted command line (a prompt, `--query-gpu=`)."""
+    widths: set[int] = set()
+    rows = 0
+    for line in text.splitlines():
+        if not line.strip() or "--query-gpu" in line or "--format" in line:
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) < 2 or not all(_CSV_VALUE.fullmatch(c) for c in cells):
+            return 0
+        widths.add(len(cells))
+        rows += 1
+    return rows if rows >= _MIN_NOHEADER_ROWS and len(widths) == 1 else 0
+
+
+def _csv_lines(text: str) -> list[tuple[int, str]]:
     for m in _CSV_HEADER.finditer(text):
         if _CSV_KNOWN.search(m.group(0)):
             return [(3, "a --query-gpu CSV header")]
+    if not re.search(_SAMPLER_ROWS, text, re.MULTILINE) and (rows := _noheader_rows(text)):
+        # Weight 2, the least a tool is recognised on: the tool is plain, the columns are not.
+        return [(2, f"{rows} rows of --query-gpu values with no header (the columns cannot be told)")]
     return []
 
 
@@ -141,13 +181,9 @@ TOOLS: tuple[Tool, ...] = (
         ("gpu_query_csv",),
         (
             mark(r"--query-gpu=", 2, "the --query-gpu command line"),
-            mark(
-                r"^\d+, 0x[0-9A-Fa-f]{16}, \d+(?: C)?, [\d.]+(?: W)?\s*$",
-                2,
-                "throttle-sampler rows (noheader)",
-            ),
+            mark(_SAMPLER_ROWS, 2, "throttle-sampler rows (noheader)"),
         ),
-        detect=_csv_header,
+        detect=_csv_lines,
     ),
     Tool(
         "nvidia-smi (default table)",

@@ -236,3 +236,72 @@ def test_a_bare_stress_report_is_judged_by_gpu_stress_named_or_not() -> None:
         evaluation = evaluate_text(report, PROFILE, check)
         assert evaluation.verdict is Verdict.FAIL, evaluation.to_dict()
         assert any("silent data corruption" in f["message"] for f in evaluation.findings())
+
+
+# ---- issue 15: --format=csv,noheader rows without --check -----------------------------------------
+
+# Rows of common --query-gpu fields as nvidia-smi prints them with noheader (units or nounits).
+NOHEADER = {
+    "pcie link, nounits": "0, 4, 4, 16, 16\n1, 4, 4, 16, 16\n2, 1, 4, 16, 16\n",
+    "inventory": (
+        "0, NVIDIA H100 80GB HBM3, GPU-4d8b0a4e-2b1c-5e7a-9c3f-0a1b2c3d4e5f, 00000000:18:00.0, 535.183.01\n"
+        "1, NVIDIA H100 80GB HBM3, GPU-5e9c1b5f-3c2d-6f8b-ad40-1b2c3d4e5f60, 00000000:2A:00.0, 535.183.01\n"
+    ),
+    "readings with units": (
+        "2024/05/01 12:00:00.123, 0, 33, 71.24 W, 0 MiB, 81559 MiB, 0 %, P0, [N/A]\n"
+        "2024/05/01 12:00:00.125, 1, 31, 69.80 W, 0 MiB, 81559 MiB, 0 %, P0, [N/A]\n"
+    ),
+    "pasted under its command": (
+        "$ nvidia-smi --query-gpu=index,persistence_mode,ecc.mode.current,temperature.gpu "
+        "--format=csv,noheader\n0, Enabled, Enabled, 34\n1, Enabled, Enabled, 35\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOHEADER))
+def test_noheader_rows_are_recognised_as_the_query_gpu_csv_with_low_confidence(case: str) -> None:
+    text = NOHEADER[case]
+    got = recognise(text)
+    assert got.tool is not None and got.tool.name == "nvidia-smi --query-gpu CSV", got.reason
+    assert got.confidence < 1 and "no header" in got.reason
+    evaluation = evaluate_text(text, PROFILE)
+    named = evaluate_text(text, PROFILE, "gpu_query_csv")
+    assert evaluation.verdict is Verdict.UNKNOWN and evaluation.checks == ("gpu_query_csv",)
+    assert evaluation.reason == named.reason and "without its header" in evaluation.reason
+
+
+def test_cli_noheader_rows_without_check_say_run_it_with_a_header(tmp_path: Path) -> None:
+    saved = tmp_path / "query.csv"
+    saved.write_text(NOHEADER["inventory"])
+    res = _run("--json", str(saved))
+    doc = json.loads(res.stdout)
+    assert (doc["tool"], doc["check"], doc["verdict"]) == (
+        "nvidia-smi --query-gpu CSV",
+        "gpu_query_csv",
+        "UNKNOWN",
+    )
+    assert "run it with --format=csv" in doc["reason"] and doc["confidence"] < 1
+    assert res.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0, 4, 4, 16, 16\n",  # one row: too little to tell
+        "0, 4, 4, 16, 16\n1, 4, 16, 16\n",  # rows of different widths
+        "apples, pears, plums\ncherries, figs, dates\n",  # words, not values
+        "1, 2, buckle my shoe\n3, 4, knock at the door\n",  # a field no query prints
+        "Dear team, the node is down, again.\nRegards, ops\n",
+        "42\n43\n44\n",  # one field: not a CSV
+    ],
+)
+def test_text_with_commas_is_not_taken_for_noheader_rows(text: str) -> None:
+    got = recognise(text)
+    assert got.tool is None or got.tool.name != "nvidia-smi --query-gpu CSV", (text, got.reason)
+
+
+@robust
+@given(text=st.text(max_size=600))
+def test_random_text_is_not_taken_for_a_query_gpu_csv(text: str) -> None:
+    got = recognise(text)
+    assert got.tool is None or got.tool.name != "nvidia-smi --query-gpu CSV", (text, got.reason)
