@@ -417,7 +417,14 @@ def _burn_in(
     if group and still:
         say(f"stages {','.join(group)} on {', '.join(still)} beside golden {', '.join(partners) or '(none)'}")
         runner = BurninRun(
-            store, run.id, group, req.concurrency, True, group_settings=settings, on_group_progress=say
+            store,
+            run.id,
+            group,
+            req.concurrency,
+            True,
+            group_settings=settings,
+            on_group_progress=say,
+            partners=frozenset(partners),  # the ib pairs and nccl anchors (GroupContext.partners)
         )
         for o in runner.run([jobs[n] for n in [*still, *partners]]):
             if o.node in outcomes:

@@ -66,6 +66,11 @@ class GroupContext:
     settings: dict[str, Any] = field(default_factory=dict)  # launcher options from the CLI
     on_progress: Callable[[str], None] | None = None  # one line of progress ("round 1/2: ...")
     concurrency: int | None = None  # SSH sessions at once (None: remote.default_concurrency)
+    # Nodes among ``jobs`` proven good before this run (a nightly's golden partners). The ib
+    # stage pairs the others' ports with theirs and the nccl stage groups the others with them
+    # as anchors, so a node under test never meets a second suspect while a partner is free.
+    # Empty (``burnin run``): every node is under test, paired and grouped with every other.
+    partners: frozenset[str] = frozenset()
 
     def progress(self, line: str) -> None:
         if self.on_progress:

@@ -148,6 +148,7 @@ class BurninRun:
     on_node_done: Callable[[StageOutcome], None] | None = None
     group_settings: dict[str, Any] = field(default_factory=dict)  # launcher options for ib/nccl
     on_group_progress: Callable[[str], None] | None = None
+    partners: frozenset[str] = frozenset()  # proven nodes beside the tested ones (GroupContext)
     # Runs single-node stages instead of the SSH batches (burnin.stages.slurm_launch.SlurmStages):
     # (stage, active jobs) -> lists of (node, judged, error), every node once, each list what is
     # in at one moment: the runner saves a list in one transaction before asking for the next.
@@ -228,7 +229,12 @@ class BurninRun:
         if self.on_stage_start:
             self.on_stage_start(stage, len(active))
         context = GroupContext(
-            list(active.values()), self.run_id, self.group_settings, self.on_group_progress, self.concurrency
+            list(active.values()),
+            self.run_id,
+            self.group_settings,
+            self.on_group_progress,
+            self.concurrency,
+            self.partners,
         )
         error = ""
         try:

@@ -192,3 +192,19 @@ def test_the_closing_moves_are_one_transaction_and_a_refused_one_loses_no_other(
         run.id,
         {"s1": "PASS"},
     )
+
+
+def test_a_group_stage_is_told_the_partners_and_a_plain_run_has_none(monkeypatch, store) -> None:
+    """Issue 14: the nightly's golden partners reach the group stages (the ib pairs, the nccl
+    anchors) through their context; a run without partners hands them none, as before."""
+    seen = []
+
+    def stage(ctx):
+        seen.append((sorted(j.name for j in ctx.jobs), ctx.partners))
+        return {j.name: [(Result.judged("g"), "")] for j in ctx.jobs}
+
+    monkeypatch.setattr(runner_mod, "group_stages", lambda: {"nccl": stage})
+    jobs = [NodeJob("n1", PROFILE, None), NodeJob("n2", PROFILE, None)]
+    BurninRun(store, None, ["nccl"], partners=frozenset({"n2"})).run(jobs)
+    BurninRun(store, None, ["nccl"]).run(jobs)
+    assert seen == [(["n1", "n2"], frozenset({"n2"})), (["n1", "n2"], frozenset())]
