@@ -1,7 +1,8 @@
 """Judge a saved tool output (pure): what `burnin evaluate FILE` does.
 
-The file is refused when it is not text (a NUL byte, or more than 1% of it control characters
-or bytes that are not UTF-8) or larger than MAX_BYTES. Without a check named, the tool is
+A file that is not text (a NUL byte, or more than 1% of it control characters or bytes that are
+not UTF-8) is UNKNOWN, judged by nobody, with the reason; one larger than MAX_BYTES is refused
+(BadInput): it was not read whole. Without a check named, the tool is
 recognised (burnin.recognise) and the checks that judge that tool's output judge it (all of them
 for `nvidia-smi -q`, which four checks read); a text nobody recognises, or that looks like two
 tools equally, is UNKNOWN with the reason, never a pass. A text that also holds another tool's
@@ -33,18 +34,23 @@ def judging_checks() -> dict[str, Check]:
     return {**ALL_CHECKS, **EVIDENCE_CHECKS}
 
 
+class NotText(BadInput):
+    """A binary file handed in as a tool output: `burnin evaluate` answers it UNKNOWN."""
+
+
 def read_evidence(data: bytes, source: str) -> str:
-    """The text of a tool output; BadInput (naming ``source``) for a binary or oversized one."""
+    """The text of a tool output; NotText (naming ``source``) for a binary one, BadInput for an
+    oversized one."""
     if len(data) > MAX_BYTES:
         raise BadInput(
             f"{source}: {len(data)} bytes or more, over the {MAX_BYTES // (1024 * 1024)} MiB limit of a tool output"
         )
     if b"\x00" in data:
-        raise BadInput(f"{source}: a binary file (it holds NUL bytes), not a tool's text output")
+        raise NotText(f"{source}: a binary file (it holds NUL bytes), not a tool's text output")
     text = data.decode("utf-8", errors="replace")
     odd = text.count("\ufffd") + len(_ODD_CONTROLS.findall(text))
     if text and odd > max(8, len(text) // 100):
-        raise BadInput(
+        raise NotText(
             f"{source}: a binary file ({odd} of {len(text)} characters are not text), not a tool's output"
         )
     return text
@@ -96,9 +102,7 @@ def evaluate_text(
     recognition = recognise(text)
     checks = judging_checks()
     if check_name is not None:
-        check = checks.get(check_name)
-        if check is None:
-            raise BadInput(f"unknown check {check_name!r} (checks: {', '.join(sorted(checks))})")
+        check = _named_check(check_name)
         tool = recognition.tool
         section = tool.section if tool is not None and check.name in tool.checks else ""
         result = judge(check, CommandOutput(stdout=_prepare(text, section), rc=rc), profile)
@@ -131,6 +135,14 @@ def evaluate_text(
     return Evaluation(recognition, tuple(tool.checks), results, verdict, reason)
 
 
+def _named_check(name: str) -> Check:
+    checks = judging_checks()
+    check = checks.get(name)
+    if check is None:
+        raise BadInput(f"unknown check {name!r} (checks: {', '.join(sorted(checks))})")
+    return check
+
+
 def _second_tool(recognition: Recognition) -> str:
     """Another tool whose own lines (its strongest marker, which the winner lacks and does not
     print itself) are in the text too."""
@@ -146,5 +158,12 @@ def _second_tool(recognition: Recognition) -> str:
 def evaluate_evidence(
     data: bytes, profile: Profile, *, source: str, check_name: str | None = None, rc: int | None = 0
 ) -> Evaluation:
-    """`burnin evaluate`: the raw bytes of a saved output (a file or stdin) judged."""
-    return evaluate_text(read_evidence(data, source), profile, check_name, rc)
+    """`burnin evaluate`: the raw bytes of a saved output (a file or stdin) judged; a binary file
+    is UNKNOWN, judged by nobody (the check named, if any, is still named)."""
+    try:
+        text = read_evidence(data, source)
+    except NotText as exc:
+        given = (_named_check(check_name).name,) if check_name is not None else ()
+        recognition = Recognition(None, 0.0, "not recognised: a binary file is no tool's output")
+        return Evaluation(recognition, given, (), Verdict.UNKNOWN, str(exc), bool(given))
+    return evaluate_text(text, profile, check_name, rc)

@@ -1,7 +1,7 @@
 """`burnin evaluate` without --check (issue 15): no input that is not a recognisable output of a
 tool gets PASS, the evidence-only checks refuse other tools' outputs as the stage checks do, and
-the command (click's runner) says which tool it recognised, reads stdin, and refuses binary
-files with one line, never a traceback."""
+the command (click's runner) says which tool it recognised, reads stdin, and answers a binary
+file UNKNOWN (in --json too), never a traceback."""
 
 from __future__ import annotations
 
@@ -143,13 +143,23 @@ def test_cli_unrecognised_file_is_unknown(tmp_path: Path) -> None:
     assert "not recognised: looks like none of" in res.stdout and "UNKNOWN" in res.stdout
 
 
-def test_cli_refuses_a_binary_file_in_one_line(tmp_path: Path) -> None:
+def test_cli_answers_a_binary_file_unknown(tmp_path: Path) -> None:
+    """Issue 15: garbage or binary input is UNKNOWN, never a traceback; --json prints its document."""
     saved = tmp_path / "core.bin"
     saved.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
     res = _run(str(saved))
     assert res.exit_code == 1
+    assert "UNKNOWN" in res.output
     assert "binary file" in res.output and str(saved) in res.output.replace("\n", "")
     assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+    res = _run("--json", str(saved))
+    doc = json.loads(res.stdout)
+    assert (doc["verdict"], doc["tool"], doc["check"], doc["findings"]) == ("UNKNOWN", None, [], [])
+    assert "binary file" in doc["reason"] and str(saved) in doc["reason"]
+    assert res.exit_code == 1
+    doc = json.loads(_run("--json", "--check", "kernel_log", str(saved)).stdout)
+    assert (doc["verdict"], doc["check"], doc["check_given"]) == ("UNKNOWN", "kernel_log", True)
+    assert "binary file" in doc["reason"]
 
 
 def test_cli_with_check_judges_with_that_check(tmp_path: Path) -> None:

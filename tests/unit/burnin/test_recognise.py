@@ -446,10 +446,15 @@ def test_a_capture_cut_at_a_line_end_never_passes(tool: str) -> None:
 
 
 @pytest.mark.parametrize("tool", JUDGED)
-def test_a_capture_with_nul_bytes_is_refused_as_binary(tool: str) -> None:
+def test_a_capture_with_nul_bytes_is_unknown_as_binary(tool: str) -> None:
     data = _capture(tool).encode()
+    data = data[:200] + b"\x00\x01\x02" + data[200:]
+    for check in (None, *find_tool(tool).checks):
+        evaluation = evaluate_evidence(data, PROFILE, source="f.txt", check_name=check)
+        assert evaluation.verdict is Verdict.UNKNOWN and not evaluation.results
+        assert evaluation.reason.startswith("f.txt: a binary file"), evaluation.reason
     with pytest.raises(BadInput, match="binary"):
-        evaluate_evidence(data[:200] + b"\x00\x01\x02" + data[200:], PROFILE, source="f.txt")
+        read_evidence(data, "f.txt")  # what is read as text is refused; the answer is UNKNOWN
 
 
 def test_an_oversized_file_is_refused() -> None:
