@@ -19,6 +19,14 @@ be told from a bad partner (the failure follows the partner):
 A session's client connects to its server's TCP port; in a one-way session data flows client
 -> server (ib_write_bw writes into the server's memory). TCP ports are distinct per server node
 and round.
+
+With ``partners`` (nodes proven good beforehand: a nightly's golden partners), a rail that has
+both partners and nodes under test is planned around the partners instead (``_anchored_round``):
+each round pairs as many ports under test as there are partner ports with a partner, rotating so
+a port meets a different partner each round (partners serve again in later rounds); partners
+left over load each other, ports under test left over (too few partners) meet each other as
+without partners. A port under test thus never meets another one's while a partner is free, and
+a bad one cannot make a healthy one look bad. Every port is still loaded in every round.
 """
 
 from __future__ import annotations
@@ -146,6 +154,44 @@ def _rail_round(nodes: list[str], r: int, history: _History) -> list[tuple[str, 
     return flows
 
 
+def _anchored_round(
+    suspects: list[str], partners: list[str], r: int, history: _History
+) -> list[tuple[str, str, bool]]:
+    """Round r of a rail with both nodes under test and partners (see the module docstring)."""
+    m, k = len(suspects), len(partners)
+    start = (r * k) % m if k < m else 0  # too few partners: the ones that get them rotate
+    chosen = [suspects[(start + i) % m] for i in range(min(m, k))]
+    pairs = [(partners[(i + r) % k], s) for i, s in enumerate(chosen)]  # the proven port serves
+    spare = [p for p in partners if p not in {a for a, _ in pairs}] + [s for s in suspects if s not in chosen]
+    lone = None
+    if len(spare) >= 2:
+        circle = _circle(spare, r)
+        lone = next((x if y is None else y for x, y in circle if x is None or y is None), None)
+        pairs += [(x, y) for x, y in circle if x is not None and y is not None]
+    elif spare:
+        lone = spare[0]
+    flows: list[tuple[str, str, bool]] = []
+    merged = None
+    if lone is not None:
+        # The odd one joins a pair as a 3-cycle: a pair with a partner in it first, so a node
+        # under test left over meets a partner too; then the fewest repeated edges.
+        candidates = []
+        for i, (x, y) in enumerate(pairs):
+            for cycle in ([(x, y), (y, lone), (lone, x)], [(y, x), (x, lone), (lone, y)]):
+                suspect_edges = sum(a not in partners and b not in partners for a, b in cycle)
+                candidates.append((suspect_edges, history.repeats(cycle), i, cycle))
+        _, _, index, cycle = min(candidates, key=lambda c: c[:3])
+        merged = (index, cycle)
+    for i, (x, y) in enumerate(pairs):
+        if merged is not None and merged[0] == i:
+            history.add(merged[1])
+            flows += [(a, b, False) for a, b in merged[1]]
+        else:
+            history.add([(x, y), (y, x)])
+            flows.append((y, x, True))  # the first of the pair serves
+    return flows
+
+
 def _sessions(flows: list[tuple[str, str, str, bool]], base_tcp_port: int) -> tuple[Session, ...]:
     """Sessions with TCP ports numbered per server node, in a stable order."""
     next_port: dict[str, int] = {}
@@ -158,16 +204,26 @@ def _sessions(flows: list[tuple[str, str, str, bool]], base_tcp_port: int) -> tu
 
 
 def plan_rounds(
-    ports: Mapping[str, Iterable[str]], rounds: int, base_tcp_port: int = DEFAULT_TCP_PORT
+    ports: Mapping[str, Iterable[str]],
+    rounds: int,
+    base_tcp_port: int = DEFAULT_TCP_PORT,
+    partners: Collection[str] = (),
 ) -> list[Round]:
-    """The load rounds for these ports (node -> its active rails)."""
+    """The load rounds for these ports (node -> its active rails); ``partners``: the nodes
+    proven good beforehand, whose ports the others' are paired with (see the module docstring)."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     rails = rails_of(ports)
+    proven = set(partners)
+    anchored = {
+        rail: ([n for n in nodes if n not in proven], [n for n in nodes if n in proven])
+        for rail, nodes in rails.items()
+        if proven & set(nodes) and set(nodes) - proven
+    }
     histories = {
         rail: _History(
             coming=[{frozenset(p) for p in _circle(nodes, r) if None not in p} for r in range(rounds)]
-            if len(nodes) > 3
+            if len(nodes) > 3 and rail not in anchored
             else []
         )
         for rail, nodes in rails.items()
@@ -180,9 +236,28 @@ def plan_rounds(
             if len(nodes) < 2:
                 unpaired += [PortKey(node, rail) for node in nodes]
                 continue
-            flows += [(rail, c, s, b) for c, s, b in _rail_round(nodes, r, histories[rail])]
+            if rail in anchored:
+                rail_flows = _anchored_round(*anchored[rail], r, histories[rail])
+            else:
+                rail_flows = _rail_round(nodes, r, histories[rail])
+            flows += [(rail, c, s, b) for c, s, b in rail_flows]
         planned.append(Round(r + 1, _sessions(flows, base_tcp_port), tuple(sorted(unpaired))))
     return planned
+
+
+def unpartnered(rounds: Iterable[Round], partners: Collection[str]) -> dict[str, set[str]]:
+    """Node under test -> the other nodes under test its ports met: what too few partner ports
+    left to meet each other (empty when every port under test met partners, or none are given)."""
+    proven = set(partners)
+    met: dict[str, set[str]] = {}
+    if not proven:
+        return met
+    for round_ in rounds:
+        for s in round_.sessions:
+            if s.server not in proven and s.client not in proven:
+                met.setdefault(s.server, set()).add(s.client)
+                met.setdefault(s.client, set()).add(s.server)
+    return met
 
 
 def plan_retest(

@@ -4,7 +4,9 @@
    GUID, LID, rate, state and link layer, whether perftest writes ``--out_json``, and the fabric
    (``ibnetdiscover -p``, first node) so findings can name the switch port at a cable's end.
 2. Plan (burnin.plan.ib_pairs): rail-aligned bidirectional pairs (3-cycles for odd counts),
-   different partners in each of ``diag.ib_rounds`` rounds.
+   different partners in each of ``diag.ib_rounds`` rounds. With the context's ``partners`` (a
+   nightly's golden nodes) the ports under test are paired with theirs, not with each other;
+   where there are too few, the ports left over meet each other and their results say so.
 3. Run each round as one SSH session per node: read the error counters of its loaded ports
    (``perfquery -x``, or sysfs), start its ``ib_write_bw`` servers, then its clients (which retry
    while the partner's server is not listening yet), wait for all of them, read the counters
@@ -25,7 +27,7 @@ from __future__ import annotations
 import secrets
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bringup.remote import SshTarget, default_concurrency, fan_out
 from burnin.checks.base import CommandOutput
@@ -49,7 +51,15 @@ from burnin.checks.ib_replay import record_text
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
-from burnin.plan.ib_pairs import PortKey, Round, Session, plan_retest, plan_rounds, plan_waves
+from burnin.plan.ib_pairs import (
+    PortKey,
+    Round,
+    Session,
+    plan_retest,
+    plan_rounds,
+    plan_waves,
+    unpartnered,
+)
 from burnin.result import Result, info
 from burnin.stages.batch import parse_output
 from burnin.stages.ib_discovery import (
@@ -425,7 +435,12 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
                 active[name] = rails
     out_json = {n: found[n].out_json for n in found}
 
-    planned = plan_rounds(active, max(rounds, 1)) if active else []
+    partners = ctx.partners & set(jobs)
+    if partners:
+        ctx.progress(
+            f"ib: {len(jobs) - len(partners)} node(s) under test paired with {len(partners)} golden partner(s)"
+        )
+    planned = plan_rounds(active, max(rounds, 1), partners=partners) if active else []
     all_results: list[SessionResult] = []
     failed_nodes: set[str] = set()
     # Every session with both ends' raw output: the record `burnin rejudge` judges again from.
@@ -474,8 +489,12 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     retested = False
     inputs = retest_inputs(all_results, standing, failed_nodes)
     if inputs.suspects:
+        # Golden partners first among the proven ports a suspect is re-tested against.
+        proven = {
+            rail: sorted(nodes, key=lambda n: n not in partners) for rail, nodes in inputs.partners.items()
+        }
         retest, _untested = plan_retest(
-            inputs.suspects, inputs.partners, inputs.must_avoid, inputs.met, len(planned) + 1
+            inputs.suspects, proven, inputs.must_avoid, inputs.met, len(planned) + 1
         )
         if retest.sessions:
             retested = True
@@ -487,8 +506,16 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     for r in all_results:
         for node in {r.session.server, r.session.client}:
             by_node.setdefault(node, []).append(r)
+    shared = unpartnered(planned, partners)
     for name, ev in evidence.items():
         result = judge_node(ev, by_node.get(name, []), standing, infos, retested)
+        if name in shared:
+            note = info(
+                f"ports met {', '.join(sorted(shared[name]))}, also under test: {len(partners)} golden "
+                f"partner(s) for {len(jobs) - len(partners)} node(s) under test were too few to pair "
+                "every port with a partner's"
+            )
+            result = replace(result, findings=(*result.findings, note))
         kept = "\n".join(t for t in text[name] if t)
         results[name] = [(result, f"{kept}\n{record_text(ev, recorded, retested)}")]
     return results

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnin.plan.ib_pairs import DEFAULT_TCP_PORT, PortKey, plan_retest, plan_rounds, rails_of
+from burnin.plan.ib_pairs import DEFAULT_TCP_PORT, PortKey, plan_retest, plan_rounds, rails_of, unpartnered
 
 RAILS8 = [f"mlx5_{i}/1" for i in range(8)]
 
@@ -157,6 +157,92 @@ def test_two_rounds_give_every_port_two_partners(n):
     """The default (2 rounds) is enough to tell a bad port from a bad partner at any size >= 3."""
     to, frm = partners_by_round(plan_rounds(full(n, ["mlx5_0/1"]), 2))
     assert all(len(set(to[p]) | set(frm[p])) >= 2 for p in to)
+
+
+def test_two_nodes_under_test_meet_golden_partners_never_each_other():
+    """Issue 14: a nightly's two repaired nodes (node01, node04) beside two golden partners. Without
+    partners the circle method pairs node01 with node04 in round 1; with them each port under
+    test meets a partner's in every round, a different one each round."""
+    ports = full(4)
+    assert any({s.server, s.client} == {"node01", "node04"} for s in plan_rounds(ports, 2)[0].sessions)
+    rounds = plan_rounds(ports, 2, partners={"node02", "node03"})
+    for r in rounds:
+        assert_round_invariants(ports, r)
+        for s in r.sessions:
+            assert {s.server, s.client} & {"node02", "node03"}, s
+            assert s.server in {"node02", "node03"}  # the proven port serves
+    to, _ = partners_by_round(rounds)
+    assert {tuple(v) for p, v in to.items() if p.node in ("node01", "node04")} == {
+        ("node02", "node03"),
+        ("node03", "node02"),
+    }
+    assert unpartnered(rounds, {"node02", "node03"}) == {}
+
+
+def test_one_node_under_test_and_two_partners_is_a_cycle_of_proven_ports():
+    ports = full(3, ["mlx5_0/1"])
+    for r in plan_rounds(ports, 2, partners={"node02", "node03"}):
+        assert_round_invariants(ports, r)  # a 3-cycle: node01 sends to one partner, hears the other
+        assert len(r.sessions) == 3 and not any(s.bidirectional for s in r.sessions)
+
+
+def test_too_few_partners_pair_what_they_can_and_the_rest_meet_as_before():
+    ports = full(4, ["mlx5_0/1"])
+    rounds = plan_rounds(ports, 3, partners={"node04"})
+    for r in rounds:
+        assert_round_invariants(ports, r)
+        assert any("node04" in (s.server, s.client) and s.bidirectional for s in r.sessions)
+    with_partner = [
+        next(s.partner("node04") for s in r.sessions if "node04" in (s.server, s.client)) for r in rounds
+    ]
+    assert with_partner == ["node01", "node02", "node03"]  # the one partner serves each in turn
+    assert set(unpartnered(rounds, {"node04"})) == {"node01", "node02", "node03"}
+    assert unpartnered(rounds, ()) == {}
+    # a rail without any partner port is planned as without partners
+    assert plan_rounds(ports, 2, partners={"elsewhere"}) == plan_rounds(ports, 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=12),
+    rounds=st.integers(min_value=1, max_value=4),
+    data=st.data(),
+)
+def test_a_port_under_test_never_meets_another_while_a_partner_is_free(n, rounds, data):
+    """With partners: every port still loaded in every round (the invariants above); on a rail
+    with partners, a session between two ports under test only when every partner port is busy
+    with a port under test; with enough partners, a port under test meets a different partner in
+    each round (as many as there are)."""
+    ports = {}
+    for i in range(n):
+        ports[f"n{i:02d}"] = data.draw(st.lists(st.sampled_from(RAILS8[:3]), unique=True, max_size=3))
+    partners = data.draw(st.sets(st.sampled_from(sorted(ports))))
+    planned = plan_rounds(ports, rounds, partners=partners)
+    assert len(planned) == rounds
+    met: dict[PortKey, list[set[str]]] = defaultdict(list)
+    for r in planned:
+        assert_round_invariants(ports, r)
+        for rail, nodes in rails_of(ports).items():
+            proven, tested = set(nodes) & partners, set(nodes) - partners
+            if not proven or not tested:
+                continue
+            sessions = [s for s in r.sessions if s.rail == rail]
+            with_tested = {
+                e for s in sessions for e in (s.server, s.client) if e in proven and s.partner(e) in tested
+            }
+            if any(s.server in tested and s.client in tested for s in sessions):
+                assert with_tested == proven, (rail, r.index, sessions)
+            if len(proven) >= len(tested):
+                assert all(s.server in proven or s.client in proven for s in sessions)
+            for node in tested:
+                met[PortKey(node, rail)].append(
+                    {s.partner(node) for s in sessions if node in (s.server, s.client)} & proven
+                )
+    for key, seen in met.items():
+        proven = set(rails_of(ports)[key.rail]) & partners
+        tested = set(rails_of(ports)[key.rail]) - partners
+        if len(proven) >= len(tested):
+            assert len(set().union(*seen)) >= min(rounds, len(proven)), (key, seen)
 
 
 def test_retest_pairs_suspects_with_proven_ports():

@@ -262,6 +262,80 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
     assert "== ibstat (exit status 0) ==" in results["node01"][0][1]
 
 
+def simulated_fabric(monkeypatch, bad: set[PortKey]) -> list[tuple[int, object]]:
+    """Discovery and rounds replaced by a fabric where a session with a ``bad`` port runs at 60%
+    of the floor; returns the (round, session) list the stage ran, filled as it runs."""
+    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    sessions: list[tuple[int, object]] = []
+
+    def fake_discover(targets, bound=None):
+        return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
+
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
+        got = ib_stage.RoundOutputs()
+        for s in round_.sessions:
+            sessions.append((round_.index, s))
+            gbps = 470.8 if bad & set(s.ends) else 784.7
+            doc = {
+                "test_info": {"test": "x"},
+                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": gbps},
+            }
+            for node in (s.server, s.client):
+                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
+        for key in round_.loaded:
+            got.changes[key] = counter_changes({}, {})
+        return got
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    return sessions
+
+
+def run_with_partners(nodes: list[str], partners: set[str], progress=None):
+    profile = apply_overrides(PROFILE, ["diag.ib_load_seconds=3"])
+    jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(nodes, 1)]
+    say = progress.append if progress is not None else (lambda _: None)
+    return ib_stage.run_ib_stage(GroupContext(jobs, None, {}, say, partners=frozenset(partners)))
+
+
+def test_two_repaired_nodes_meet_golden_partners_never_each_other(monkeypatch):
+    """Issue 14: a nightly re-tests node01 (a bad port left) and node04 (repaired for good) beside
+    the golden node02 and node03. Each round pairs every port under test with a partner's, never
+    with the other suspect's: node04 passes on its own evidence and node01's port is blamed by
+    the two partners it failed with, without a re-test round."""
+    partners = {"node02", "node03"}
+    sessions = simulated_fabric(monkeypatch, {PortKey("node01", "mlx5_3/1")})
+    progress: list[str] = []
+    results = run_with_partners(["node01", "node02", "node03", "node04"], partners, progress)
+    verdicts = {n: r[0][0].verdict for n, r in results.items()}
+    assert verdicts == {
+        "node01": Verdict.FAIL,
+        "node02": Verdict.PASS,
+        "node03": Verdict.PASS,
+        "node04": Verdict.PASS,
+    }
+    assert not [s for _, s in sessions if {s.server, s.client} == {"node01", "node04"}]
+    assert {i for i, _ in sessions} == {1, 2}  # no re-test round was needed
+    for suspect in ("node01", "node04"):  # each of its ports met both partners
+        met = {s.partner(suspect) for _, s in sessions if suspect in (s.server, s.client)}
+        assert met == partners, (suspect, met)
+    node01 = results["node01"][0][0]
+    assert [f.subject for f in node01.findings if f.severity.value == "critical"] == ["mlx5_3 port 1"]
+    assert "2 node(s) under test paired with 2 golden partner(s)" in progress[1]
+
+
+def test_too_few_partners_leave_ports_under_test_meeting_and_say_so(monkeypatch):
+    """One partner for three nodes under test: it takes one of them each round, the other two meet
+    each other as without partners, and their results say why."""
+    simulated_fabric(monkeypatch, set())
+    results = run_with_partners(["node01", "node02", "node03", "node04"], {"node04"})
+    assert {n: r[0][0].verdict for n, r in results.items()} == dict.fromkeys(results, Verdict.PASS)
+    for node in ("node01", "node02", "node03"):
+        notes = [f.message for f in results[node][0][0].findings if "golden partner" in f.message]
+        assert notes and "1 golden partner(s) for 3 node(s) under test were too few" in notes[0], node
+    assert not [f for f in results["node04"][0][0].findings if "golden partner" in f.message]
+
+
 def test_stage_without_ssh_or_ib_ports():
     no_ib = apply_overrides(PROFILE, ["ib.hca_count=0"])
     results = ib_stage.run_ib_stage(
