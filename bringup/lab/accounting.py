@@ -26,23 +26,14 @@ import time
 from pathlib import Path
 
 from bringup.lab.network import RUN_DIR, LabError
+from bringup.lab.ports import LabPorts, port_free
 from bringup.lab.state import LabState
 
-PORT_BASE = 29000  # after slurm.py's 21000 + 2 x 4000
-# MariaDB port = PORT_BASE + 2 x slot; slurmdbd port = that + 1. The last is 32759: below the
-# kernel's ephemeral range (32768 up), where any outgoing connection may hold a port.
-PORT_SLOTS = 1880
 DB_NAME = "slurm_acct_db"
 DB_USER = "slurm"
 DBD_CONF = "slurmdbd.conf"
 READY_TIMEOUT_S = 30.0
 BINARIES = ("mariadbd", "mariadb-install-db", "slurmdbd")
-
-
-def accounting_ports(run_id: str) -> tuple[int, int]:
-    """(MariaDB port, slurmdbd port) of a lab: stable per lab, apart from slurmctld's range."""
-    slot = int(run_id, 16) % PORT_SLOTS
-    return PORT_BASE + 2 * slot, PORT_BASE + 2 * slot + 1
 
 
 def available() -> bool:
@@ -55,21 +46,21 @@ def run_dir(prefix: str) -> Path:
     return RUN_DIR / f"{prefix}-db"
 
 
-def slurm_conf_lines(state: LabState, munge_socket: str) -> list[str]:
+def slurm_conf_lines(state: LabState, munge_socket: str, lab_ports: LabPorts) -> list[str]:
     """The accounting lines of the lab's slurm.conf (pure)."""
-    _, dbd_port = accounting_ports(state.run_id)
     return [
         "AccountingStorageType=accounting_storage/slurmdbd",
         f"AccountingStorageHost={state.gateway}",
-        f"AccountingStoragePort={dbd_port}",
+        f"AccountingStoragePort={lab_ports.slurmdbd}",
         # Not a password with auth/munge: the munge socket a client uses to reach slurmdbd.
         f"AccountingStoragePass={munge_socket}",
     ]
 
 
-def render_slurmdbd_conf(state: LabState, base: Path, munge_socket: str, password: str) -> str:
+def render_slurmdbd_conf(
+    state: LabState, base: Path, munge_socket: str, password: str, lab_ports: LabPorts
+) -> str:
     """slurmdbd.conf (pure). ``password`` is the MariaDB password of the slurm user."""
-    db_port, dbd_port = accounting_ports(state.run_id)
     return (
         "\n".join(
             [
@@ -78,13 +69,13 @@ def render_slurmdbd_conf(state: LabState, base: Path, munge_socket: str, passwor
                 f"AuthInfo=socket={munge_socket}",
                 "DbdHost=localhost",  # slurmdbd checks this against its own name; localhost always is
                 f"DbdAddr={state.gateway}",
-                f"DbdPort={dbd_port}",
+                f"DbdPort={lab_ports.slurmdbd}",
                 "SlurmUser=root",
                 f"PidFile={base}/slurmdbd.pid",
                 f"LogFile={base}/slurmdbd.log",
                 "StorageType=accounting_storage/mysql",
                 "StorageHost=127.0.0.1",
-                f"StoragePort={db_port}",
+                f"StoragePort={lab_ports.mariadb}",
                 f"StorageUser={DB_USER}",
                 f"StoragePass={password}",
                 f"StorageLoc={DB_NAME}",
@@ -107,21 +98,21 @@ def pidfiles(state: LabState, base: Path) -> dict[str, str]:
     return {"slurmdbd": str(base / "slurmdbd.pid"), "mariadbd": str(run_dir(state.prefix) / "mariadbd.pid")}
 
 
-def start(state: LabState, base: Path, munge_socket: str, env: dict[str, str]) -> None:
+def start(state: LabState, base: Path, munge_socket: str, env: dict[str, str], lab_ports: LabPorts) -> None:
     """MariaDB, then slurmdbd (its conf beside ``env['SLURM_CONF']``); returns once slurmdbd listens."""
-    db_port, dbd_port = accounting_ports(state.run_id)
-    for port, host in ((db_port, "127.0.0.1"), (dbd_port, state.gateway)):
-        _check_port_free(host, port)
+    for port in (lab_ports.mariadb, lab_ports.slurmdbd):
+        if not port_free(port):  # it was when slurm.conf was written (ports.choose)
+            raise LabError(f"port {port} for this lab's accounting is taken; is another lab using it?")
     password = secrets.token_hex(16)
-    _start_mariadb(state, base, db_port, password)
+    _start_mariadb(state, base, lab_ports.mariadb, password)
     conf = Path(env["SLURM_CONF"]).parent / DBD_CONF
     conf.touch(mode=0o600)
     conf.chmod(0o600)  # slurmdbd refuses a conf others can read (it holds the password)
-    conf.write_text(render_slurmdbd_conf(state, base, munge_socket, password))
+    conf.write_text(render_slurmdbd_conf(state, base, munge_socket, password, lab_ports))
     proc = subprocess.run(["slurmdbd"], env=env, capture_output=True, text=True, timeout=30)
     if proc.returncode != 0:
         raise LabError(f"slurmdbd did not start: {(proc.stderr or proc.stdout).strip()[-1000:]}")
-    _wait_port(state.gateway, dbd_port, "slurmdbd", base / "slurmdbd.log")
+    _wait_port(state.gateway, lab_ports.slurmdbd, "slurmdbd", base / "slurmdbd.log")
 
 
 def _start_mariadb(state: LabState, base: Path, port: int, password: str) -> None:
@@ -177,15 +168,6 @@ def _wait_port(host: str, port: int, what: str, log: Path) -> None:
         time.sleep(0.05)
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-10:]) if log.exists() else ""
     raise LabError(f"{what} does not listen on {host}:{port} after {READY_TIMEOUT_S:.0f} s\n{tail}")
-
-
-def _check_port_free(host: str, port: int) -> None:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            raise LabError(f"port {host}:{port} for this lab's accounting is taken ({exc})") from exc
 
 
 def wait_cluster(state: LabState, env: dict[str, str]) -> None:

@@ -33,16 +33,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bringup.lab import accounting
+from bringup.lab import accounting, ports
 from bringup.lab.network import RUN_DIR, LabError
+from bringup.lab.ports import LabPorts
 from bringup.lab.state import LabNode, LabState
 from bringup.procs import read_pid, stop_pid
 from bringup.remote import SshTarget, fan_out
 
 SERVICE_DIR = "slurm"  # under the lab state dir
 SERVICE_FILE = "service.json"  # what stop() needs: pid files and the munge runtime dir
-PORT_BASE = 21000
-PORT_SLOTS = 4000  # slurmctld port = PORT_BASE + 2 * slot; slurmd port = that + 1
+PORTS_FILE = "ports.json"  # the ports chosen with slurm.conf (ports.py)
 NODE_CONF = "etc/slurm/slurm.conf"
 NODE_KEY = "etc/munge/munge.key"
 START_TIMEOUT_S = 30.0
@@ -57,12 +57,6 @@ PMIX_LIB = Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so")
 CGROUP_CONF = "CgroupPlugin=cgroup/v1\n"
 
 
-def ports_for(run_id: str) -> tuple[int, int]:
-    """(slurmctld port, slurmd port): stable per lab, different for different run ids (mostly)."""
-    slot = int(run_id, 16) % PORT_SLOTS
-    return PORT_BASE + 2 * slot, PORT_BASE + 2 * slot + 1
-
-
 def munge_dir(prefix: str) -> Path:
     """munged's socket and pid file, on the host and (the same path) inside every node."""
     return RUN_DIR / f"{prefix}-munge"
@@ -74,21 +68,23 @@ def render_slurm_conf(
     cpus: int,
     health_check: dict[str, str] | None = None,
     accounting_on: bool | None = None,
+    lab_ports: LabPorts | None = None,
 ) -> str:
     """slurm.conf for the lab: pure, so it can be checked without a running lab. ``health_check``
     adds the HealthCheck* lines (Program, Interval, NodeState: the burnin_tools role's);
-    ``accounting_on`` (default: when the host has MariaDB and slurmdbd) the slurmdbd lines."""
+    ``accounting_on`` (default: when the host has MariaDB and slurmdbd) the slurmdbd lines;
+    ``lab_ports`` (default: the lab's preferred ones) the daemons' ports."""
     if accounting_on is None:
         accounting_on = accounting.available()
+    lab_ports = lab_ports or LabPorts.preferred(state.run_id)
     munge_socket = f"{munge_dir(state.prefix)}/munge.socket.2"
-    ctld_port, slurmd_port = ports_for(state.run_id)
     base = Path(state.state_dir) / SERVICE_DIR
     lines = [
         f"# Slurm cluster of the virtual rack {state.name!r} (run {state.run_id}), by `bringup lab up`.",
         f"ClusterName={state.prefix}",
         f"SlurmctldHost={controller_host}({state.gateway})",
-        f"SlurmctldPort={ctld_port}",
-        f"SlurmdPort={slurmd_port}",
+        f"SlurmctldPort={lab_ports.slurmctld}",
+        f"SlurmdPort={lab_ports.slurmd}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={munge_socket}",
@@ -105,7 +101,7 @@ def render_slurm_conf(
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
         *(
-            accounting.slurm_conf_lines(state, munge_socket)
+            accounting.slurm_conf_lines(state, munge_socket, lab_ports)
             if accounting_on
             else ["AccountingStorageType=accounting_storage/none"]
         ),
@@ -190,12 +186,15 @@ class SlurmService:
         return path.read_bytes()
 
     def _conf(self, state: LabState) -> str:
+        """slurm.conf, written once per lab with the ports chosen for it (saved beside it)."""
         path = self._dir(state) / "slurm.conf"
         with self._lock:
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 host = socket.gethostname().split(".")[0]
-                path.write_text(render_slurm_conf(state, host, os.cpu_count() or 1))
+                chosen = ports.choose(state.run_id)
+                chosen.save(path.parent / PORTS_FILE)
+                path.write_text(render_slurm_conf(state, host, os.cpu_count() or 1, lab_ports=chosen))
             return path.read_text()
 
     # -- LabService --------------------------------------------------------------------------
@@ -262,11 +261,11 @@ class SlurmService:
         }
         (base / SERVICE_FILE).write_text(json.dumps(record, indent=2))  # before anything starts
         self._start_host_munged(state, run)
-        ctld_port, _ = ports_for(state.run_id)
-        _check_port_free(state.gateway, ctld_port)
+        lab_ports = LabPorts.load(base / PORTS_FILE, state.run_id)
+        _check_port_free(lab_ports.slurmctld)
         env = {**os.environ, "SLURM_CONF": str(conf)}
         if with_accounting:
-            accounting.start(state, base, f"{run}/munge.socket.2", env)
+            accounting.start(state, base, f"{run}/munge.socket.2", env, lab_ports)
         proc = subprocess.run(
             ["slurmctld", "-f", str(conf)], env=env, capture_output=True, text=True, timeout=30
         )
@@ -375,15 +374,10 @@ echo started
         raise LabError(f"Slurm nodes not idle after {START_TIMEOUT_S:.0f} s: {last}\n{tail}")
 
 
-def _check_port_free(address: str, port: int) -> None:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError as exc:
-            raise LabError(
-                f"port {port} for this lab's slurmctld is taken ({exc}); is another lab using it?"
-            ) from exc
+def _check_port_free(port: int) -> None:
+    """Still free at start (it was when slurm.conf was written): a last guard with a clear line."""
+    if not ports.port_free(port):
+        raise LabError(f"port {port} for this lab's slurmctld is taken; is another lab using it?")
 
 
 def _kill_pidfile(pidfile: Path, expect: str, wait_s: float = 5.0) -> bool:

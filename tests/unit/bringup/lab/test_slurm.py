@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bringup.lab.slurm import SlurmService, _node_ids, munge_dir, ports_for, render_slurm_conf
+from bringup.lab.ports import LabPorts
+from bringup.lab.slurm import SlurmService, _node_ids, munge_dir, render_slurm_conf
 from bringup.lab.state import LabNode, LabState
 
 
@@ -31,7 +32,7 @@ def _conf(text: str) -> dict[str, list[str]]:
 def test_slurm_conf_for_a_lab():
     conf = _conf(render_slurm_conf(_state("rackx", "a1b2c3"), "vm", 2))
     assert conf["ClusterName"] == ["bla1b2c3"] and conf["SlurmctldHost"] == ["vm(10.213.7.1)"]
-    assert conf["SlurmctldPort"] == [str(ports_for("a1b2c3")[0])]
+    assert conf["SlurmctldPort"] == [str(LabPorts.preferred("a1b2c3").slurmctld)]
     assert conf["AuthInfo"] == [f"socket={munge_dir('bla1b2c3')}/munge.socket.2"]
     assert conf["ProctrackType"] == ["proctrack/linuxproc"] and conf["TaskPlugin"] == ["task/none"]
     assert conf["MpiDefault"] == ["pmix"] and conf["StateSaveLocation"] == ["/labs/rackx/slurm/ctld"]
@@ -61,8 +62,8 @@ def test_two_labs_share_no_port_socket_or_state():
         "SlurmctldPidFile",
     ):
         assert a[key] != b[key], key
-    ctld, slurmd = ports_for("ffffff")
-    assert slurmd == ctld + 1 and 1024 < ctld < 65535
+    ports = LabPorts.preferred("ffffff")
+    assert ports.slurmd == ports.slurmctld + 1 and 1024 < ports.slurmctld < 65535
 
 
 def test_munge_ids_come_from_the_node_root(tmp_path: Path):
