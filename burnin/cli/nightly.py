@@ -26,6 +26,25 @@ EXIT_BUSY = 2  # as a bad option: nothing was done
 EXIT_ERROR = 3
 
 
+class Percent(click.ParamType):
+    """A share in percent, 0 to 100, its '%' sign optional ('5%' or '5', as issue 14 spells it)."""
+
+    name = "N%"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        number = text[:-1].rstrip() if text.endswith("%") else text
+        try:
+            pct = float(number)
+        except ValueError:
+            pct = float("nan")
+        if not 0 <= pct <= 100:  # nan too
+            self.fail(f"{text!r} is not a percentage from 0 to 100 (5% or 5)", param, ctx)
+        return pct
+
+
 @click.command("nightly")
 @click.option("--rack", "racks", multiple=True, help="The rack (inventories/RACK.yml); may be repeated.")
 @click.option(
@@ -35,10 +54,10 @@ EXIT_ERROR = 3
 @click.option(
     "--revalidate",
     "revalidate_pct",
-    type=click.FloatRange(0, 100),
+    type=Percent(),
     default=0.0,
-    metavar="N",
-    help="Also re-test N% of the golden nodes (those proven longest ago; at least one above 0).",
+    metavar="N%",
+    help="Also re-test N% of the golden nodes, '5%' or '5' (those proven longest ago; at least one above 0).",
 )
 @click.option(
     "--partners",

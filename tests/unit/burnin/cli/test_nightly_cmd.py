@@ -45,3 +45,38 @@ def test_a_busy_rack_alone_exits_busy(tmp_path):
     with nightly_lock(store, "rb"):
         res = CliRunner().invoke(main, argv)
     assert res.exit_code == EXIT_BUSY and "another nightly of rack rb is running" in res.stderr, res.output
+
+
+def _revalidate(tmp_path, monkeypatch, value: str):
+    """`burnin nightly --revalidate VALUE`: the share that reaches the night (the night itself is
+    stood in for: it is tested in tests/unit/burnin/service and the lab)."""
+    import burnin.cli.nightly as nightly_cli
+    from bringup.errors import UserError
+
+    inv = tmp_path / "inventories"
+    write_rack(inv, "rb", {"gpu101": host(2)})
+    FleetStore(f"sqlite:///{tmp_path / 'fleet.db'}").enroll("gpu101", "rb", "h100-sxm-8x400g")
+    asked = []
+
+    def night(store, inv, req, say):
+        asked.append(req.revalidate_pct)
+        raise UserError("stood in")
+
+    monkeypatch.setattr(nightly_cli, "run_nightly", night)
+    argv = ["--db", str(tmp_path / "fleet.db"), "--inventory-dir", str(inv), "nightly", "--rack", "rb"]
+    res = CliRunner().invoke(main, [*argv, "--revalidate", value])
+    return res, asked
+
+
+def test_revalidate_takes_a_percentage_with_or_without_its_sign(tmp_path, monkeypatch):
+    """Issue 14 spells it `--revalidate N%`: '5%' was 'not a valid float range'."""
+    for value, pct in (("5%", 5.0), ("5", 5.0), ("12.5%", 12.5), ("100%", 100.0), ("0", 0.0)):
+        res, asked = _revalidate(tmp_path / value.replace("%", "pct"), monkeypatch, value)
+        assert asked == [pct] and res.exit_code == EXIT_ERROR, (value, res.output)
+
+
+def test_revalidate_refuses_what_is_no_percentage(tmp_path, monkeypatch):
+    for i, value in enumerate(("101%", "-1", "5%%", "%", "five", "5 %x", "nan")):
+        res, asked = _revalidate(tmp_path / str(i), monkeypatch, value)
+        assert res.exit_code == 2 and asked == [], (value, res.output)
+        assert "--revalidate" in res.output and "0 to 100" in res.output, (value, res.output)
