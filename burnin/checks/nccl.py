@@ -367,8 +367,9 @@ def node_results(
     loc: Localizer, trial_results: Mapping[int, Result] | None = None, *, check: str = LOCALISE_CHECK
 ) -> dict[str, Result]:
     """Each node's verdict from a localisation: culprit FAIL (with the trials that isolate it),
-    cleared PASS, unresolved (or unfinished) UNKNOWN. ``trial_results`` (Trial.index -> the
-    judged iteration of that trial) supplies a culprit's action: RMA for corruption, ..."""
+    cleared PASS (an anchor that passed no trial: WARN), unresolved (or unfinished) UNKNOWN.
+    ``trial_results`` (Trial.index -> the judged iteration of that trial) supplies a culprit's
+    action: RMA for corruption, ..."""
     trial_results = trial_results or {}
     blames = {b.node: b for b in loc.blames()}
     unresolved = loc.unresolved
@@ -393,6 +394,18 @@ def node_results(
             out[node] = Result.unknown(
                 check, f"localisation could not judge {node}: {unresolved[node]}", counts
             )
+        elif node in cleared and not counts["passed_trials"] and node in loc.anchors:
+            # A golden partner that stood only beside culprits: nothing against it, but no run of
+            # its own passed here either (a lone partner has nobody to be screened with).
+            culprits = sorted({c for t in trials for c in blames if c in t.nodes})
+            finding = warning(
+                f"{node} was proven good before this run (an anchor) and passed no trial of its own: "
+                f"every trial it was in failed, explained by {', '.join(culprits) or 'a culprit'}",
+                Action.MONITOR,
+                "\n".join(_trial_text(loc, t) for t in trials),
+                node,
+            )
+            out[node] = Result.judged(check, [finding], counts)
         elif node in cleared:
             out[node] = Result(check, Verdict.PASS, counts, (), f"passed {counts['passed_trials']} trial(s)")
         else:

@@ -31,7 +31,12 @@ What it knows, derived from the history of trials each time:
   once: a pass voids the failure (flaky); a second failure revokes its members' clearance so
   they are split again with fresh anchors; a conflict after that leaves its members unresolved.
 - nodes that cannot be told apart (two nodes and nothing else, or the round limit) end
-  *unresolved*: never golden, never blamed.
+  *unresolved*: never golden, never blamed;
+- *anchors given beforehand* (``anchors``: a nightly's golden partners) are cleared from the
+  start: never the subjects of a trial, so a failed soak group of one node under test and
+  anchors blames that node (``plan_anchored_groups`` forms such groups). An anchor whose trials
+  all failed is screened with other anchors once they are free, so it passes on a run of its
+  own; a reproduced conflict revokes its clearance like any other.
 """
 
 from __future__ import annotations
@@ -73,6 +78,36 @@ def plan_groups(nodes: Sequence[str], group_size: int, min_nodes: int = MIN_TEST
     size = max(group_size, min_nodes)
     count = max(1, min(math.ceil(len(nodes) / size), len(nodes) // min_nodes))
     return _chunks(nodes, count)
+
+
+def plan_anchored_groups(
+    nodes: Sequence[str], anchors: Iterable[str], group_size: int, min_nodes: int = MIN_TEST_NODES
+) -> list[list[str]]:
+    """Soak groups when some nodes are proven good (``anchors``): one group per node under test,
+    the anchors dealt out among them, so no group holds a second suspect and a failing one blames
+    its one. Fewer anchors than nodes under test: one group per anchor, the nodes under test
+    shared out (localisation tells them apart). ``group_size`` > 0 caps a group's anchors; those
+    left over soak in groups of their own (one alone joins a group). No anchors, or no node under
+    test, or groups over ``group_size`` anyway: ``plan_groups``."""
+    proven = set(anchors)
+    subjects = [n for n in nodes if n not in proven]
+    pads = [n for n in nodes if n in proven]
+    count = min(len(subjects), len(pads), len(nodes) // max(1, min_nodes))
+    cap = max(group_size, min_nodes) if group_size > 0 else len(nodes)
+    chunks = _chunks(subjects, count) if count else []
+    if not chunks or any(len(c) >= cap for c in chunks):
+        return plan_groups(nodes, group_size, min_nodes)
+    groups = [list(c) for c in chunks]
+    spare = []
+    for i, anchor in enumerate(pads):  # dealt round-robin: the groups' sizes differ by one at most
+        group = groups[i % count]
+        (group if len(group) < cap else spare).append(anchor)
+    if len(spare) >= min_nodes:
+        groups += plan_groups(spare, group_size, min_nodes)
+    else:
+        for anchor in spare:
+            min(groups, key=len).append(anchor)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -156,6 +191,8 @@ class Localizer:
     ``groups``: round 1's groups when the runner has its own (a partition of ``nodes``);
     default ``plan_groups(nodes, group_size)``.
     ``max_rounds``: stop after this many rounds; what is left open is unresolved.
+    ``anchors``: nodes proven good before this run (a subset of ``nodes``); cleared from the
+    start, never a trial's subject; round 1 is ``plan_anchored_groups`` unless ``groups`` is given.
     """
 
     def __init__(
@@ -169,6 +206,7 @@ class Localizer:
         confirm: bool = True,
         groups: Sequence[Sequence[str]] | None = None,
         max_rounds: int = 40,
+        anchors: Iterable[str] = (),
     ) -> None:
         self.nodes: tuple[str, ...] = tuple(nodes)
         if len(set(self.nodes)) != len(self.nodes):
@@ -183,6 +221,9 @@ class Localizer:
             flat = [n for g in groups for n in g]
             if sorted(flat) != sorted(self.nodes) or any(not g for g in groups):
                 raise ValueError("Localizer: groups must split the nodes, each node in exactly one group")
+        self.anchors = frozenset(anchors)
+        if not self.anchors <= set(self.nodes):
+            raise ValueError("Localizer: anchors must be among the nodes")
         self._groups = [list(g) for g in groups] if groups is not None else None
         self._order = {n: i for i, n in enumerate(self.nodes)}
         self.group_size = group_size
@@ -311,6 +352,7 @@ class Localizer:
             "culprits": [b.to_dict(self._order) for b in self.blames()],
             "unresolved": self.unresolved,
             "cleared": self._sorted(self.cleared),
+            **({"anchors": self._sorted(self.anchors)} if self.anchors else {}),
             "history": [t.to_dict(self._order) for t in self._history],
         }
 
@@ -328,7 +370,7 @@ class Localizer:
                     if t.index > self._revoked.get(n, -1):
                         passes[n] = passes.get(n, 0) + 1
         unresolved = set(self._unresolved)
-        cleared = set(passes) - unresolved
+        cleared = (set(passes) | {a for a in self.anchors if a not in self._revoked}) - unresolved
         direct: dict[str, list[int]] = {}
         targeted: dict[str, list[int]] = {}
         pools: set[frozenset[str]] = set()
@@ -400,8 +442,13 @@ class Localizer:
 
     def _plan(self) -> list[tuple[frozenset[str], _Plan]]:
         if self.round == 0:
-            groups = self._groups or plan_groups(self.nodes, self.group_size, self.min_nodes)
-            return [(frozenset(g), _Plan("group", frozenset(g))) for g in groups]
+            if self._groups is not None:
+                groups = self._groups
+            elif self.anchors:
+                groups = plan_anchored_groups(self.nodes, self.anchors, self.group_size, self.min_nodes)
+            else:
+                groups = plan_groups(self.nodes, self.group_size, self.min_nodes)
+            return [(frozenset(g), _Plan("group", frozenset(g) - self.anchors)) for g in groups]
         state, to_retest = self._settle_conflicts(self._state())
         busy: set[str] = set()
         plans: list[tuple[frozenset[str], _Plan]] = []
@@ -422,7 +469,12 @@ class Localizer:
             if room() >= 1 and not c.nodes & busy:
                 add(c.nodes, _Plan("retest", c.subjects, retest_of=c.index))
 
-        anchors = [n for n in sorted(state.cleared, key=lambda n: (-state.passes.get(n, 0), self._order[n]))]
+        # Pads: the anchors given beforehand first (golden partners, not nodes under test), then
+        # by passes.
+        anchors = sorted(
+            state.cleared,
+            key=lambda n: (n not in self.anchors, -state.passes.get(n, 0), self._order[n]),
+        )
 
         def take(count: int, avoid: frozenset[str] | set[str] = frozenset()) -> list[str] | None:
             free = [a for a in anchors if a not in busy]
@@ -485,6 +537,18 @@ class Localizer:
                 leftovers.append(chunk)
             else:
                 add([*chunk, *pad], _Plan("screen", frozenset(chunk)))
+
+        # Anchors whose every trial failed (beside a culprit) have no run of their own yet.
+        unproven = [
+            a
+            for a in self._sorted(self.anchors)
+            if a in state.cleared and not state.passes.get(a) and a not in busy
+        ]
+        pad = [a for a in anchors if a not in busy and a not in unproven][
+            : max(0, self.min_nodes - len(unproven))
+        ]
+        if unproven and room() >= 1 and len(unproven) + len(pad) >= self.min_nodes:
+            add([*unproven, *pad], _Plan("screen", frozenset(unproven)))
 
         self._combine(leftovers, state.pools, busy, room, add)
         return plans

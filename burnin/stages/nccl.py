@@ -1,6 +1,8 @@
 """The ``nccl`` stage: a multi-node NCCL soak, then adaptive group testing to find the bad node.
 
 1. Soak: the nodes in groups (``diag.nccl_group_size``, 0 = the whole rack), all groups at once;
+   with the context's ``partners`` (a nightly's golden nodes) one group per node under test,
+   padded with partners (``plan_anchored_groups``), the partners anchors of the localisation;
    each group runs the configured nccl-tests (``diag.nccl_tests``) again and again until
    ``diag.nccl_soak_minutes`` is over (at least once), launched by mpirun or srun
    (burnin.launch). A watchdog ends a run that prints no new line for
@@ -293,13 +295,16 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
         return {n: [(Result.unknown(SOAK_CHECK, f"nccl stage settings: {exc}"), "")] for n in names}
     hosts = {j.name: LaunchHost(j.name, j.target.host) for j in jobs}
     executor = Executor(plan, launch, hosts, profile, ctx)
-    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL)
+    # Partners anchor only beside nodes under test: a profile of partners alone soaks as usual.
+    anchors = [n for n in names if n in ctx.partners] if set(names) - ctx.partners else []
+    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL, anchors=anchors)
     runs: list[TestRun] = []  # every run, for the evidence
 
     groups = loc.next_tests()
     ctx.progress(
-        f"nccl: {len(groups)} group(s) of {len(names)} node(s), soak {plan.soak_s / 60:g} min, "
-        f"launcher {launch.launcher}, tests {', '.join(plan.tests)}"
+        f"nccl: {len(groups)} group(s) of {len(names)} node(s)"
+        + (f" ({len(anchors)} golden partner(s) as anchors)" if anchors else "")
+        + f", soak {plan.soak_s / 60:g} min, launcher {launch.launcher}, tests {', '.join(plan.tests)}"
     )
     soaks = _soak(ctx, executor, [loc.ordered(g) for g in groups])
     for soak in soaks.values():
@@ -331,7 +336,27 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
             )
     if loc.culprits:
         ctx.progress(f"nccl: culprit(s): {', '.join(loc.culprits)}")
-    return _node_results(loc, groups, soak_results, trial_results, runs, soaks)
+    out = _node_results(loc, groups, soak_results, trial_results, runs, soaks)
+    for node, note in _shared_groups(loc, groups).items():
+        out[node] = [(replace(r, findings=(*r.findings, note)), e) for r, e in out[node]]
+    return out
+
+
+def _shared_groups(loc: Localizer, groups: Sequence[frozenset[str]]) -> dict[str, Finding]:
+    """Nodes under test that soaked beside another one although partners were given: too few."""
+    if not loc.anchors:
+        return {}
+    tested = len(loc.nodes) - len(loc.anchors)
+    out = {}
+    for group in groups:
+        suspects = loc.ordered(group - loc.anchors)
+        for node in suspects if len(suspects) > 1 else ():
+            out[node] = info(
+                f"soaked in one group with {', '.join(n for n in suspects if n != node)}, also under test: "
+                f"{len(loc.anchors)} golden partner(s) for {tested} node(s) under test were too few "
+                "for a group each"
+            )
+    return out
 
 
 def _soak(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_a_lab_whose_ports_are_held_comes_up_on_the_next_free_ones(tmp_path):
             pytest.fail("the lab came up without Slurm accounting: mariadb-server/slurmdbd missing?")
         conf = dict(
             line.split("=", 1)
-            for line in open(state.inventory_vars["slurm_conf"]).read().splitlines()
+            for line in Path(state.inventory_vars["slurm_conf"]).read_text().splitlines()
             if "=" in line and not line.startswith("#")
         )
         assert int(conf["SlurmctldPort"]) != preferred.slurmctld

@@ -221,6 +221,21 @@ def test_node_results_from_a_localisation():
     assert all(results[n].verdict is Verdict.PASS for n in nodes if n != "node05")
 
 
+def test_node_results_a_lone_anchor_beside_a_culprit_warns():
+    """A nightly's only golden partner beside a bad repaired node: the node is blamed; the partner,
+    proven before and with nothing against it, passed no run of its own: WARN (still passing),
+    not PASS and not UNKNOWN (which would take a healthy golden node out of the list)."""
+    loc = Localizer(["s", "g"], 0, anchors=["g"])
+    while tests := loc.next_tests():
+        for test in tests:
+            loc.record(test, False)
+    results = node_results(loc)
+    assert results["s"].verdict is Verdict.FAIL
+    (f,) = results["g"].findings
+    assert results["g"].verdict is Verdict.WARN and f.action is Action.MONITOR
+    assert "passed no trial of its own" in f.message and "explained by s" in f.message
+
+
 def test_node_results_unresolved_and_data_corruption_action():
     loc = Localizer(["a", "b"], 0)
     (test,) = loc.next_tests()

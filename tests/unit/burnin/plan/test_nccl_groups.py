@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnin.plan.nccl_groups import Localizer, plan_groups
+from burnin.plan.nccl_groups import Localizer, plan_anchored_groups, plan_groups
 
 
 def names(n: int) -> list[str]:
@@ -177,6 +177,74 @@ def test_an_intermittent_node_is_never_cleared_and_no_healthy_node_blamed():
     assert set(loc.culprits) <= {bad}
     assert bad in set(loc.culprits) | set(loc.unresolved)
     assert loc.done
+
+
+# --- anchors given beforehand (a nightly's golden partners, issue 14) ----------------------
+
+
+def test_anchored_groups_one_per_node_under_test():
+    nodes = ["s1", "s2", "g1", "g2", "g3"]
+    assert plan_anchored_groups(nodes, {"g1", "g2", "g3"}, 0) == [["s1", "g1", "g3"], ["s2", "g2"]]
+    # fewer anchors than nodes under test: one group per anchor, the nodes under test shared out
+    assert plan_anchored_groups(["a", "b", "c", "g"], {"g"}, 0) == [["a", "b", "c", "g"]]
+    # a group size caps the anchors a group takes; the spare ones soak together
+    assert plan_anchored_groups(["a", "g1", "g2", "g3"], {"g1", "g2", "g3"}, 2) == [["a", "g1"], ["g2", "g3"]]
+    assert plan_anchored_groups(["a", "g1", "g2"], {"g1", "g2"}, 2) == [["a", "g1", "g2"]]  # not one alone
+    # no anchors, only anchors, or groups over the size anyway: as without anchors
+    assert plan_anchored_groups(names(6), set(), 4) == plan_groups(names(6), 4)
+    assert plan_anchored_groups(["a", "b"], {"a", "b"}, 0) == [["a", "b"]]
+    assert plan_anchored_groups(["a", "b", "c", "d", "g"], {"g"}, 2) == plan_groups(
+        ["a", "b", "c", "d", "g"], 2
+    )
+
+
+def test_two_nodes_under_test_beside_two_anchors_blame_the_bad_one_only():
+    """Issue 14: without anchors the four soak as one group and node s2 is judged from a group s1
+    failed; with them each soaks beside an anchor, s1's group blames s1 alone, the anchors are
+    never a trial's subject except to give the one beside s1 a run of its own."""
+    nodes = ["s1", "s2", "g1", "g2"]
+    assert Localizer(nodes, 0).next_tests() == [frozenset(nodes)]
+    loc = Rack({"s1"}).drive(Localizer(nodes, 0, anchors=["g1", "g2"]))
+    first = [t for t in loc.history if t.round == 1]
+    assert {t.nodes: t.subjects for t in first} == {
+        frozenset({"s1", "g1"}): frozenset({"s1"}),
+        frozenset({"s2", "g2"}): frozenset({"s2"}),
+    }
+    assert loc.culprits == ("s1",) and loc.cleared == {"s2", "g1", "g2"} and loc.unresolved == {}
+    assert all(b.confirmed for b in loc.blames())
+    assert not [t for t in loc.history if {"s1", "s2"} <= t.nodes]
+    assert [t.subjects for t in loc.history if t.subjects & {"g1", "g2"}] == [frozenset({"g1"})]
+    assert loc.summary()["anchors"] == ["g1", "g2"] and "anchors" not in Localizer(nodes).summary()
+
+
+def test_a_lone_anchor_is_trusted_and_the_node_beside_it_blamed():
+    loc = Rack({"s"}).drive(Localizer(["s", "g"], 0, anchors=["g"]))
+    assert loc.culprits == ("s",) and "g" in loc.cleared
+    assert [(t.purpose, t.passed) for t in loc.history] == [("group", False), ("confirm", False)]
+    with pytest.raises(ValueError):
+        Localizer(["s", "g"], anchors=["x"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tested=st.integers(1, 12),
+    anchors=st.integers(1, 12),
+    group=st.integers(0, 6),
+    seed=st.integers(0, 10**6),
+)
+def test_anchors_never_blamed_and_every_bad_node_under_test_found(tested, anchors, group, seed):
+    rng = random.Random(seed)
+    suspects, pads = [f"s{i:02d}" for i in range(tested)], [f"g{i:02d}" for i in range(anchors)]
+    nodes = suspects + pads
+    rng.shuffle(nodes)
+    bad = {s for s in suspects if rng.random() < 0.3}
+    loc = Rack(bad).drive(Localizer(nodes, group, anchors=pads, max_rounds=10_000))
+    assert set(loc.culprits) == bad and loc.unresolved == {}
+    assert loc.cleared == set(nodes) - bad
+    first = [t for t in loc.history if t.round == 1]
+    assert all(not t.subjects & set(pads) for t in first)
+    if anchors >= tested:  # enough anchors: no soak group holds two nodes under test
+        assert all(len(t.subjects) <= 1 for t in first)  # 0: spare anchors over the group size
 
 
 # --- simulation at scale ------------------------------------------------------------------

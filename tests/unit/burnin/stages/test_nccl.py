@@ -96,11 +96,13 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LOG", str(log))
     progress: list[str] = []
 
-    def run(jobs, bad=None, mode="", mpirun=script, **settings):
+    def run(jobs, bad=None, mode="", mpirun=script, partners=(), **settings):
         monkeypatch.setenv("FAKE_NAMES", json.dumps({j.target.host: j.name for j in jobs if j.target}))
         monkeypatch.setenv("FAKE_BAD", bad or "")
         monkeypatch.setenv("FAKE_MODE", mode)
-        ctx = GroupContext(jobs, 7, {"mpirun_path": str(mpirun), **settings}, progress.append)
+        ctx = GroupContext(
+            jobs, 7, {"mpirun_path": str(mpirun), **settings}, progress.append, partners=frozenset(partners)
+        )
         return run_nccl_stage(ctx)
 
     def launches() -> list[list[str]]:
@@ -159,6 +161,35 @@ def test_slow_node_is_the_culprit_the_others_pass(fake):
     assert good.metrics["group_soak"] == "FAIL" and good.metrics["localisation"]["passed_trials"] >= 1
     assert ": PASS on" in good_evidence
     assert any("culprit(s): node05" in line for line in progress)
+
+
+def test_two_repaired_nodes_soak_apart_each_beside_golden_partners(fake):
+    """Issue 14: a nightly re-tests node01 (still slow) and node02 (repaired for good) beside the
+    golden node03 and node04. Each soaks in its own group padded with a partner, so node02 passes
+    its own soak, never judged from a group node01 failed, and the failing group blames node01."""
+    run, launches, progress = fake
+    results = run(_jobs(4), bad="node01", mode="slow", partners={"node03", "node04"})
+    assert _verdicts(results) == {"node01": "FAIL", "node02": "PASS", "node03": "PASS", "node04": "PASS"}
+    assert sorted(launches()[:2]) == [["node01", "node03"], ["node02", "node04"]]  # the soak groups
+    good, _ = results["node02"][0]
+    assert "group_soak" not in good.metrics and good.metrics["hosts"] == ["node02", "node04"]
+    assert not [hosts for hosts in launches() if {"node01", "node02"} <= set(hosts)]  # never together
+    bad, _ = results["node01"][0]
+    assert bad.metrics["localisation"]["confirmed"] is True
+    assert any("node01 is a bad node" in f.message for f in bad.findings)
+    assert "2 golden partner(s) as anchors" in progress[0]
+
+
+def test_fewer_partners_than_nodes_under_test_share_groups_and_say_so(fake):
+    """One partner for two nodes under test: they share its group (as without partners) and each
+    result says why; the partner still anchors the localisation, so node01 is blamed."""
+    run, launches, _ = fake
+    results = run(_jobs(3), bad="node01", mode="slow", partners={"node03"})
+    assert _verdicts(results) == {"node01": "FAIL", "node02": "PASS", "node03": "PASS"}
+    assert launches()[0] == ["node01", "node02", "node03"]
+    good, _ = results["node02"][0]
+    notes = [f.message for f in good.findings if "golden partner" in f.message]
+    assert notes and "node01" in notes[0] and "1 golden partner(s) for 2 node(s) under test" in notes[0]
 
 
 def test_groups_soak_apart_and_corruption_is_rma(fake):
