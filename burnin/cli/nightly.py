@@ -62,9 +62,10 @@ class Percent(click.ParamType):
 @click.option(
     "--partners",
     type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Golden idle nodes beside the tested ones (ib partners, nccl anchors).",
+    default=None,
+    metavar="N",
+    help="Golden idle nodes beside the tested ones (ib partners, nccl anchors), at most N "
+    "[default: one per tested node, at least 2].",
 )
 @click.option(
     "--drain-timeout",
@@ -113,7 +114,7 @@ def nightly_cmd(
     all_racks: bool,
     stages: str,
     revalidate_pct: float,
-    partners: int,
+    partners: int | None,
     drain_timeout: str,
     reservation: str | None,
     overrides: tuple[str, ...],

@@ -92,7 +92,7 @@ class NightlyRequest:
     rack: str
     stages: Sequence[str] = STAGE_ORDER
     revalidate_pct: float = 0.0
-    partners: int = 2
+    partners: int | None = None  # None: one per tested node, at least 2 (nightly_plan.partner_count)
     drain_timeout_s: float = 3600.0
     reservation: str | None = None  # the operator's maintenance reservation: no drain before
     overrides: Sequence[str] = ()

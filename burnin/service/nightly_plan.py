@@ -14,9 +14,9 @@ Selection (``plan_night``):
 - with ``revalidate_pct``, that share of the golden pool (at least one node when the share is
   above 0), the nodes proven longest ago first, among those Slurm shows in service (not drained);
 - partners: golden nodes Slurm shows idle and not drained (or drained only by a dead nightly),
-  in rack order, up to ``partners``,
-  only when something is tested: the ib stage pairs the tested nodes with them and the nccl
-  stage uses them as proven-good anchors.
+  in rack order, up to ``partners`` (by default one per tested node, at least two:
+  ``partner_count``), only when something is tested: the ib stage pairs the tested nodes' ports
+  with theirs and the nccl stage soaks each tested node beside them as proven-good anchors.
 
 Return (``return_action``): a node is resumed only when it is golden after the night and its drain
 is one this project set (``bringup: ...`` by a health check, ``bringup ...`` by a nightly): never
@@ -106,6 +106,20 @@ def outside_reservation(plan: NightPlan, reserved: Collection[str]) -> list[str]
     return [n for n in plan.nodes if n not in covered]
 
 
+# The fewest partners a night takes by default: with two, each node under test meets two proven
+# ports (what blame by agreement needs) and the partners cross-check each other; a lone partner
+# is trusted, so were it the bad one, the node beside it would be blamed.
+DEFAULT_PARTNERS = 2
+
+
+def partner_count(tested: int, partners: int | None = None) -> int:
+    """How many golden partners a night takes: ``partners`` when given (``--partners N``), else
+    one per tested node and at least ``DEFAULT_PARTNERS``, so every tested node has its own
+    partner in every ib round and its own nccl group, without a second suspect beside it. The
+    partners are idle nodes, drained for the night: ``--partners N`` caps what that costs."""
+    return partners if partners is not None else max(DEFAULT_PARTNERS, tested)
+
+
 def revalidation_count(pool: int, pct: float) -> int:
     """How many golden nodes a night revalidates: ``pct`` % of the pool, at least 1 above 0 %."""
     if pct <= 0 or pool <= 0:
@@ -118,7 +132,7 @@ def plan_night(
     live_runs: Collection[int],
     *,
     revalidate_pct: float = 0.0,
-    partners: int = 2,
+    partners: int | None = None,
 ) -> NightPlan:
     """Which nodes the night tests, which stand beside them, and what a dead run left (see above)."""
     plan = NightPlan()
@@ -167,7 +181,7 @@ def plan_night(
         # re-test (the night gives it back at its end) rather than leave a leftover alone.
         free_names = {p.node for p in plan.give_back} | {v.name for v in in_service if v.name not in taken}
         free = [v for v in views if v.name in free_names and not is_busy(v.slurm)]  # type: ignore[arg-type]
-        plan.partners = [Pick(v.name, Why.PARTNER) for v in free[:partners]]
+        plan.partners = [Pick(v.name, Why.PARTNER) for v in free[: partner_count(len(plan.tested), partners)]]
         chosen = {p.node for p in plan.partners}
         plan.give_back = [p for p in plan.give_back if p.node not in chosen]
     return plan

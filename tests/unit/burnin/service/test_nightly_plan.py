@@ -12,6 +12,7 @@ from burnin.service.nightly_plan import (
     nightly_reason,
     nightly_run_of,
     outside_reservation,
+    partner_count,
     plan_night,
     return_action,
     revalidation_count,
@@ -70,6 +71,32 @@ def test_partners_are_bounded():
     views = [view("n02", "repair"), view("n01", "golden"), view("n06", "golden")]
     assert [p.node for p in plan_night(views, set(), partners=1).partners] == ["n01"]
     assert plan_night(views, set(), partners=0).partners == []
+
+
+IDLE_RACK = (
+    "\n".join(f"g{i:02d}|idle|Unknown|Unknown|none" for i in range(1, 7))
+    + "\n"
+    + "\n".join(
+        f"r{i:02d}|drained|root(0)|2026-11-24T03:01:02|bringup: gpu_inventory: 7 GPU(s) found"
+        for i in range(1, 5)
+    )
+)
+
+
+def test_partners_scale_with_the_nodes_tested_at_least_two():
+    """Issue 14: one golden partner per tested node (at least two) by default, so every repaired
+    node gets its own partner in each ib round and its own nccl group; --partners N caps it."""
+    slurm = {n.name: n for n in parse_sinfo_nodes(IDLE_RACK)}
+    golden = [NodeView(f"g{i:02d}", "golden", slurm[f"g{i:02d}"]) for i in range(1, 7)]
+
+    def partners(repaired: int, **kw) -> list[str]:
+        views = [NodeView(f"r{i:02d}", "repair", slurm[f"r{i:02d}"]) for i in range(1, repaired + 1)]
+        return [p.node for p in plan_night([*views, *golden], set(), **kw).partners]
+
+    assert partners(1) == ["g01", "g02"]
+    assert partners(3) == ["g01", "g02", "g03"]
+    assert partners(4, partners=2) == ["g01", "g02"]  # the operator's cap
+    assert partner_count(0) == 2 and partner_count(9) == 9 and partner_count(9, 0) == 0
 
 
 def test_a_repaired_node_an_operator_drained_is_tested_and_said_never_resumed():
