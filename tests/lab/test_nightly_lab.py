@@ -11,6 +11,9 @@ durations, as `make demo`):
   is resumed in Slurm; the partners are given back too;
 - a repaired node that still carries its fault stays drained, its finding the Slurm reason;
 - a repaired node an operator drained with their own reason is tested but never resumed;
+- two repaired nodes in one night, one still slow in NCCL: each is burnt in beside the golden
+  partners, never beside the other (ib pairs, nccl groups); the healthy one comes back golden on
+  a soak of its own, the slow one is blamed and stays drained, the partners stay golden;
 - a golden node running a real `sbatch` job (--revalidate) is drained and waited for: the job
   completes untouched, then the node is tested;
 - two nightlies at once: the second refuses;
@@ -201,6 +204,54 @@ def test_a_node_an_operator_drained_is_tested_but_never_resumed(nightly_lab):
 def job_info(lab, job: str) -> dict[str, str]:
     text = slurm(lab, "scontrol", "show", "job", "-o", job)
     return dict(w.split("=", 1) for w in text.split() if "=" in w)
+
+
+def test_two_repaired_nodes_are_each_tested_beside_partners_and_only_the_bad_one_blamed(nightly_lab):
+    """Issue 14: node02 (repaired for good) and node03 (still slow in NCCL) in one night, beside
+    the golden node01 and node04. Neither meets the other: the ib stage pairs their ports with the
+    partners' only, the nccl stage soaks each in its own group beside a partner. node02 passes on
+    its own soak, not from a group node03 failed; node03's group blames node03, not its partner."""
+    lab, store = nightly_lab, nightly_lab["store"]
+    no_drain_left(lab)
+    health_drain_and_repair(lab, "node02")
+    switch(lab, "node03", "nccl-slow")
+    health_drain_and_repair(lab, "node03")  # marked repaired, still slow
+    started = time.monotonic()
+    code, summary, output = nightly(lab)
+    print(f"\nnightly of two repaired nodes beside two partners: {time.monotonic() - started:.1f} s")
+    print("\n".join(summary[0]["lines"]) if summary else output)
+    assert code == 1, output
+    by, run_id = rows(summary), summary[0]["run"]
+    assert {n for n, r in by.items() if r["role"] == "partner"} == {"node01", "node04"}, by
+    assert (by["node02"]["state_after"], by["node02"]["slurm"]) == ("golden", "resume"), by
+    assert (by["node03"]["state_after"], by["node03"]["verdict"]) == ("failed", "FAIL"), by
+    assert by["node03"]["finding"].startswith("nccl_soak: node03 is a bad node"), by
+    assert all(store.get_node(n).state == "golden" for n in ("node01", "node02", "node04"))
+
+    def result(node: str, check: str):
+        return next(r for r in store.latest_results(node) if r.run_id == run_id and r.check == check)
+
+    for node in ("node02", "node03"):  # every ib session of a tested port was with a partner's
+        ports = result(node, "ib_bandwidth").metrics["ports"]
+        met = {r["partner"] for p in ports.values() for r in p["rounds"]}
+        assert met == {"node01", "node04"}, (node, met)
+    soak = result("node02", "nccl_soak")
+    assert soak.verdict in ("PASS", "WARN") and "group_soak" not in soak.metrics, soak.metrics
+    assert "node03" not in soak.metrics["hosts"] and len(soak.metrics["hosts"]) == 2, soak.metrics
+    for partner in ("node01", "node04"):
+        assert result(partner, "nccl_soak").verdict in ("PASS", "WARN")
+    drained = {n: s.reason for n, s in slurm_nodes(lab).items() if s.drain}
+    assert list(drained) == ["node03"] and drained["node03"].startswith(
+        f"bringup nightly run {run_id}: nccl_soak"
+    )
+    switch(lab, "node03", None)  # repaired for real, back through a night
+    res = lab["runner"].invoke(
+        bringup_main, [*lab["base"], "nodes", "mark-repaired", "node03", "--reason", "NIC reseated"]
+    )
+    assert res.exit_code == 0, res.output
+    code, summary, output = nightly(lab, "--stages", "preflight")
+    assert code == 0 and rows(summary)["node03"]["state_after"] == "golden", output
+    no_drain_left(lab)
 
 
 def test_a_golden_node_running_a_job_is_drained_and_waited_for_then_tested(nightly_lab):
