@@ -1,4 +1,4 @@
-"""`bringup lab up|down|status`: the virtual rack on this machine (root, network namespaces)."""
+"""`bringup lab up|down|status|fail-node|demo`: the virtual rack on this machine (root, network namespaces)."""
 
 from __future__ import annotations
 
@@ -142,6 +142,55 @@ def lab_status(ctx: click.Context, name: str, lab_dir: Path | None, as_json: boo
         console.print(out)
         console.print(f"inventory: {status['inventory']}")
     sys.exit(0 if status["up"] and status.get("healthy") else 1 if status["up"] else 3)
+
+
+@lab.command("fail-node")
+@click.argument("node")
+@name_option
+@dir_option
+@click.option(
+    "--how",
+    type=click.Choice(["down", "slurmd"]),
+    default="down",
+    show_default=True,
+    help="down: scontrol sets the node DOWN (its jobs end NODE_FAIL at once). "
+    "slurmd: kill -9 its slurmd (NODE_FAIL after SlurmdTimeout, 30-45 s), restarted after.",
+)
+@click.option(
+    "--reason", default=None, help="The DOWN reason (--how down only). [default: bringup lab fail-node NODE]"
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(1, 3600),
+    default=180,
+    show_default=True,
+    help="Seconds for Slurm to end the jobs and the node to be back in service.",
+)
+@click.pass_context
+def lab_fail_node(
+    ctx: click.Context,
+    node: str,
+    name: str,
+    lab_dir: Path | None,
+    how: str,
+    reason: str | None,
+    timeout_s: float,
+) -> None:
+    """Make NODE die under whatever Slurm job runs on it, then return it to service.
+
+    Its jobs end NODE_FAIL (requeuable batch jobs are requeued), as when a node dies in a fleet:
+    what `burnin lemons` counts. Prints the jobs squeue showed on the node before and how each
+    ended in sacct, and waits until the node is back in service (idle, or running new work).
+    """
+    _need_root()
+    from bringup.lab import node_fail
+
+    node_fail.check_options(how, reason)
+    state = node_fail.lab_state(_rack(ctx, name, lab_dir).state_dir, name)
+    result = node_fail.fail_node(state, node, how, reason, timeout_s, progress=click.echo)
+    for line in node_fail.report_lines(result):
+        click.echo(line)
 
 
 @lab.command("demo")

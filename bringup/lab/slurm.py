@@ -45,6 +45,7 @@ SERVICE_FILE = "service.json"  # what stop() needs: pid files and the munge runt
 PORTS_FILE = "ports.json"  # the ports chosen with slurm.conf (ports.py)
 NODE_CONF = "etc/slurm/slurm.conf"
 NODE_KEY = "etc/munge/munge.key"
+SLURMD_PID_FILE = "/run/slurmd.pid"  # in a node (`lab fail-node --how slurmd` kills it)
 START_TIMEOUT_S = 30.0
 LAB_NCCL_TEST_ARGS = "-b 256K -e 1M -f 2 -w 1 -n 3"
 # Rank start-up (ssh or srun + PMIx, python, mpi4py) before the first result row. 30 s was
@@ -94,7 +95,7 @@ def render_slurm_conf(
         f"SlurmctldPidFile={base}/slurmctld.pid",
         f"SlurmctldLogFile={base}/slurmctld.log",
         "SlurmdSpoolDir=/var/spool/slurmd",
-        "SlurmdPidFile=/run/slurmd.pid",
+        f"SlurmdPidFile={SLURMD_PID_FILE}",
         "SlurmdLogFile=/var/log/slurmd.log",
         # cgroup v1 host, no cgroup mounts in the nodes (LAB.md): no cgroup plugins at all.
         "ProctrackType=proctrack/linuxproc",
