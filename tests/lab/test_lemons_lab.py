@@ -5,10 +5,11 @@ Three nodes are burnt in (preflight) and made golden. Then, for real:
 
 - node02 is a lemon: its GPU 7 fault (a double-bit error, row remap pending) is caught by a real
   burn-in, the node is marked repaired and passes, and the fault comes back: twice repaired for
-  the same GPU. Meanwhile its Slurm jobs keep ending NODE_FAIL: slurmd killed under a running job
-  (slurmctld marks the node down after SlurmdTimeout, 30 s, and ends the job NODE_FAIL), the node
-  set DOWN under a running job (as an operator or a watchdog does when it dies), and a 3-node job
-  ended when node02 went down under it;
+  the same GPU. Meanwhile its Slurm jobs keep ending NODE_FAIL, made by the lab's own command
+  (`bringup lab fail-node`, ``bringup.lab.node_fail``, which this test proves): slurmd killed
+  under a running job (slurmctld marks the node down after SlurmdTimeout, 30 s, and ends the job
+  NODE_FAIL), the node set DOWN under a running job (as an operator or a watchdog does when it
+  dies), and a 3-node job ended when node02 went down under it;
 - node03 has one random failure: one burn-in failure, repaired, passed; and was in the 3-node job
   that node02 took down (Slurm's node events say which node went down: not node03).
 
@@ -19,13 +20,12 @@ and not node03 or node01; `--apply` flags it and `burnin golden` keeps it out.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 
 import pytest
 
 from bringup.cli.main import main as bringup_main
+from bringup.lab.node_fail import fail_node, report_lines
 from burnin.cli import main as burnin_main
 from tests.lab import conftest
 from tests.lab.conftest import golden_lab, node_ssh
@@ -36,6 +36,7 @@ NODES = ["node01", "node02", "node03"]
 GPU_FAULT = "xid-48-row-remap-pending"  # GPU 7 (00000000:CA:00.0): DBE, remapped rows pending
 OTHER_FAULT = "ecc-disabled"  # GPU 1: ECC off (node03's one random failure)
 NODE_FAIL_WAIT_S = 120  # slurmd killed: not responding after ~20 s, DOWN at SlurmdTimeout (30 s)
+DOWN_WAIT_S = 60  # set DOWN: NODE_FAIL at once, back at once (ReturnToService=2) or resumed
 
 
 def slurm(lab, *args: str) -> str:
@@ -96,24 +97,16 @@ def running_job(lab, nodes: list[str], name: str, requeue: bool = False) -> str:
     return job
 
 
-def sacct_state(lab, job: str) -> str:
-    out = slurm(lab, "sacct", "-a", "-X", "-D", "-n", "-P", "-o", "State", "-j", job)
-    return out.splitlines()[0].strip() if out.strip() else ""
-
-
-def node_down_under(lab, node: str, job: str, reason: str) -> None:
-    """The node set DOWN under its running job (what an operator or a watchdog does when it dies)."""
-    slurm(lab, "scontrol", "update", f"NodeName={node}", "State=DOWN", f"Reason={reason}")
-    conftest.wait_for(f"job {job} NODE_FAIL", lambda: sacct_state(lab, job) == "NODE_FAIL", 30)
-    # ReturnToService=2 gives a DOWN node whose slurmd answers back at once (then RESUME is refused)
-    if conftest.slurm_nodes(lab["state"])[node].state.startswith("down"):
-        subprocess.run(
-            ["scontrol", "update", f"NodeName={node}", "State=RESUME"],
-            env={**os.environ, "SLURM_CONF": lab["state"].inventory_vars["slurm_conf"]},
-            capture_output=True,
-            timeout=30,
-        )
-    back_idle(lab, node)
+def node_fails_under(lab, node: str, job: str, how: str, reason: str | None = None, requeued: bool = False):
+    """`bringup lab fail-node`'s library call under a running job: the job (and only it) ended
+    NODE_FAIL, requeued if it was requeuable, and the node back in service before it returns."""
+    result = fail_node(
+        lab["state"], node, how, reason, NODE_FAIL_WAIT_S if how == "slurmd" else DOWN_WAIT_S, progress=print
+    )
+    print("\n".join(lines := report_lines(result)))
+    assert [(o.job_id, o.ended, o.requeued) for o in result.outcomes] == [(job, "NODE_FAIL", requeued)], lines
+    assert conftest.slurm_nodes(lab["state"])[node].label in ("idle", "allocated", "mixed"), lines
+    return result
 
 
 def back_idle(lab, node: str) -> None:
@@ -130,21 +123,13 @@ def lemon_lab(tmp_path_factory):
 def test_a_node_whose_jobs_end_node_fail_and_whose_gpu_is_repaired_twice_is_a_lemon(lemon_lab):
     lab = lemon_lab
     started = time.monotonic()
-    # node02's jobs end NODE_FAIL. First for real: slurmd killed under a running job.
-    job = running_job(lab, ["node02"], "train-a")
-    rc, _, err = node_ssh(lab["state"], "node02", "kill -9 $(cat /run/slurmd.pid)")
-    assert rc == 0, err
-    conftest.wait_for(f"job {job} NODE_FAIL", lambda: sacct_state(lab, job) == "NODE_FAIL", NODE_FAIL_WAIT_S)
-    died_s = time.monotonic() - started
-    rc, _, err = node_ssh(
-        lab["state"], "node02", "setsid slurmd -f /etc/slurm/slurm.conf </dev/null >/dev/null 2>&1"
-    )
-    assert rc == 0, err
-    back_idle(lab, "node02")  # ReturnToService=2: back once its slurmd registers
+    # node02's jobs end NODE_FAIL. First for real: slurmd killed under a running job, restarted
+    # once Slurm ended the job; ReturnToService=2 returns the node when its slurmd registers.
+    died_s = node_fails_under(lab, "node02", running_job(lab, ["node02"], "train-a"), "slurmd").ended_s
     # then set DOWN under a running job, twice (once a requeuable job: it is requeued)
-    node_down_under(lab, "node02", running_job(lab, ["node02"], "train-b"), "node02 hung")
+    node_fails_under(lab, "node02", running_job(lab, ["node02"], "train-b"), "down", "node02 hung")
     requeued = running_job(lab, ["node02"], "train-c", requeue=True)
-    node_down_under(lab, "node02", requeued, "node02 hung again")
+    node_fails_under(lab, "node02", requeued, "down", "node02 hung again", requeued=True)
     # requeued, it waits for its BeginTime (~2 min): started now, so sacct lists its second run
     slurm(lab, "scontrol", "update", f"JobId={requeued}", "StartTime=now")
     # Slurm starts it at its next scheduling pass: the main scheduler's interval is 60 s, so a
@@ -156,7 +141,7 @@ def test_a_node_whose_jobs_end_node_fail_and_whose_gpu_is_repaired_twice_is_a_le
     )
     slurm(lab, "scancel", requeued)
     # a 3-node job that node02 takes down: Slurm's node event names node02, not its partners
-    node_down_under(lab, "node02", running_job(lab, NODES, "train-3n"), "node02 kernel panic")
+    node_fails_under(lab, "node02", running_job(lab, NODES, "train-3n"), "down", "node02 kernel panic")
     for node in NODES:
         back_idle(lab, node)
 
