@@ -134,7 +134,6 @@ def _rail_round(nodes: list[str], r: int, history: _History) -> list[tuple[str, 
     pairs = _circle(nodes, r)
     bye = next((x if y is None else y for x, y in pairs if x is None or y is None), None)
     real = [(x, y) for x, y in pairs if x is not None and y is not None]
-    flows: list[tuple[str, str, bool]] = []
     merged: tuple[int, list[tuple[str, str]]] | None = None
     if bye is not None:
         # Join the odd node to the pair (and direction) that repeats the fewest old edges.
@@ -144,14 +143,7 @@ def _rail_round(nodes: list[str], r: int, history: _History) -> list[tuple[str, 
                 candidates.append((history.repeats(cycle, r), i, cycle))
         _, index, cycle = min(candidates, key=lambda c: (c[0], c[1]))
         merged = (index, cycle)
-    for i, (x, y) in enumerate(real):
-        if merged is not None and merged[0] == i:
-            history.add(merged[1])
-            flows += [(s, t, False) for s, t in merged[1]]
-        else:
-            history.add([(x, y), (y, x)])
-            flows.append((y, x, True))  # the first of the pair serves
-    return flows
+    return _pair_flows(real, merged, history)
 
 
 def _anchored_round(
@@ -170,7 +162,6 @@ def _anchored_round(
         pairs += [(x, y) for x, y in circle if x is not None and y is not None]
     elif spare:
         lone = spare[0]
-    flows: list[tuple[str, str, bool]] = []
     merged = None
     if lone is not None:
         # The odd one joins a pair as a 3-cycle: a pair with a partner in it first, so a node
@@ -182,6 +173,14 @@ def _anchored_round(
                 candidates.append((suspect_edges, history.repeats(cycle), i, cycle))
         _, _, index, cycle = min(candidates, key=lambda c: c[:3])
         merged = (index, cycle)
+    return _pair_flows(pairs, merged, history)
+
+
+def _pair_flows(
+    pairs: list[tuple[str, str]], merged: tuple[int, list[tuple[str, str]]] | None, history: _History
+) -> list[tuple[str, str, bool]]:
+    """A round's flows: each pair both ways, the pair at ``merged``'s index replaced by its 3-cycle."""
+    flows: list[tuple[str, str, bool]] = []
     for i, (x, y) in enumerate(pairs):
         if merged is not None and merged[0] == i:
             history.add(merged[1])
