@@ -14,9 +14,12 @@ Selection (``plan_night``):
 - with ``revalidate_pct``, that share of the golden pool (at least one node when the share is
   above 0), the nodes proven longest ago first, among those Slurm shows in service (not drained);
 - partners: golden nodes Slurm shows idle and not drained (or drained only by a dead nightly),
-  in rack order, up to ``partners`` (by default one per tested node, at least two:
-  ``partner_count``), only when something is tested: the ib stage pairs the tested nodes' ports
-  with theirs and the nccl stage soaks each tested node beside them as proven-good anchors.
+  only when something is tested: the ib stage pairs the tested nodes' ports with theirs and the
+  nccl stage soaks each tested node beside them as proven-good anchors. Per hardware profile
+  among the tested nodes (the nccl stage soaks each profile on its own, and rails and rates are
+  the profile's), nodes of that profile in rack order, up to ``partners`` for that profile (by
+  default one per tested node of it, at least two: ``partner_count``); a profile with too few
+  free gets what there is, and ``NightPlan.notes`` says so.
 
 Return (``return_action``): a node is resumed only when it is golden after the night and its drain
 is one this project set (``bringup: ...`` by a health check, ``bringup ...`` by a nightly): never
@@ -58,13 +61,15 @@ def is_busy(node: SlurmNode) -> bool:
 
 @dataclass(frozen=True)
 class NodeView:
-    """One node of the rack: its lifecycle state, Slurm's view (None: Slurm does not know it), and
-    when its newest result was recorded (None: never)."""
+    """One node of the rack: its lifecycle state, Slurm's view (None: Slurm does not know it),
+    when its newest result was recorded (None: never), and its hardware profile (the inventory
+    host's ``profile``: partners are chosen among the nodes of the tested node's own)."""
 
     name: str
     state: str
     slurm: SlurmNode | None
     proven_at: datetime | None = None
+    profile: str = ""
 
 
 class Why(str, Enum):
@@ -92,6 +97,7 @@ class NightPlan:
     give_back: list[Pick] = field(default_factory=list)  # golden, drained by a dead nightly: resume
     keep: list[Pick] = field(default_factory=list)  # failed, a dead nightly's bare drain: add the finding
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (node, why not)
+    notes: list[str] = field(default_factory=list)  # the night as a whole: a profile short of partners
 
     @property
     def nodes(self) -> list[str]:
@@ -115,8 +121,9 @@ DEFAULT_PARTNERS = 2
 def partner_count(tested: int, partners: int | None = None) -> int:
     """How many golden partners a night takes: ``partners`` when given (``--partners N``), else
     one per tested node and at least ``DEFAULT_PARTNERS``, so every tested node has its own
-    partner in every ib round and its own nccl group, without a second suspect beside it. The
-    partners are idle nodes, drained for the night: ``--partners N`` caps what that costs."""
+    partner in every ib round and its own nccl group, without a second suspect beside it.
+    Counted per hardware profile (``tested``: the tested nodes of one profile). The partners are
+    idle nodes, drained for the night: ``--partners N`` caps what that costs, N per profile."""
     return partners if partners is not None else max(DEFAULT_PARTNERS, tested)
 
 
@@ -181,10 +188,38 @@ def plan_night(
         # re-test (the night gives it back at its end) rather than leave a leftover alone.
         free_names = {p.node for p in plan.give_back} | {v.name for v in in_service if v.name not in taken}
         free = [v for v in views if v.name in free_names and not is_busy(v.slurm)]  # type: ignore[arg-type]
-        plan.partners = [Pick(v.name, Why.PARTNER) for v in free[: partner_count(len(plan.tested), partners)]]
-        chosen = {p.node for p in plan.partners}
+        chosen = _partners(plan, free, {v.name: v.profile for v in views}, partners)
+        plan.partners = [Pick(v.name, Why.PARTNER) for v in free if v.name in chosen]  # rack order
         plan.give_back = [p for p in plan.give_back if p.node not in chosen]
     return plan
+
+
+def _partners(
+    plan: NightPlan, free: Sequence[NodeView], profiles: dict[str, str], cap: int | None
+) -> set[str]:
+    """The free golden nodes that stand beside ``plan.tested``: for each profile among the tested
+    nodes, ``partner_count`` of that profile's tested nodes, of that profile, in rack order (the
+    nccl stage soaks each profile on its own, so a partner of another profile is no anchor
+    there, and the ib stage's rails and rates are the profile's). A profile with too few free
+    gets what there is, and ``plan.notes`` says so."""
+    tested: dict[str, list[str]] = {}
+    for p in plan.tested:
+        tested.setdefault(profiles.get(p.node, ""), []).append(p.node)
+    chosen: set[str] = set()
+    for profile, names in tested.items():
+        want = partner_count(len(names), cap)
+        got = [v.name for v in free if v.profile == profile][:want]
+        chosen.update(got)
+        if len(got) < want:
+            plan.notes.append(_short_note(profile, names, len(got), want))
+    return chosen
+
+
+def _short_note(profile: str, tested: list[str], got: int, want: int) -> str:
+    """'profile P: 1 golden partner free of the 2 wanted for n1, n2'."""
+    who = f"profile {profile}" if profile else "partners"
+    free = f"{got} golden partner{'s' if got != 1 else ''} free" if got else "no golden partner free"
+    return f"{who}: {free} of the {want} wanted for {', '.join(tested)}"
 
 
 def plan_idle(views: Sequence[NodeView], revalidate_pct: float = 0.0) -> list[Pick]:

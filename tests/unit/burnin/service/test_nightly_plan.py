@@ -210,3 +210,69 @@ def test_slurm_node_without_drain_is_not_busy_when_idle():
 
     assert [n for n, s in SLURM.items() if is_busy(s)] == ["n03", "n04", "n07"]
     assert not is_busy(SlurmNode("x", "idle", True))
+
+
+# Two hardware profiles in one rack: a (g01, g02, r02) and b (g03, g04, r01, g05), profile a's
+# golden nodes first in rack order. The nccl stage soaks each profile on its own (its floors are
+# the profile's), so a partner of the other profile is no anchor there.
+TWO_PROFILES = {"g01": "a", "g02": "a", "g03": "b", "g04": "b", "r01": "b", "r02": "a", "g05": "b"}
+
+
+def two_profile_rack(**states: str) -> list[NodeView]:
+    slurm = {n.name: n for n in parse_sinfo_nodes(IDLE_RACK)}
+    return [
+        NodeView(n, states.get(n, "golden" if n.startswith("g") else "repair"), slurm[n], profile=p)
+        for n, p in TWO_PROFILES.items()
+    ]
+
+
+def test_partners_are_of_the_tested_nodes_profile():
+    """Issue 14 follow-up: in rack order r01 (profile b) would get g01 and g02, both of profile a:
+    its nccl soak (profile b alone) would have no anchor and fall back to grouping the suspects
+    together. Each profile's tested nodes get partners of their own profile, as many as
+    partner_count says for that profile's tested nodes."""
+    plan = plan_night(two_profile_rack(r02="golden"), set())
+    assert [p.node for p in plan.tested] == ["r01"]
+    assert [p.node for p in plan.partners] == ["g03", "g04"]  # profile b, not g01/g02 (a)
+    plan = plan_night(two_profile_rack(), set())
+    assert [p.node for p in plan.tested] == ["r01", "r02"]
+    assert [p.node for p in plan.partners] == ["g01", "g02", "g03", "g04"]  # two of each, rack order
+    assert plan.notes == []
+    # no tested node of a profile: none of its golden nodes is held
+    plan = plan_night(two_profile_rack(r01="golden"), set())
+    assert [p.node for p in plan.partners] == ["g01", "g02"]
+
+
+def test_partners_cap_is_per_profile():
+    """--partners N: at most N golden partners for each profile among the tested nodes (each
+    profile soaks on its own, so a night-wide cap would starve one profile of anchors)."""
+    plan = plan_night(two_profile_rack(), set(), partners=1)
+    assert [p.node for p in plan.partners] == ["g01", "g03"]
+    assert plan_night(two_profile_rack(), set(), partners=0).partners == []
+    assert plan_night(two_profile_rack(), set(), partners=0).notes == []  # none wanted, none short
+
+
+def test_a_profile_short_of_free_golden_nodes_gets_what_there_is_and_the_plan_says_so():
+    # g03 failed and g04 marked repaired (profile b): g04 and r01 get g05 alone
+    plan = plan_night(two_profile_rack(g03="failed", g04="repair"), set())
+    assert [p.node for p in plan.tested] == ["g04", "r01", "r02"]  # g04: marked repaired too
+    assert [p.node for p in plan.partners] == ["g01", "g02", "g05"]
+    assert plan.notes == ["profile b: 1 golden partner free of the 2 wanted for g04, r01"]
+    # none at all of profile b: said too, and profile a still gets its own
+    plan = plan_night(two_profile_rack(g03="failed", g04="failed", g05="failed"), set())
+    assert [p.node for p in plan.partners] == ["g01", "g02"]
+    assert plan.notes == ["profile b: no golden partner free of the 2 wanted for r01"]
+
+
+def test_a_golden_node_a_dead_night_left_stands_only_beside_its_own_profile():
+    """A golden node drained by a dead nightly may be a partner first, but only of its profile:
+    otherwise it is given back at once, as before."""
+    dead = SlurmNode("g03", "drained", True, reason="bringup nightly run 7")
+    views = [
+        v if v.name != "g03" else NodeView("g03", "golden", dead, profile="b") for v in two_profile_rack()
+    ]
+    plan = plan_night([v for v in views if v.name != "r01"], set())  # only r02 (profile a) tested
+    assert [p.node for p in plan.partners] == ["g01", "g02"]
+    assert [p.node for p in plan.give_back] == ["g03"]
+    plan = plan_night(views, set())  # r01 (profile b) tested too: g03 stands beside it
+    assert [p.node for p in plan.partners] == ["g01", "g02", "g03", "g04"] and plan.give_back == []
