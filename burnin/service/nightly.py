@@ -4,8 +4,10 @@ One night of one rack, in order:
 
 1. the rack's nightly lock (``nightly_lock``: a second nightly refuses), then runs whose
    controller is gone are marked abandoned;
-2. Slurm's view and the store's states into a plan (``nightly_plan.plan_night``): the nodes to
-   test, their golden partners, and the golden nodes a dead nightly left drained (given back now);
+2. Slurm's view, the store's states and the inventory's profiles into a plan
+   (``nightly_plan.plan_night``): the nodes to test, their golden partners (of each tested
+   node's own profile; a profile short of them is a note of the night), and the golden nodes a
+   dead nightly left drained (given back now);
 3. a ``nightly`` run in the ledger claiming the tested nodes and the partners;
 4. out of service without killing work: each is drained with ``bringup nightly run N`` (an
    operator's drain is left as it is), then waited for while jobs still run on it, up to
@@ -139,6 +141,7 @@ class NightlyResult:
     rows: list[NightRow] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     notified: str = ""  # how --notify went
+    notes: list[str] = field(default_factory=list)  # the plan's: a profile short of golden partners
 
     @property
     def exit_code(self) -> int:
@@ -153,6 +156,7 @@ class NightlyResult:
             "nodes": [asdict(r) for r in self.rows],
             "lines": [r.line() for r in self.rows],
             "reports": self.reports,
+            "notes": self.notes,
         }
 
 
@@ -172,7 +176,8 @@ def rack_views(store: FleetStore, rack: Rack, view: dict[str, Any]) -> list[Node
         if h.name not in nodes:
             continue
         times = [r.time for r in latest.get(h.name, [])]
-        out.append(NodeView(h.name, nodes[h.name].state, view.get(h.name), max(times) if times else None))
+        proven = max(times) if times else None
+        out.append(NodeView(h.name, nodes[h.name].state, view.get(h.name), proven, h.profile))
     return out
 
 
@@ -234,6 +239,9 @@ def run_nightly(
         elif not plan.tested:
             say("nothing to test tonight")
         else:
+            result.notes = list(plan.notes)
+            for line in plan.notes:
+                say(line)
             _night(store, rack, req, plan, conf, result, say)
         write_reports(store, rack, req, result, inventory_dir)
     if req.notify:

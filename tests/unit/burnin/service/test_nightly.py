@@ -41,3 +41,33 @@ def test_notify_pipes_the_summary_as_json(tmp_path):
 
 def test_a_failing_notify_command_is_reported_not_raised():
     assert notify("echo 'webhook: 503' >&2; exit 7", {}) == "notify: exited 7: webhook: 503"
+
+
+def test_the_rack_views_carry_each_hosts_inventory_profile(tmp_path):
+    """The nightly chooses partners of the tested node's profile: the profile is the inventory
+    host's (the one the stages load, and the nccl stage soaks by)."""
+    from bringup.fleet.store import FleetStore
+    from bringup.inventory import load_rack
+    from burnin.service.nightly import rack_views
+    from tests.inventories import write_rack
+
+    inv = tmp_path / "inventories"
+    hosts = {f"gpu00{i}": {"bmc_address": f"10.9.1.{i}", "rack_unit": i} for i in (1, 2)}
+    hosts["gpu002"]["profile"] = "h100-other"
+    write_rack(inv, "ra", hosts)
+    shipped = (inv / "profiles" / "h100-sxm-8x400g.yml").read_text()
+    (inv / "profiles" / "h100-other.yml").write_text(
+        shipped.replace("name: h100-sxm-8x400g", "name: h100-other")
+    )
+    store = FleetStore(f"sqlite:///{tmp_path / 'fleet.db'}")
+    for name in hosts:
+        store.enroll(name, "ra", "h100-sxm-8x400g")
+    rack, problems = load_rack("ra", inv)
+    assert rack is not None, problems
+    views = rack_views(store, rack, {})
+    assert [(v.name, v.profile) for v in views] == [("gpu001", "h100-sxm-8x400g"), ("gpu002", "h100-other")]
+
+
+def test_the_summary_says_what_the_plan_noted():
+    result = NightlyResult("r01", 12, [], notes=["profile b: no golden partner free of the 2 wanted for n01"])
+    assert result.summary()["notes"] == ["profile b: no golden partner free of the 2 wanted for n01"]
