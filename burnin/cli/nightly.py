@@ -64,8 +64,9 @@ class Percent(click.ParamType):
     type=click.IntRange(min=0),
     default=None,
     metavar="N",
-    help="Golden idle nodes beside the tested ones (ib partners, nccl anchors), at most N "
-    "[default: one per tested node, at least 2].",
+    help="Golden idle nodes beside the tested ones (ib partners, nccl anchors), of each tested "
+    "node's hardware profile: at most N per profile among the tested nodes "
+    "[default: one per tested node of the profile, at least 2].",
 )
 @click.option(
     "--drain-timeout",
