@@ -208,6 +208,8 @@ def _render(r: NightlyResult) -> None:
             escape(row.finding[:120] or row.why),
         )
     console.print(out)
+    for line in r.notes:  # said when the night started too; the end of the output is what is read
+        note(line)
     for path in r.reports:
         note(f"wrote {path}")
     if r.notified:

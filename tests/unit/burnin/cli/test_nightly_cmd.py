@@ -80,3 +80,15 @@ def test_revalidate_refuses_what_is_no_percentage(tmp_path, monkeypatch):
         res, asked = _revalidate(tmp_path / str(i), monkeypatch, value)
         assert res.exit_code == 2 and asked == [], (value, res.output)
         assert "--revalidate" in res.output and "0 to 100" in res.output, (value, res.output)
+
+
+def test_the_table_is_followed_by_the_plans_notes(capsys):
+    # A profile short of golden partners is said when the night starts (stderr) and in the JSON;
+    # the table an operator reads at the end (a journal, a mail) says it again after the rows.
+    from burnin.cli.nightly import _render
+    from burnin.service.nightly import NightlyResult
+
+    note = "profile b: 1 golden partner free of the 2 wanted for g04"
+    _render(NightlyResult("r01", run_id=7, notes=[note]))
+    printed = capsys.readouterr()
+    assert note in " ".join((printed.out + printed.err).split())
