@@ -3,10 +3,12 @@
 simulated fleet of N nodes, and the HTML report rendered in headless Chromium.
 
 Usage: .venv/bin/python benchmarks/report.py [--nodes 1000,10000] [--html-nodes 1000]
-                                             [--keep DIR] [--profile]
+                                             [--keep DIR] [--profile] [--db URL]
        (quick try: --nodes 200 --html-nodes 200)
 
-For each N the fleet store (SQLite) is written in bulk through the store's models: N nodes in
+For each N the fleet store (a fresh SQLite file; with ``--db postgresql://...`` that database,
+for one size only, which must be empty: the benchmark refuses a database that holds nodes or
+other tables, benchmarks/fleet_sim/bench_db.py; drop it after) is written in bulk through the store's models: N nodes in
 burn-in, each with the latest results of all five stages (20 results; unique ibstat evidence
 per node, an ib_bandwidth result with 8 ports x 2 rounds of metrics, a 20-iteration NCCL soak),
 plus one older run of every check (the latest-result queries must skip it), and faults spread
@@ -57,6 +59,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import insert, select  # noqa: E402
 
+from benchmarks.fleet_sim.bench_db import refuse_unless_fresh, store_bytes  # noqa: E402
 from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup.fleet import evidence  # noqa: E402
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow  # noqa: E402
@@ -359,15 +362,16 @@ def measure(nodes: int, work: Path, args: argparse.Namespace) -> Path:
     from burnin.report.reliability import fleet_section
 
     db, inv = work / "fleet.db", work / "inventories"
-    url = f"sqlite:///{db}"
-    print(f"\n== {nodes:,} nodes ({work})", flush=True)
+    url = args.db or f"sqlite:///{db}"
     t0 = time.perf_counter()
     write_inventory(inv, nodes)
     store = FleetStore(url)
+    print(f"\n== {nodes:,} nodes ({work}; {store.engine.dialect.name})", flush=True)
     faults = build_fleet(store, nodes)
+    size = store_bytes(store)
     store.close()
     print(
-        f"   built in {time.perf_counter() - t0:.0f} s: store {db.stat().st_size / 1e6:.0f} MB; faults on "
+        f"   built in {time.perf_counter() - t0:.0f} s: store {size / 1e6:.0f} MB; faults on "
         f"{len(faults.gpu) + len(faults.pcie) + len(faults.ib_port) + len(faults.unknown)} node(s), "
         f"{len(faults.warn)} warned, {len(faults.no_multi)} without ib/nccl",
         flush=True,
@@ -483,8 +487,15 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=Path, help="build under this directory and keep it")
     parser.add_argument("--profile", action="store_true", help="cProfile every step over 0.5 s")
+    parser.add_argument(
+        "--db", help="an empty database's SQLAlchemy URL (postgresql://...) instead of SQLite; one size"
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",") if n.strip()]
+    if args.db:
+        if len(sizes) != 1:
+            parser.error("--db takes one size (--nodes N): each size needs an empty database")
+        refuse_unless_fresh(args.db)
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
     root.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

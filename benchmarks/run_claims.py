@@ -5,7 +5,8 @@ sweep, ending the run; and how many racing processes get the same nodes (must be
 Usage: .venv/bin/python benchmarks/run_claims.py [--nodes 1000] [--racers 8] [--db URL]
 
 Default store: a fresh SQLite file in a temporary directory; ``--db postgresql://...`` measures
-PostgreSQL (the database must be empty). Prints the median of 5 of each operation.
+PostgreSQL (the database must be empty: one holding nodes or other tables is refused,
+benchmarks/fleet_sim/bench_db.py). Prints the median of 5 of each operation.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bringup.fleet import runs
-from bringup.fleet.store import FleetStore
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.fleet_sim.bench_db import refuse_unless_fresh  # noqa: E402
+from bringup.fleet import runs  # noqa: E402
+from bringup.fleet.store import FleetStore  # noqa: E402
 
 
 def timed(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -48,6 +53,8 @@ def main() -> None:
     ap.add_argument("--racers", type=int, default=8)
     ap.add_argument("--db", default=None)
     args = ap.parse_args()
+    if args.db:
+        refuse_unless_fresh(args.db)
     tmp = tempfile.TemporaryDirectory()
     url = args.db or f"sqlite:///{Path(tmp.name) / 'fleet.db'}"
     store = FleetStore(url)

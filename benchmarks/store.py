@@ -2,7 +2,14 @@
 """The fleet store at scale: `burnin golden` over N nodes x R runs of history, and what evidence costs.
 
 Usage: .venv/bin/python benchmarks/store.py [--nodes 1000] [--runs 300] [--sample 200] [--keep DIR]
+                                            [--db URL]
        (quick try: --nodes 50 --runs 20 --sample 20)
+
+Default store: a fresh SQLite file in a temporary directory (or in ``--keep``). ``--db
+postgresql://...`` builds it in that database instead, which must be empty (one made with
+createdb for the purpose: the benchmark refuses a database that holds nodes or other tables,
+benchmarks/fleet_sim/bench_db.py) and is left holding the history (``--golden-only`` times it
+again); drop it after.
 
 1. New evidence per preflight: ``--sample`` node-preflights go through ``FleetStore.add_results``
    as the runner saves them, with real tool outputs (tests/fixtures/samples) that differ per node
@@ -35,6 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
+from benchmarks.fleet_sim.bench_db import refuse_unless_bench_store, refuse_unless_fresh, store_bytes  # noqa: E402
 from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
 from bringup.fleet import evidence  # noqa: E402
 from bringup.fleet.models import CheckResult, Event, EvidenceBlob, Node, Run, utcnow  # noqa: E402
@@ -251,12 +259,10 @@ def _row(run_id: int, node_id: int, stage: str, check: str, blob_id: int, at) ->
     }
 
 
-def golden_once(db: Path, inv: Path) -> tuple[float, float, float]:
+def golden_once(url: str, inv: Path) -> tuple[float, float, float]:
     """`burnin golden --rack bench` in a fresh process: (wall s, max RSS MiB, CPU s)."""
     cmd = [
         str(REPO / ".venv" / "bin" / "burnin"),
-        "--db",
-        str(db),
         "--inventory-dir",
         str(inv),
         "golden",
@@ -270,7 +276,8 @@ def golden_once(db: Path, inv: Path) -> tuple[float, float, float]:
     if pid == 0:  # a child of our own, so its max RSS is its alone
         with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 1)
-        os.execv(cmd[0], cmd)
+        # the store in the environment, not the command line (ps shows a URL's password)
+        os.execve(cmd[0], cmd, {**os.environ, "BRINGUP_DB": url})
     _, status, usage = os.wait4(pid, 0)
     wall = time.monotonic() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -284,20 +291,33 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--sample", type=int, default=200, help="node-preflights measured in step 1")
     parser.add_argument("--keep", type=Path, help="build in this directory and keep it")
-    parser.add_argument("--golden-only", action="store_true", help="time golden on the store --keep holds")
+    parser.add_argument(
+        "--golden-only", action="store_true", help="time golden on the store --keep (or --db) holds"
+    )
+    parser.add_argument(
+        "--db", help="an empty database's SQLAlchemy URL (postgresql://...) instead of a SQLite file"
+    )
     args = parser.parse_args()
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-store-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         db, inv = work / "fleet.db", work / "inventories"
+        url = args.db or f"sqlite:///{db}"
         if args.golden_only:
-            time_golden(db, inv, args.nodes)
+            if args.db:
+                refuse_unless_bench_store(url, frozenset({RACK, "sample-rack"}))
+            if not inv.exists():
+                write_inventory(inv, args.nodes)
+            time_golden(url, inv, args.nodes)
             return
-        if db.exists():
+        if args.db:
+            refuse_unless_fresh(url)
+        elif db.exists():
             db.unlink()
         write_inventory(inv, args.nodes)
-        store = FleetStore(f"sqlite:///{db}")
+        store = FleetStore(url)
+        print(f"store: {store.engine.dialect.name}", flush=True)
         store.enroll("sample", "sample-rack", PROFILE)
         measure_preflight_evidence(store, args.sample)
         build_history(store, args.nodes, args.runs)
@@ -307,12 +327,13 @@ def main() -> None:
             blobs, stored, raw = s.execute(
                 select(func.count(), func.sum(func.length(EvidenceBlob.data)), func.sum(EvidenceBlob.size))
             ).one()
+        size = store_bytes(store)
         store.close()
         print(
             f"   store: {results:,} results, {events:,} events, {blobs:,} blobs ({stored / 1e6:.1f} MB stored, "
-            f"{raw / 1e6:.1f} MB of output); file {db.stat().st_size / 1e6:.0f} MB"
+            f"{raw / 1e6:.1f} MB of output); on disk {size / 1e6:.0f} MB"
         )
-        time_golden(db, inv, args.nodes)
+        time_golden(url, inv, args.nodes)
         own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"   (this script's own peak while building: {own:.0f} MiB)")
     finally:
@@ -320,10 +341,10 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def time_golden(db: Path, inv: Path, nodes: int) -> None:
+def time_golden(url: str, inv: Path, nodes: int) -> None:
     print(f"3. burnin golden --rack {RACK} over {nodes} nodes (a fresh process each time)")
     for label in ("first", "second"):
-        wall, rss, cpu = golden_once(db, inv)
+        wall, rss, cpu = golden_once(url, inv)
         print(
             f"   {label}: {wall:.2f} s wall ({cpu:.2f} s CPU), peak memory (max RSS) {rss:.0f} MiB   "
             f"(target < 5 s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
