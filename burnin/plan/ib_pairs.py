@@ -121,25 +121,32 @@ def _circle(nodes: list[str], r: int) -> list[tuple[str | None, str | None]]:
     return [(order[i], order[n - 1 - i]) for i in range(n // 2)]
 
 
+def _split_odd(pairs: list[tuple[str | None, str | None]]) -> tuple[list[tuple[str, str]], str | None]:
+    """A circle round's pairs without the bye, and the node the bye left alone (None: even)."""
+    odd = next((x if y is None else y for x, y in pairs if x is None or y is None), None)
+    return [(x, y) for x, y in pairs if x is not None and y is not None], odd
+
+
+def _cycles_through(x: str, y: str, odd: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The 3-cycle that joins ``odd`` to the pair (x, y), in both directions."""
+    return [(x, y), (y, odd), (odd, x)], [(y, x), (x, odd), (odd, y)]
+
+
 def _rail_round(nodes: list[str], r: int, history: _History) -> list[tuple[str, str, bool]]:
     """(sender/client, receiver/server, bidirectional) flows of one rail in round r."""
     if len(nodes) < 2:
         return []
     if len(nodes) == 3:  # one 3-cycle; alternate its direction so each port's partners change
-        a, b, c = nodes
-        options = [[(a, b), (b, c), (c, a)], [(b, a), (a, c), (c, b)]]
-        best = min(options, key=history.repeats)
+        best = min(_cycles_through(*nodes), key=history.repeats)
         history.add(best)
         return [(x, y, False) for x, y in best]
-    pairs = _circle(nodes, r)
-    bye = next((x if y is None else y for x, y in pairs if x is None or y is None), None)
-    real = [(x, y) for x, y in pairs if x is not None and y is not None]
+    real, bye = _split_odd(_circle(nodes, r))
     merged: tuple[int, list[tuple[str, str]]] | None = None
     if bye is not None:
         # Join the odd node to the pair (and direction) that repeats the fewest old edges.
         candidates = []
         for i, (x, y) in enumerate(real):
-            for cycle in ([(x, y), (y, bye), (bye, x)], [(y, x), (x, bye), (bye, y)]):
+            for cycle in _cycles_through(x, y, bye):
                 candidates.append((history.repeats(cycle, r), i, cycle))
         _, index, cycle = min(candidates, key=lambda c: (c[0], c[1]))
         merged = (index, cycle)
@@ -155,20 +162,15 @@ def _anchored_round(
     chosen = [suspects[(start + i) % m] for i in range(min(m, k))]
     pairs = [(partners[(i + r) % k], s) for i, s in enumerate(chosen)]  # the proven port serves
     spare = [p for p in partners if p not in {a for a, _ in pairs}] + [s for s in suspects if s not in chosen]
-    lone = None
-    if len(spare) >= 2:
-        circle = _circle(spare, r)
-        lone = next((x if y is None else y for x, y in circle if x is None or y is None), None)
-        pairs += [(x, y) for x, y in circle if x is not None and y is not None]
-    elif spare:
-        lone = spare[0]
+    spare_pairs, lone = _split_odd(_circle(spare, r)) if spare else ([], None)  # one alone: lone
+    pairs += spare_pairs
     merged = None
     if lone is not None:
         # The odd one joins a pair as a 3-cycle: a pair with a partner in it first, so a node
         # under test left over meets a partner too; then the fewest repeated edges.
         candidates = []
         for i, (x, y) in enumerate(pairs):
-            for cycle in ([(x, y), (y, lone), (lone, x)], [(y, x), (x, lone), (lone, y)]):
+            for cycle in _cycles_through(x, y, lone):
                 suspect_edges = sum(a not in partners and b not in partners for a, b in cycle)
                 candidates.append((suspect_edges, history.repeats(cycle), i, cycle))
         _, _, index, cycle = min(candidates, key=lambda c: c[:3])
