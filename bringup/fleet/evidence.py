@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -113,7 +113,7 @@ def put(session: Session, text: str, cache: dict[str, int] | None = None) -> int
 
 def put_many(session: Session, texts: Sequence[str], cache: dict[str, int]) -> list[int]:
     """``put`` for many texts at once: the ids of their blobs, in order. One query finds those
-    stored already and one flush adds the rest (a wave of results is one transaction, not one
+    stored already and one INSERT adds the rest (a wave of results is one transaction, not one
     query per output). Where another writer added one of them meanwhile (PostgreSQL), each is
     put on its own. ``cache`` (sha256 -> id) is filled."""
     named: dict[str, str] = {}  # text -> its sha256: an output several checks read is hashed once
@@ -123,21 +123,22 @@ def put_many(session: Session, texts: Sequence[str], cache: dict[str, int]) -> l
         chunk = unknown[i : i + 500]
         found = select(EvidenceBlob.sha256, EvidenceBlob.id).where(EvidenceBlob.sha256.in_(chunk))
         cache.update((sha, blob_id) for sha, blob_id in session.execute(found))
-    new: dict[str, EvidenceBlob] = {}
+    new: dict[str, dict] = {}
     for key, text in zip(keys, texts, strict=True):
         if key not in cache and key not in new:
             raw = text.encode("utf-8", "surrogatepass")
-            new[key] = EvidenceBlob(sha256=key, size=len(raw), codec=CODEC, data=zlib.compress(raw, _LEVEL))
+            new[key] = {"sha256": key, "size": len(raw), "codec": CODEC, "data": zlib.compress(raw, _LEVEL)}
     if new:
+        # One INSERT of plain rows, not ORM objects (bringup.fleet.results_write says why); the
+        # rows come back in no promised order, so each names its sha256.
+        stmt = insert(EvidenceBlob.__table__).returning(EvidenceBlob.sha256, EvidenceBlob.id)
         try:
             with session.begin_nested():
-                session.add_all(new.values())
+                cache.update(tuple(row) for row in session.execute(stmt, list(new.values())))
         except IntegrityError:
             for key, text in zip(keys, texts, strict=True):
                 if key in new:
                     put(session, text, cache)
-        else:
-            cache.update({key: blob.id for key, blob in new.items()})
     return [cache[k] for k in keys]
 
 

@@ -28,6 +28,7 @@ from bringup.fleet import evidence, schema
 from bringup.fleet.evidence import run_output
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow
+from bringup.fleet.results_write import write_results
 from burnin.result import Verdict
 
 # The verdict vocabulary is burn-in's (a leaf module bringup may import for this alone).
@@ -390,45 +391,32 @@ class FleetStore:
 
         Each row: stage, check, verdict, and optionally metrics, findings, evidence, time.
         """
-        return self.add_results_many([(key, rows)], run_id=run_id)[0]
+        return self._add_results([(key, rows)], run_id, as_objects=True)
 
     def add_results_many(
         self, batches: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, run_id: int | None = None
-    ) -> list[list[CheckResult]]:
+    ) -> None:
         """``add_results`` for several nodes in one transaction (all or none): what a fan-out has
-        in at one moment is one write, its nodes and evidence found by one query each."""
+        in at one moment is one write, its nodes and evidence found by one query each, its rows
+        one INSERT (bringup.fleet.results_write)."""
+        self._add_results(batches, run_id, as_objects=False)
+
+    def _add_results(
+        self, batches: Sequence[tuple[str, Sequence[dict[str, Any]]]], run_id: int | None, as_objects: bool
+    ) -> list[CheckResult]:
         for row in (row for _, rows in batches for row in rows):
             if row["verdict"] not in VERDICTS:
                 raise StoreError(f"verdict must be one of {', '.join(VERDICTS)}, not {row['verdict']!r}")
-        blobs: dict[str, int] = {}  # shared outputs (nvidia-smi -q, an unchanged dmesg) stored once
         with self.session() as s:
             keys = sorted({key for key, _ in batches})
             stmt = select(Node).where(or_(Node.name.in_(keys), Node.serial.in_(keys)))
             found = list(s.execute(stmt).scalars())
             nodes = {n.serial: n for n in found if n.serial} | {n.name: n for n in found}
             nodes.update((key, self._find(s, key)) for key in keys if key not in nodes)  # NodeNotFound
-            texts = [r.get("evidence") for _, rows in batches for r in rows]
-            ids = iter(evidence.store_texts(s, texts, blobs))
-            out: list[list[CheckResult]] = []
+            saved = write_results(s, [(nodes[key].id, rows) for key, rows in batches], run_id, as_objects)
             for key, rows in batches:
-                results = [
-                    CheckResult(
-                        run_id=run_id,
-                        node_id=nodes[key].id,
-                        stage=row["stage"],
-                        check=row["check"],
-                        verdict=row["verdict"],
-                        metrics=row.get("metrics") or {},
-                        findings=list(row.get("findings") or ()),
-                        evidence_id=next(ids),
-                        time=row.get("time") or utcnow(),
-                    )
-                    for row in rows
-                ]
-                s.add_all(results)
-                _leave_golden_on_fail(s, nodes[key], results, run_id)
-                out.append(results)
-            return out
+                _leave_golden_on_fail(s, nodes[key], rows, run_id)
+            return saved
 
     def latest_results(self, key: str) -> list[CheckResult]:
         """The newest result of every (stage, check) of a node, without its evidence (one
@@ -566,11 +554,11 @@ class FleetStore:
             return outcome or "refreshed"
 
 
-def _leave_golden_on_fail(s: Session, node: Node, results: Sequence[CheckResult], run_id: int | None) -> None:
+def _leave_golden_on_fail(s: Session, node: Node, rows: Sequence[dict[str, Any]], run_id: int | None) -> None:
     """A golden node whose new result is FAIL leaves golden now, in the results' transaction, with
     the finding as the reason: a trainer must not get it from the next export. (A node in burn-in
     is failed by its run, with the stage's findings.)"""
-    failed = [r for r in results if r.verdict == Verdict.FAIL.value]
+    failed = [r for r in rows if r["verdict"] == Verdict.FAIL.value]
     if not failed or node.state != State.GOLDEN.value:
         return
     stmt = select(Node).where(Node.id == node.id).with_for_update().execution_options(populate_existing=True)
@@ -578,8 +566,9 @@ def _leave_golden_on_fail(s: Session, node: Node, results: Sequence[CheckResult]
     if node.state != State.GOLDEN.value:
         return
     first = failed[0]
-    finding = next((f for f in first.findings if f.get("severity") == "critical"), None)
-    finding = finding or next(iter(first.findings), None)
+    findings = list(first.get("findings") or ())
+    finding = next((f for f in findings if f.get("severity") == "critical"), None)
+    finding = finding or next(iter(findings), None)
     what = (
         f"{finding.get('message', '')} -> {finding.get('action', '')}" if finding else "no finding recorded"
     )
@@ -592,8 +581,8 @@ def _leave_golden_on_fail(s: Session, node: Node, results: Sequence[CheckResult]
             kind="transition",
             from_state=State.GOLDEN.value,
             to_state=State.FAILED.value,
-            reason=f"left golden: {first.stage} {first.check} FAIL: {what}",
+            reason=f"left golden: {first['stage']} {first['check']} FAIL: {what}",
             actor=default_actor(),
-            details={"stage": first.stage, "check": first.check, "findings": list(first.findings)},
+            details={"stage": first["stage"], "check": first["check"], "findings": findings},
         )
     )

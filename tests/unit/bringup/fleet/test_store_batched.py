@@ -39,8 +39,8 @@ def _rows(node: str) -> list[dict]:
 
 def test_several_nodes_in_one_call_each_with_its_results_and_shared_evidence_once(store_url):
     store = _store(store_url, 3)
-    saved = store.add_results_many([(n, _rows(n)) for n in ("gpu001", "gpu002", "gpu003")], run_id=None)
-    assert [len(r) for r in saved] == [4, 4, 4]
+    store.add_results_many([(n, _rows(n)) for n in ("gpu001", "gpu002", "gpu003")], run_id=None)
+    assert _count(store, CheckResult) == 12
     assert _count(store, EvidenceBlob) == 4  # one nvidia-smi -q for all three, a dmesg each
     for node in ("gpu001", "gpu002", "gpu003"):
         latest = {r.check: r for r in store.latest_results(node)}
@@ -70,6 +70,8 @@ def test_all_or_none_a_bad_verdict(store_url):
 def test_a_node_is_found_by_its_serial_too(store_url):
     store = _store(store_url, 2)
     store.update_node("gpu002", serial="SN-2")
-    saved = store.add_results_many([("SN-2", _rows("gpu002")), ("gpu001", _rows("gpu001"))])
-    assert {r.node_id for r in saved[0]} != {r.node_id for r in saved[1]}
-    assert len(store.latest_results("gpu002")) == 4
+    store.add_results_many([("SN-2", _rows("gpu002")), ("gpu001", _rows("gpu001"))])
+    assert len(store.latest_results("gpu002")) == 4 and len(store.latest_results("gpu001")) == 4
+    assert store.evidence(next(r for r in store.latest_results("gpu002") if r.check == "kernel_log")) == (
+        "dmesg of gpu002\n"
+    )
