@@ -24,21 +24,10 @@ from burnin.parsers.errors import ParseError
 from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
 
 __all__ = [
-    "XID_CATALOG",
-    "AerEvent",
-    "FallenOffBusEvent",
-    "KernelEvent",
-    "LinkFlapEvent",
-    "ModuleEvent",
-    "PcieLimitedEvent",
-    "SuspiciousEvent",
-    "SxidEvent",
-    "XidEvent",
-    "XidInfo",
-    "parse_kernel_log",
-    "read_kernel_log",
-    "require_kernel_log",
-]
+    "XID_CATALOG", "AerEvent", "FallenOffBusEvent", "KernelEvent", "LinkFlapEvent", "ModuleEvent",
+    "PcieLimitedEvent", "SuspiciousEvent", "SxidEvent", "XidEvent", "XidInfo", "parse_kernel_log",
+    "read_kernel_log", "require_kernel_log",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +174,7 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("human", re.compile(r"^\[(?P<ts>[A-Z][a-z]{2}\d{1,2} \d\d:\d\d(?::\d\d)?)\] ?")),
     ("iso", re.compile(rf"^(?P<ts>{_ISO}) ")),
 ]
+_PREFIX = dict(_PREFIXES)
 _LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 # What each prefix can start with: a line is only matched against the prefixes its first
 # character can start (3 regex matches a line instead of 21; the order of _PREFIXES is kept).
@@ -211,7 +201,7 @@ class _Entry:
     message: str
     timestamp: str | None = None
     uptime_s: float | None = None
-    wallclock: datetime | None = None
+    clock: tuple[str, str] | None = None  # (prefix kind, stamp): read into a datetime by base()
     level: str | None = None
     source: str | None = None
 
@@ -221,7 +211,7 @@ class _Entry:
             "message": self.message,
             "timestamp": self.timestamp,
             "uptime_s": self.uptime_s,
-            "wallclock": self.wallclock,
+            "wallclock": _wallclock(*self.clock) if self.clock else None,
             "level": self.level,
             "source": self.source,
         }
@@ -240,36 +230,36 @@ def _wallclock(kind: str, ts: str) -> datetime | None:
 
 def _strip_prefixes(line: str) -> tuple[_Entry, bool]:
     """Entry for one physical line; the flag says whether any prefix was found."""
-    entry = _Entry(raw=[line], message=line)
-    rest = line
-    used: set[str] = set()
-    found = False
-    progress = True
-    while progress:
-        progress = False
+    # The check's `dmesg --time-format iso` line, an ISO stamp and a message, read in one step: a
+    # digit starts journal_iso (tried first; its match ends in 'kernel: ' or ']: ') and iso, after
+    # which the loop below stops when no other prefix matches the rest.
+    if "kernel: " not in line and "]: " not in line and (m := _PREFIX["iso"].match(line)):
+        rest = line[m.end() :]
         for kind, rx in _candidates(rest[:1]):
-            if kind in used:
-                continue
-            m = rx.match(rest)
-            if not m:
-                continue
-            used.add(kind)
-            found = progress = True
-            groups = m.groupdict()
-            if groups.get("lvl"):
-                entry.level = _LEVELS[int(groups["lvl"])] if groups["lvl"].isdigit() else groups["lvl"]
-            if groups.get("src"):
-                entry.source = groups["src"]
-            if groups.get("up"):
-                entry.timestamp = groups["up"]
-                entry.uptime_s = float(groups["up"])
-            elif groups.get("ts") and entry.timestamp is None:
-                entry.timestamp = groups["ts"]
-                entry.wallclock = _wallclock(kind, groups["ts"])
-            rest = rest[m.end() :]
+            if kind != "iso" and rx.match(rest):
+                break
+        else:
+            return _Entry([line], rest.strip(), m["ts"], None, ("iso", m["ts"])), True
+    rest = line
+    used: list[str] = []  # each kind of prefix is read once
+    level = source = timestamp = uptime_s = clock = None
+    while True:
+        for kind, rx in _candidates(rest[:1]):
+            if kind not in used and (m := rx.match(rest)):
+                break
+        else:  # no prefix left
             break
-    entry.message = rest.strip()
-    return entry, found
+        used.append(kind)
+        groups = m.groupdict()
+        if lvl := groups.get("lvl"):
+            level = _LEVELS[int(lvl)] if lvl.isdigit() else lvl
+        source = groups.get("src") or source
+        if up := groups.get("up"):
+            timestamp, uptime_s = up, float(up)
+        elif (ts := groups.get("ts")) and timestamp is None:
+            timestamp, clock = ts, (kind, ts)  # only an event's stamp is read (base())
+        rest = rest[m.end() :]
+    return _Entry([line], rest.strip(), timestamp, uptime_s, clock, level, source), bool(used)
 
 
 def _is_continuation(line: str) -> bool:
@@ -404,7 +394,16 @@ def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
     """False only when the regex these words are drawn from cannot match ``message``."""
     if not message.isascii():
         return True
-    return any(word in low for word in words)
+    return any(map(low.__contains__, words))
+
+
+# Words one of which a message holds (any case) when _events can make anything of it: the start
+# of an AER line ('AER: ', 'PCIe Bus Error'), or the words of _classify's patterns. Most lines of
+# a healthy log hold none.
+_LOUD_WORDS = (
+    "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
+    ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
+)  # fmt: skip
 
 
 def _severity(value: str) -> str | None:
@@ -548,6 +547,8 @@ def _events(entries: list[_Entry]) -> list[KernelEvent]:
     events: list[KernelEvent | _AerDraft] = []
     open_aer: _AerDraft | None = None
     for entry in entries:
+        if open_aer is None and not _may_be(entry.message, entry.message.lower(), _LOUD_WORDS):
+            continue  # the steps below would make nothing of it, and leave open_aer None
         dm = _DEVICE_RE.match(entry.message)
         drv, bdf, rest = (
             (dm.group("drv"), normalize_bdf(dm.group("bdf")), dm.group("rest"))
