@@ -52,13 +52,33 @@ _SIZE_UNITS = {"kB": 1 / 1024, "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 *
 _NOT_SET = {"", "not specified", "unknown", "not provided", "none", "no dimm"}
 
 
+_SPEED_RE = re.compile(r"(\d{1,6}) (?:MT/s|MHz)")
+_SIZE_RE = re.compile(r"(\d{1,7}) (kB|KB|MB|GB|TB)")
+_BANNER_RE = re.compile(r"^# dmidecode \d", re.MULTILINE)
+# A type 17 record's first line and its second (lines[0] and lines[1]).
+_TYPE_17_RE = re.compile(r"(Handle 0x[0-9A-Fa-f]+, DMI type 17,[^\n]*)\n([^\n]*)")
+_LENGTH_RE = re.compile(r"Handle 0x[0-9A-Fa-f]+, DMI type 17, (\d+) bytes")
+# The fields _dimm reads, from the lines of one tab, a key, ':' and a value: the key stripped as
+# str.strip() would ([^\S\n]: whitespace within the line), the value with its leading whitespace
+# only (every reader strips it; an all-blank value is '', as falsy as when stripped). One search a
+# record instead of tests on each line.
+_KEYS = (
+    "Locator", "Bank Locator", "Size", "Speed", "Configured Memory Speed", "Configured Clock Speed",
+    "Manufacturer", "Part Number", "Serial Number", "Configured Voltage", "Rank", "Type Detail",
+)  # fmt: skip
+_FIELD_RE = re.compile(rf"\n\t(?!\t)[^\S\n]*({'|'.join(_KEYS)})[^\S\n]*:[^\S\n]*([^\n]*)")
+# 'Number Of Devices' at a line's start, found in '\n' + text: '^' in MULTILINE mode would be
+# tried at every position of the text, '\n\t' is searched for as a string.
+_DEVICES_RE = re.compile(r"\n\tNumber Of Devices: (\d{1,5})\s*$", re.MULTILINE)
+
+
 def _text(value: str | None) -> str:
     value = (value or "").strip()
     return "" if value.lower() in _NOT_SET else value
 
 
 def _speed(value: str | None) -> int | None:
-    m = re.fullmatch(r"(\d{1,6}) (?:MT/s|MHz)", (value or "").strip())
+    m = _SPEED_RE.fullmatch((value or "").strip())
     return int(m.group(1)) if m else None
 
 
@@ -66,7 +86,7 @@ def _size_mib(value: str, locator: str) -> int:
     value = value.strip()
     if value.lower() in ("no module installed", "not installed", "0 mb", "0 gb"):
         return 0
-    m = re.fullmatch(r"(\d{1,7}) (kB|KB|MB|GB|TB)", value)
+    m = _SIZE_RE.fullmatch(value)
     if not m:
         raise ParseError(f"dmidecode: {locator}: size {value[:40]!r} is not a size")
     return int(int(m.group(1)) * _SIZE_UNITS[m.group(2)])
@@ -75,50 +95,66 @@ def _size_mib(value: str, locator: str) -> int:
 @parser
 def parse_dmidecode_memory(text: str) -> list[Dimm]:
     """Every memory slot (type 17 record), in order. Not dmidecode's output: ParseError."""
-    if not re.search(r"^# dmidecode \d", text, re.MULTILINE) and "DMI type 17" not in text:
+    if "DMI type 17" not in text and not _BANNER_RE.search(text):
         raise ParseError("not dmidecode output: no '# dmidecode' banner")
     dimms: list[Dimm] = []
-    for block in re.split(r"\n(?=Handle 0x)", text.replace("\r\n", "\n")):
-        lines = block.split("\n")
-        if len(lines) < 2 or not re.match(r"Handle 0x[0-9A-Fa-f]+, DMI type 17,", lines[0]):
+    body = text.replace("\r\n", "\n") if "\r" in text else text
+    for start, end in _records(body):
+        if not (head := _TYPE_17_RE.match(body, start, end)):
             continue
-        if lines[1].strip() != "Memory Device":
+        if head.group(2).strip() != "Memory Device":
             raise ParseError("dmidecode: a type 17 record that is not 'Memory Device'")
-        fields: dict[str, str] = {}
-        for line in lines[2:]:
-            if line.startswith("\t") and not line.startswith("\t\t") and ":" in line:
-                key, _, value = line.strip().partition(":")
-                fields[key.strip()] = value.strip()
-        locator = _text(fields.get("Locator")) or lines[0].split(",")[0]
-        length = int(re.match(r"Handle 0x[0-9A-Fa-f]+, DMI type 17, (\d+) bytes", lines[0]).group(1))
-        last = next(key for size, key in _LAST_FIELD if length >= size)
-        if last not in fields and not (
-            last == "Configured Memory Speed" and "Configured Clock Speed" in fields
-        ):
-            raise ParseError(f"dmidecode: {locator}: no {last!r} line in a {length}-byte record: cut short")
-        dimms.append(
-            Dimm(
-                locator=locator,
-                bank=_text(fields.get("Bank Locator")),
-                size_mib=_size_mib(fields["Size"], locator),
-                speed_mts=_speed(fields.get("Speed")),
-                configured_speed_mts=_speed(
-                    fields.get("Configured Memory Speed") or fields.get("Configured Clock Speed")
-                ),
-                manufacturer=_text(fields.get("Manufacturer")),
-                part_number=_text(fields.get("Part Number")),
-                serial=_text(fields.get("Serial Number")),
-            )
-        )
+        fields = dict(_FIELD_RE.findall(body, head.end(), end))  # the last of a key's lines wins
+        dimms.append(_dimm(head.group(1), fields))
     if not dimms:
         raise ParseError("dmidecode: no 'Memory Device' (type 17) record")
     # Each 'Physical Memory Array' (type 16) says how many slots it has: fewer records = cut short.
-    slots = sum(int(n) for n in re.findall(r"^\tNumber Of Devices: (\d{1,5})\s*$", text, re.MULTILINE))
+    slots = sum(int(n) for n in _DEVICES_RE.findall("\n" + text))
     if slots and slots != len(dimms):
         raise ParseError(
             f"dmidecode: {len(dimms)} memory device record(s) of the {slots} slots listed: cut short"
         )
     return dimms
+
+
+def _records(text: str) -> list[tuple[int, int]]:
+    """Where each record is, as ``re.split(r"\\n(?=Handle 0x)", text)`` cuts them (str.find is
+    faster than the regex, which is tried at every line's start; no record is copied)."""
+    spans, start = [], 0
+    while (end := text.find("\nHandle 0x", start)) >= 0:
+        spans.append((start, end))
+        start = end + 1
+    spans.append((start, len(text)))
+    return spans
+
+
+def _last_field(length: int) -> str:
+    for size, key in _LAST_FIELD:
+        if length >= size:
+            return key
+    return _LAST_FIELD[-1][1]  # never reached: its size is 0
+
+
+def _dimm(head: str, fields: dict[str, str]) -> Dimm:
+    """The record whose first line is ``head``, from its fields; a ParseError when cut short."""
+    locator = _text(fields.get("Locator")) or head.split(",")[0]
+    length = int(_LENGTH_RE.match(head).group(1))
+    last = _last_field(length)
+    if last not in fields and not (last == "Configured Memory Speed" and "Configured Clock Speed" in fields):
+        raise ParseError(f"dmidecode: {locator}: no {last!r} line in a {length}-byte record: cut short")
+    rated = fields.get("Speed")
+    configured = fields.get("Configured Memory Speed") or fields.get("Configured Clock Speed")
+    speed = _speed(rated)
+    return Dimm(
+        locator=locator,
+        bank=_text(fields.get("Bank Locator")),
+        size_mib=_size_mib(fields["Size"], locator),
+        speed_mts=speed,
+        configured_speed_mts=speed if configured == rated else _speed(configured),  # mostly: read once
+        manufacturer=_text(fields.get("Manufacturer")),
+        part_number=_text(fields.get("Part Number")),
+        serial=_text(fields.get("Serial Number")),
+    )
 
 
 # ---- lscpu ------------------------------------------------------------------------------------
