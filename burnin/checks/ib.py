@@ -47,6 +47,10 @@ class IbPorts(Check):
                 )
             )
         for hca, port in ports:
+            down = port.state != "Active" or port.physical_state != "LinkUp"
+            slow = not down and port.rate is not None and float(port.rate) < want_rate
+            if not (down or slow):
+                continue  # a healthy port: no finding, so no evidence to write
             subject = f"{hca.name} port {port.number}"
             # The HCA's node GUID names the card for an RMA (ibstat prints no serial number).
             named = f"{subject} (node GUID {hca.node_guid})" if hca.node_guid else subject
@@ -54,7 +58,7 @@ class IbPorts(Check):
                 f"CA '{hca.name}' Node GUID: {hca.node_guid} Port {port.number}: State: {port.state}, "
                 f"Physical state: {port.physical_state}, Rate: {port.rate}, GUID {port.port_guid}"
             )
-            if port.state != "Active" or port.physical_state != "LinkUp":
+            if down:
                 action = link_down_action(port.physical_state)
                 findings.append(
                     critical(
@@ -64,7 +68,7 @@ class IbPorts(Check):
                         subject,
                     )
                 )
-            elif port.rate is not None and float(port.rate) < want_rate:
+            elif slow:
                 findings.append(
                     critical(
                         f"{named} runs at {port.rate} Gb/s, the profile wants {want_rate:g}",
