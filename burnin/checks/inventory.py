@@ -68,12 +68,17 @@ class MemoryInventory(Check):
                 )
             )
         for d in populated:
+            wrong_size = hw.dimm_size_gib is not None and d.size_mib != round(hw.dimm_size_gib * GIB_MIB)
+            speed = d.configured_speed_mts or d.speed_mts
+            slow = hw.dimm_min_speed_mts is not None and speed is not None and speed < hw.dimm_min_speed_mts
+            if not (wrong_size or slow):
+                continue  # the evidence is written for a finding only (32 good DIMMs a node)
             part = f"{d.name} (serial {d.serial})" if d.serial else d.name
             evidence = (
                 f"Locator: {d.locator} Size: {d.size_mib // GIB_MIB} GB Speed: {d.speed_mts} "
                 f"Configured: {d.configured_speed_mts} Part: {d.part_number} Serial: {d.serial}"
             )
-            if hw.dimm_size_gib is not None and d.size_mib != round(hw.dimm_size_gib * GIB_MIB):
+            if wrong_size:
                 findings.append(
                     critical(
                         f"DIMM {part} is {d.size_mib / GIB_MIB:g} GiB, the profile has {hw.dimm_size_gib:g} GiB",
@@ -82,8 +87,7 @@ class MemoryInventory(Check):
                         part,
                     )
                 )
-            speed = d.configured_speed_mts or d.speed_mts
-            if hw.dimm_min_speed_mts is not None and speed is not None and speed < hw.dimm_min_speed_mts:
+            if slow:
                 findings.append(
                     critical(
                         f"DIMM {part} runs at {speed} MT/s, below {hw.dimm_min_speed_mts} MT/s: "
