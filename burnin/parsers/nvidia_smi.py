@@ -8,11 +8,8 @@ ECC counters as SRAM/DRAM (Ampere+) or Single/Double Bit per memory (Volta and o
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 
 from burnin.parsers._common import (
     clean,
@@ -26,6 +23,7 @@ from burnin.parsers._common import (
     yes_no,
 )
 from burnin.parsers.errors import ParseError
+from burnin.parsers.smi_tree import LazyNode, Node, read_once, read_tree
 
 # ---------------------------------------------------------------------------------------------
 # nvidia-smi -q
@@ -117,300 +115,6 @@ class SmiQuery:
     problems: tuple[str, ...] = ()  # e.g. fewer GPU blocks than "Attached GPUs" (truncated output)
 
 
-@dataclass(slots=True)
-class _Node:
-    key: str
-    value: str | None
-    indent: int
-    children: list[_Node] = field(default_factory=list)
-    # lower-case key -> (position, first child with it), built on the first find: a GPU block is
-    # searched some 400 times per `nvidia-smi -q`, once per node of a 1,000-node run
-    _index: dict[str, tuple[int, _Node]] | None = None
-    _read: dict | None = None  # _read_once's results
-
-    def find(self, *names: str) -> _Node | None:
-        """First child whose key equals one of names (case-insensitive)."""
-        index = self._index
-        if index is None:
-            index = self._index = {}
-            for i, child in enumerate(self.children):
-                index.setdefault(child.key.lower(), (i, child))
-        if len(names) == 1:
-            hit = index.get(names[0].lower())
-            return hit[1] if hit is not None else None
-        hits = [hit for n in names if (hit := index.get(n.lower())) is not None]
-        return min(hits, key=lambda h: h[0])[1] if hits else None
-
-    def get(self, *path: str) -> str | None:
-        """Value at a path of keys; each path element may be 'A|B' for alternatives."""
-        node: _Node | None = self
-        for part in path:
-            if node is None:
-                return None
-            node = node.find(*part.split("|")) if "|" in part else node.find(part)
-        return node.value if node else None
-
-    def walk(self):
-        """All descendants, depth first (iterative: nesting depth is unbounded in bad input)."""
-        stack = list(reversed(self.children))
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.children))
-
-    def empty(self) -> bool:
-        return not self.children
-
-    def has(self, key: str) -> bool:
-        """Whether a child's key is `key`, exactly."""
-        return any(c.key == key for c in self.children)
-
-
-_KV_RE = re.compile(r"^([^:]*?\S)\s*:(?:\s+(.*))?$")
-
-
-def _key_value(body: str) -> tuple[str, str | None]:
-    """'Key : value' exactly as _KV_RE reads it, without the regex (the parse was most of a
-    preflight's judging at 1,000 nodes): the key runs to the first colon, which is followed by
-    whitespace or the end; failing that, the key ends with that colon and a second one follows
-    after optional whitespace (the regex's other reading). Anything else is a key alone."""
-    before, colon, after = body.partition(":")
-    if not colon:
-        return body, None
-    key = before.rstrip()
-    if key and (not after or after[0].isspace()):
-        return key, after.strip()
-    rest = after.lstrip()
-    if rest.startswith(":") and (len(rest) == 1 or rest[1].isspace()):
-        return (before + ":").strip(), rest[1:].strip()
-    return body, None
-
-
-def _tree(lines: list[str]) -> _Node:
-    root = _Node("", None, -1, [])
-    stack = [root]
-    top = root  # stack[-1]
-    for line in lines:
-        if "\t" in line:
-            line = line.expandtabs(4)
-        body = line.lstrip(" ")
-        indent = len(line) - len(body)
-        body = body.strip()  # as line.strip(): the spaces are gone already
-        if not body:
-            continue
-        # _key_value's common case inline (it runs for every line of 1,600): 'Key : value'
-        before, colon, after = body.partition(":")
-        key = before.rstrip()
-        if colon and key and (not after or after[0].isspace()):
-            value: str | None = after.strip()
-        else:
-            key, value = _key_value(body)
-        while top.indent >= indent:
-            stack.pop()
-            top = stack[-1]
-        node = _Node(key, value, indent, [])
-        top.children.append(node)
-        stack.append(node)
-        top = node
-    return root
-
-
-# ---------------------------------------------------------------------------------------------
-# nvidia-smi -q, read lazily: _tree makes a node of every line in Python, when _gpu looks at some
-# 40 of a GPU's 200. A _LazyNode cuts its children out of the text under its line only when they
-# are asked for, all at once with one regex split (the per-line work done in C); a section that
-# the GPUs of an output print alike (ECC, row remapping, clock event reasons...) is one node,
-# which _read_once judges once. That reads as _tree does where the lines are indented as
-# nvidia-smi indents them (4 spaces a level); elsewhere _Irregular, and _tree reads the text.
-# ---------------------------------------------------------------------------------------------
-
-
-class _Irregular(Exception):
-    """Lines not indented as nvidia-smi indents them: _lazy_tree gives up, _tree reads them."""
-
-
-# The lines at the top (no indent), each up to its first colon; and, to refuse the text, any
-# line indented by other than a multiple of 4 spaces. Without those, the children of a line at
-# n spaces are the lines at n + 4 under it, as long as the first line under it is one of them.
-_ROOT_RE = re.compile(r"\n(?:(?=[^ \n])([^\n:]*+)|(?:    )*+ {1,3}+(?=[^ \n])())")
-_LAZY_DEPTH = 32  # deeper lines (none in real output) are _tree's: the regexes stay few
-
-# After a line's text up to its first colon: where the colon is followed by one of these (a
-# space, the end of the line or of the text), or there is no colon, that text is its key.
-_AFTER_COLON = ("", " ", "\n")
-_NOWHERE = float("inf")  # the position of a key that no child has: after all of them
-
-
-@functools.lru_cache(maxsize=16)
-def _level_re(indent: int) -> re.Pattern[str]:
-    """The lines at `indent` spaces, each up to its first colon ('\\n' and the spaces are a
-    literal prefix, which the regex module finds quickly)."""
-    return re.compile("\n" + " " * indent + r"(?=[^ \n])([^\n:]*+)")
-
-
-class _LazyNode:
-    """A _Node whose children are read from ``below``, the text under its line, when needed."""
-
-    __slots__ = (
-        "key",
-        "value",
-        "indent",
-        "_below",
-        "_memo",
-        "_keys",
-        "_rests",
-        "_children",
-        "_index",
-        "_read",
-    )
-
-    def __init__(self, key: str, value: str | None, indent: int, below: str, memo: dict) -> None:
-        self.key = key
-        self.value = value
-        self.indent = indent
-        self._below = below  # from the newline that ends the line on
-        self._memo = memo  # _lazy_tree's, for all its nodes: nodes and indexes by their text
-        self._keys: list[str] = []  # once cut: each child's line up to its first colon
-        self._rests: list[str] | None = None  # and the rest of that line, with the text under it
-        self._children: list[_Node | _LazyNode] | None = None
-        self._index: dict[str, int] | None = None  # lower-case _keys -> first position
-        self._read: dict | None = None  # _read_once's results
-
-    @property
-    def children(self) -> list[_Node | _LazyNode]:
-        if self._children is None:
-            if self.indent < 0:  # the root: its GPU blocks stay lazy
-                self._children = [self._child(i) for i in range(len(self._cut()))]
-            else:  # all of them: _tree reads the lines at once, quicker than one by one
-                self._children = _tree(self._below.split("\n")).children
-        return self._children
-
-    walk = _Node.walk  # (over `children`)
-
-    def empty(self) -> bool:
-        return not self._cut()
-
-    def has(self, key: str) -> bool:
-        """Whether a child's key is `key`, exactly."""
-        if ":" in key:
-            return any(c.key == key for c in self.children)
-        return any(self._line(i)[0] == key for i, k in enumerate(self._cut()) if k.rstrip() == key)
-
-    def find(self, *names: str) -> _Node | _LazyNode | None:
-        """First child whose key equals one of names (case-insensitive)."""
-        i = self._position(names)
-        return None if i is None else self._child(i)
-
-    def get(self, *path: str) -> str | None:
-        """Value at a path of keys; each path element may be 'A|B' for alternatives."""
-        if not path:
-            return self.value
-        if len(path) > 1:
-            node = self.find(*path[0].split("|"))
-            return node.get(*path[1:]) if node else None
-        i = self._position(path[0].split("|"))
-        return None if i is None else self._line(i)[1]  # (a leaf's value, without making the leaf)
-
-    def _cut(self) -> list[str]:
-        if self._rests is None:
-            self._keys, self._rests = _lines_under(self._below, self.indent + 4)
-        return self._keys
-
-    def _line(self, i: int, end: int = -1) -> tuple[str, str | None]:
-        """Key and value of child i's line, which ends at `end` in its rest."""
-        rest = self._rests[i]
-        if end < 0:
-            end = rest.find("\n")
-            end = len(rest) if end < 0 else end
-        return _key_value((self._keys[i] + rest[:end]).rstrip(" "))
-
-    def _child(self, i: int) -> _Node | _LazyNode:
-        if self._children is not None:
-            return self._children[i]
-        rest = self._rests[i]
-        end = rest.find("\n")
-        if end < 0:  # nothing under the line
-            return _Node(*self._line(i, len(rest)), self.indent + 4)
-        if self.indent < 0:  # a GPU block: each is different
-            return _LazyNode(*self._line(i, end), 0, rest[end:], self._memo)
-        text = (self.indent, self._keys[i], rest)
-        node = self._memo.get(text)
-        if node is None:
-            node = self._memo[text] = _LazyNode(*self._line(i, end), self.indent + 4, rest[end:], self._memo)
-        return node
-
-    def _position(self, names: Sequence[str]) -> int | None:
-        """Position of the first child whose key equals one of names (case-insensitive)."""
-        index = self._index if self._index is not None else self._make_index()
-        if len(names) == 1:  # most finds: no comprehension
-            wanted: tuple[str, ...] = (names[0].lower(),)
-            first = index.get(wanted[0])
-            whole_lines = ":" in wanted[0] or not wanted[0]
-        else:  # (map and min, not generators: they are slower)
-            wanted = tuple(map(str.lower, names))
-            first = min(map(index.get, wanted, repeat(_NOWHERE, len(wanted))))
-            first = None if first == _NOWHERE else first
-            whole_lines = not all(wanted) or ":" in "".join(wanted)
-        if not whole_lines:
-            if first is None:
-                return None
-            rest = self._rests[first]
-            if rest[:1] != ":" or rest[1:2] in _AFTER_COLON:
-                return first
-        # An empty key, or one with a colon: _key_value reads some lines so ('Key:x', 'Key:: x'),
-        # and the first line whose text before the colon is a name may be one of them
-        start = 0 if whole_lines else first + 1
-        return next((i for i in range(start, len(self._keys)) if self._line(i)[0].lower() in wanted), None)
-
-    def _make_index(self) -> dict[str, int]:
-        layout = tuple(self._cut())
-        index = self._memo.get(layout)  # (the GPU blocks of an output print the same lines)
-        if index is None:
-            keys = list(map(str.lower, map(str.rstrip, layout)))
-            # reversed, so that the first child with a key is the one that stays
-            index = self._memo[layout] = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
-        self._index = index
-        return index
-
-
-def _lazy_tree(text: str) -> _LazyNode:
-    """The root of `text`, as _tree would read it. Only for ASCII text whose whitespace is ' '
-    and '\\n' (where strip() is rstrip(' '))."""
-    parts = _ROOT_RE.split("\n" + text)
-    if parts[0].strip(" \n") or parts[2::3].count(None) != len(parts) // 3:
-        raise _Irregular
-    root = _LazyNode("", None, -4, "", {})
-    root._keys, root._rests = parts[1::3], parts[3::3]
-    return root
-
-
-def _lines_under(below: str, indent: int) -> tuple[list[str], list[str]]:
-    """The text under a line cut at its children's lines, at ``indent``: each one's text up to
-    its first colon, and what follows. _Irregular where the first line is further in (it would
-    be a child too)."""
-    if not below:
-        return [], []  # most lines: nothing under them
-    if indent > _LAZY_DEPTH:
-        raise _Irregular
-    parts = _level_re(indent).split(below)
-    if parts[0].strip(" \n"):
-        raise _Irregular
-    return parts[1::2], parts[2::2]
-
-
-def _read_once(node: _Node | _LazyNode | None, read):
-    """read(node), once per node: _LazyNode gives a section that GPUs print alike as one node.
-    Callers copy what is mutable (dicts), so that no two GPUs share one."""
-    if node is None:
-        return read(None)
-    done = node._read
-    if done is None:
-        done = node._read = {}
-    if read not in done:
-        done[read] = read(node)
-    return done[read]
-
-
 _GPU_HEADER_RE = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
 
 _REASON_ALIASES = {"idle": "gpu_idle", "gpu_idle": "gpu_idle"}
@@ -424,7 +128,7 @@ def _sum_known(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-def _ecc_counters(node: _Node | None) -> dict[str, int | None]:
+def _ecc_counters(node: Node | None) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     if node is None:
         return out
@@ -452,7 +156,7 @@ def _ecc_counters(node: _Node | None) -> dict[str, int | None]:
     return out
 
 
-def _retired_pages(node: _Node | None) -> RetiredPages | None:
+def _retired_pages(node: Node | None) -> RetiredPages | None:
     if node is None:
         return None
     sbe = to_int(node.get("Single Bit ECC"))
@@ -464,7 +168,7 @@ def _retired_pages(node: _Node | None) -> RetiredPages | None:
     return RetiredPages(sbe=sbe, dbe=dbe, pending=pending)
 
 
-def _remapped_rows(node: _Node | None) -> RemappedRows | None:
+def _remapped_rows(node: Node | None) -> RemappedRows | None:
     if node is None or not node.children:
         return None  # absent, or "Remapped Rows : N/A"
     corr = to_int(node.get("Correctable Error"))
@@ -482,7 +186,7 @@ def _remapped_rows(node: _Node | None) -> RemappedRows | None:
     return RemappedRows(corr, unc, pending, failure, histogram)
 
 
-def _reasons(node: _Node | None) -> dict[str, bool]:
+def _reasons(node: Node | None) -> dict[str, bool]:
     out: dict[str, bool] = {}
     if node is None:
         return out
@@ -494,7 +198,7 @@ def _reasons(node: _Node | None) -> dict[str, bool]:
     return out
 
 
-def _pcie_link(info: _Node | None) -> PcieLink:
+def _pcie_link(info: Node | None) -> PcieLink:
     """``PCI > GPU Link Info``."""
     gen = info.find("PCIe Generation") if info else None
     width = info.find("Link Width") if info else None
@@ -509,7 +213,7 @@ def _pcie_link(info: _Node | None) -> PcieLink:
     )
 
 
-def _ecc_errors(ecc: _Node | None) -> tuple[dict[str, int | None], dict[str, int | None]]:
+def _ecc_errors(ecc: Node | None) -> tuple[dict[str, int | None], dict[str, int | None]]:
     """``ECC Errors``: the volatile and the aggregate counters."""
     return (
         _ecc_counters(ecc.find("Volatile") if ecc else None),
@@ -517,36 +221,36 @@ def _ecc_errors(ecc: _Node | None) -> tuple[dict[str, int | None], dict[str, int
     )
 
 
-def _pair(node: _Node | _LazyNode | None, first: str, second: str, read) -> tuple:
+def _pair(node: Node | LazyNode | None, first: str, second: str, read) -> tuple:
     return (read(node.get(first)), read(node.get(second))) if node else (None, None)
 
 
-# Readers of small sections, for _read_once (which keeps a result per reader: module functions).
-def _mig_mode(node: _Node | None) -> str | None:
+# Readers of small sections, for read_once (which keeps a result per reader: module functions).
+def _mig_mode(node: Node | None) -> str | None:
     return clean(node.get("Current")) if node else None
 
 
-def _reset_status(node: _Node | None) -> tuple[bool | None, bool | None]:
+def _reset_status(node: Node | None) -> tuple[bool | None, bool | None]:
     return _pair(node, "Reset Required", "Drain and Reset Recommended", yes_no)
 
 
-def _ecc_mode(node: _Node | None) -> tuple[str | None, str | None]:
+def _ecc_mode(node: Node | None) -> tuple[str | None, str | None]:
     return _pair(node, "Current", "Pending", clean)
 
 
-def _fabric(node: _Node | None) -> tuple[str | None, str | None]:
+def _fabric(node: Node | None) -> tuple[str | None, str | None]:
     return _pair(node, "State", "Status", clean)
 
 
-def _gpu(bus_id: str, g: _Node | _LazyNode) -> GpuQuery:
+def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
     pci = g.find("PCI")
     power = g.find("GPU Power Readings", "Power Readings")
-    reset_required, drain_and_reset = _read_once(g.find("GPU Reset Status"), _reset_status)
-    ecc_mode_current, ecc_mode_pending = _read_once(g.find("ECC Mode"), _ecc_mode)
-    fabric_state, fabric_status = _read_once(g.find("Fabric"), _fabric)
-    volatile, aggregate = _read_once(g.find("ECC Errors"), _ecc_errors)
-    rows = _read_once(g.find("Remapped Rows"), _remapped_rows)
-    reasons = _read_once(g.find("Clocks Event Reasons", "Clocks Throttle Reasons"), _reasons)
+    reset_required, drain_and_reset = read_once(g.find("GPU Reset Status"), _reset_status)
+    ecc_mode_current, ecc_mode_pending = read_once(g.find("ECC Mode"), _ecc_mode)
+    fabric_state, fabric_status = read_once(g.find("Fabric"), _fabric)
+    volatile, aggregate = read_once(g.find("ECC Errors"), _ecc_errors)
+    rows = read_once(g.find("Remapped Rows"), _remapped_rows)
+    reasons = read_once(g.find("Clocks Event Reasons", "Clocks Throttle Reasons"), _reasons)
     return GpuQuery(
         bus_id=bus_id,
         product_name=clean(g.get("Product Name")),
@@ -555,19 +259,19 @@ def _gpu(bus_id: str, g: _Node | _LazyNode) -> GpuQuery:
         vbios_version=clean(g.get("VBIOS Version")),
         minor_number=to_int(g.get("Minor Number")),
         persistence_mode=clean(g.get("Persistence Mode")),
-        mig_mode_current=_read_once(g.find("MIG Mode"), _mig_mode),
+        mig_mode_current=read_once(g.find("MIG Mode"), _mig_mode),
         reset_required=reset_required,
         drain_and_reset_recommended=drain_and_reset,
         ecc_mode_current=ecc_mode_current,
         ecc_mode_pending=ecc_mode_pending,
         ecc_volatile=dict(volatile),
         ecc_aggregate=dict(aggregate),
-        retired_pages=_read_once(g.find("Retired Pages"), _retired_pages),
+        retired_pages=read_once(g.find("Retired Pages"), _retired_pages),
         remapped_rows=rows
         and RemappedRows(
             rows.correctable, rows.uncorrectable, rows.pending, rows.failure, dict(rows.histogram)
         ),
-        pcie=_read_once(pci.find("GPU Link Info") if pci else None, _pcie_link),
+        pcie=read_once(pci.find("GPU Link Info") if pci else None, _pcie_link),
         replays=to_int(pci.get("Replays Since Reset")) if pci else None,
         replay_rollovers=to_int(pci.get("Replay Number Rollovers")) if pci else None,
         clocks_event_reasons=dict(reasons),
@@ -586,7 +290,7 @@ def _gpu(bus_id: str, g: _Node | _LazyNode) -> GpuQuery:
 _SMI_FAILURE_RE = re.compile(r"(NVIDIA-SMI has failed|No devices were found|couldn't communicate)", re.I)
 
 
-def _cut_block(first: _Node | _LazyNode, last: _Node | _LazyNode) -> str:
+def _cut_block(first: Node | LazyNode, last: Node | LazyNode) -> str:
     """Why the last GPU block was cut short, or ''. Output is printed in order, so only the
     last block can be cut. A full block ('Product Name' ...) always prints 'Processes' (newer
     drivers add 'Capabilities' after it); a ``-d`` view prints the same lines for every GPU.
@@ -605,30 +309,15 @@ def _cut_block(first: _Node | _LazyNode, last: _Node | _LazyNode) -> str:
     return f"the block of {last.key} ends before {', '.join(missing[:3])!r}: the output was cut short"
 
 
-# ASCII's whitespace besides ' ' and '\n' (tabs and '\r' are gone by then): _LazyNode's regexes
-# take only ' ' for whitespace, where str.strip() strips these too.
-_OTHER_SPACE = "\x0b\x0c\x1c\x1d\x1e\x1f"
-
-
 @parser
 def parse_query(text: str) -> SmiQuery:
     """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views)."""
-    # the lines as _tree reads them: split_lines' line ends (looked for first: a replace() that
-    # finds nothing still takes 0.05 ms) and tabs at 4 columns, which restart at each newline
-    below = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-    if "\t" in below:
-        below = below.expandtabs(4)
-    if below.isascii() and not any(c in below for c in _OTHER_SPACE):
-        try:
-            return _query(_lazy_tree(below), text)
-        except _Irregular:
-            pass  # lines not indented as nvidia-smi indents them: _tree reads them all
-    return _query(_tree(split_lines(text)), text)
+    return read_tree(text, lambda root: _query(root, text))
 
 
-def _query(root: _Node | _LazyNode, text: str) -> SmiQuery:
+def _query(root: Node | LazyNode, text: str) -> SmiQuery:
     gpus: list[GpuQuery] = []
-    blocks: list[_Node | _LazyNode] = []
+    blocks: list[Node | LazyNode] = []
     for node in root.children:
         m = _GPU_HEADER_RE.match(node.key) if node.value is None else None
         if m:

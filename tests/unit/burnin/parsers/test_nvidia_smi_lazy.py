@@ -1,7 +1,7 @@
 """`nvidia-smi -q` is read lazily where it is laid out as nvidia-smi lays it out (the parse was
 most of a 1,000-node preflight's judging): a line's children are cut out of the text only when
 asked for, and a section that GPUs print alike is judged once. Every text must still read as
-_tree, which reads every line, reads it; and `nvlink -s` reads a repeated line once."""
+smi_tree.tree, which reads every line, reads it; and `nvlink -s` reads a repeated line once."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from hypothesis import strategies as st
 
 from burnin.parsers import ParseError
 from burnin.parsers._common import split_lines
-from burnin.parsers.nvidia_smi import _query, _tree, parse_nvlink_status, parse_query
+from burnin.parsers.nvidia_smi import _query, parse_nvlink_status, parse_query
+from burnin.parsers.smi_tree import tree
 from tests.unit.burnin.parsers._samples import load
 
 
 def by_tree(text: str):
-    """What parse_query gives (or the error it raises) when _tree reads every line."""
+    """What parse_query gives (or the error it raises) when smi_tree.tree reads every line."""
     try:
-        return _query(_tree(split_lines(text)), text)
+        return _query(tree(split_lines(text)), text)
     except ParseError as exc:
         return str(exc)
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnin.parsers.nvidia_smi import _ALL_INACTIVE_RE, _GPU_LINE_RE, _KV_RE, _all_inactive, _gpu_line, _tree
+from burnin.parsers.nvidia_smi import _ALL_INACTIVE_RE, _GPU_LINE_RE, _all_inactive, _gpu_line
+from burnin.parsers.smi_tree import KV_RE, tree
 from tests.paths import REPO
 
 
 def by_regex(body: str) -> tuple[str, str | None]:
-    m = _KV_RE.match(body)
+    m = KV_RE.match(body)
     return (m.group(1).strip(), (m.group(2) or "").strip()) if m else (body, None)
 
 
@@ -21,7 +22,7 @@ def test_a_line_reads_as_the_regex_reads_it(line):
     body = line.expandtabs(4).strip()
     if not body:
         return
-    (node,) = _tree([line]).children
+    (node,) = tree([line]).children
     assert (node.key, node.value) == by_regex(body)
 
 
@@ -29,7 +30,7 @@ def test_the_recorded_h100_output_reads_as_the_regex_reads_it():
     text = (REPO / "bringup/lab/standins/samples/nvidia_smi_q_8xh100_535_183.txt").read_text()
     lines = [line for line in text.splitlines() if line.strip()]
     flat = []
-    stack = list(reversed(_tree(lines).children))
+    stack = list(reversed(tree(lines).children))
     while stack:
         node = stack.pop()
         flat.append((node.key, node.value))
