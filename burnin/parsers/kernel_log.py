@@ -23,12 +23,6 @@ from burnin.parsers._common import normalize_bdf, parser, split_lines
 from burnin.parsers.errors import ParseError
 from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
 
-__all__ = [
-    "XID_CATALOG", "AerEvent", "FallenOffBusEvent", "KernelEvent", "LinkFlapEvent", "ModuleEvent",
-    "PcieLimitedEvent", "SuspiciousEvent", "SxidEvent", "XidEvent", "XidInfo", "parse_kernel_log",
-    "read_kernel_log", "require_kernel_log",
-]  # fmt: skip
-
 
 @dataclass(frozen=True, kw_only=True)
 class KernelEvent:

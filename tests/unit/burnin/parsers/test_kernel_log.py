@@ -9,7 +9,6 @@ import pytest
 
 from burnin.parsers import ParseError
 from burnin.parsers.kernel_log import (
-    XID_CATALOG,
     AerEvent,
     FallenOffBusEvent,
     LinkFlapEvent,
@@ -20,6 +19,7 @@ from burnin.parsers.kernel_log import (
     XidEvent,
     parse_kernel_log,
 )
+from burnin.parsers.xid_catalog import XID_CATALOG
 from tests.unit.burnin.parsers._samples import names
 
 
