@@ -475,7 +475,15 @@ TOOLS: tuple[Tool, ...] = (
             mark(r"^\s*state: (?:ONLINE|DEGRADED|FAULTED|OFFLINE|UNAVAIL|SUSPENDED)", 2, "'state:' lines"),
         ),
     ),
-    Tool("systemctl is-active", ("fabric_manager",), detect=_systemctl_state),
+    # Recognised, judged only when told which unit it was: a lone 'active' is what systemctl
+    # is-active prints for any unit, not the fabric manager's answer (a property test drew it).
+    Tool(
+        "systemctl is-active",
+        (),
+        detect=_systemctl_state,
+        instead="a lone unit state does not say which unit it is: for `systemctl is-active "
+        "nvidia-fabricmanager` give --check fabric_manager",
+    ),
     Tool(
         "nv-fabricmanager log",
         (),

@@ -60,6 +60,17 @@ def test_no_evidence_check_passes_random_text(check: str, text: str) -> None:
     assert judge(EVIDENCE_CHECKS[check], out, PROFILE).verdict is not Verdict.PASS, (check, text)
 
 
+@pytest.mark.parametrize("state", ["active", "inactive"])
+def test_a_lone_unit_state_names_no_unit_so_only_check_judges_it(state: str) -> None:
+    """'active' is what `systemctl is-active` prints for any unit (the property test below drew
+    it): without --check it is not the fabric manager's answer, and it neither passes nor fails."""
+    evaluation = evaluate_text(f"{state}\n", PROFILE)
+    assert evaluation.tool == "systemctl is-active" and evaluation.verdict is Verdict.UNKNOWN
+    assert "--check fabric_manager" in evaluation.reason
+    given = evaluate_text(f"{state}\n", PROFILE, "fabric_manager")
+    assert given.verdict is (Verdict.PASS if state == "active" else Verdict.FAIL)
+
+
 @robust
 @given(text=st.text(max_size=800))
 def test_random_text_never_passes_evaluate(text: str) -> None:
