@@ -37,7 +37,7 @@ _OVERHEAD_S = 30
 # of a 1,000-node preflight. An answer waits at most this long before it is saved.
 GATHER_S = 0.2
 # Allocations between two collections of the young generation during a run (Python's default: 700).
-_YOUNG_GC_THRESHOLD = 20_000
+YOUNG_GC_THRESHOLD = 20_000
 # How a check's evidence joins its output's parts: stdout, then these when there is something.
 STDERR_MARK = "\n--- stderr ---\n"
 EXIT_MARK = "\n--- exit status "  # then the non-zero exit status and ' ---'
@@ -169,7 +169,7 @@ class BurninRun:
         # collector still walked them every 700 allocations (775 young collections, 0.42 s of a
         # 1,000-node preflight). Every 20,000: 0.2 s, and the cycles it frees wait a little longer.
         threshold = gc.get_threshold()
-        gc.set_threshold(max(threshold[0], _YOUNG_GC_THRESHOLD), *threshold[1:])
+        gc.set_threshold(max(threshold[0], YOUNG_GC_THRESHOLD), *threshold[1:])
         try:
             return self._run(jobs)
         finally:

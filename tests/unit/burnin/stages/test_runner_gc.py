@@ -27,7 +27,7 @@ def test_a_run_raises_the_young_threshold_and_restores_it() -> None:
 
     outcomes = BurninRun(None, None, ["preflight"], stage_engine=engine).run(_jobs())
     assert [o.verdict.value for o in outcomes] == ["PASS", "PASS"]
-    assert seen == [((runner_mod._YOUNG_GC_THRESHOLD, *before[1:]), True)]
+    assert seen == [((runner_mod.YOUNG_GC_THRESHOLD, *before[1:]), True)]
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
