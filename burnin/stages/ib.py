@@ -70,7 +70,7 @@ from burnin.stages.ib_discovery import (
     with_switch_ports,
 )
 from burnin.stages.ib_discovery import parse_discovery as parse_discovery  # tests and rejudge read it here
-from burnin.stages.jobs import GroupContext, GroupResults
+from burnin.stages.jobs import GroupContext, GroupResults, NodeJob
 
 CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
 SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
@@ -393,8 +393,20 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
             results[job.name] = [(Result.unknown(CHECK, reason), "")]
         else:
             jobs[job.name] = job
-    if not jobs:
-        return results
+    # Ports of different line rates (HDR beside NDR on one fabric) or link layers are never paired:
+    # a session runs at its slower end, which the faster port cannot pass. Each such class loads
+    # its own ports, one class after the other; nodes of different profiles alike load together.
+    classes: dict[tuple[float, str], dict[str, NodeJob]] = {}
+    for name, job in jobs.items():
+        classes.setdefault((job.profile.ib.rate_gbps, job.profile.ib.link_layer), {})[name] = job
+    for members in classes.values():
+        results.update(_load_ports(ctx, members))
+    return results
+
+
+def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
+    """The ib stage over nodes whose ports can be paired with one another."""
+    results: GroupResults = {}
     # Nodes of different profiles load together: the longest load and the most rounds win.
     seconds = int(max(j.profile.diag.ib_load_seconds for j in jobs.values()))
     rounds = max(j.profile.diag.ib_rounds for j in jobs.values())

@@ -367,3 +367,49 @@ def test_discover_fans_out_one_round_trip_per_node(monkeypatch):
     assert calls == [(["a", "b"], 2)]
     assert "could not reach the node" in found["b"].problem
     assert found["a"].problem.startswith("could not list")  # this machine has no InfiniBand
+
+
+def test_ports_of_different_rates_are_never_paired(monkeypatch):
+    """Two 400G nodes and two 200G nodes (HDR beside NDR on one fabric) in one run: a session
+    between the two rates runs at the slower one, which a 400G port cannot pass, so each rate
+    loads its own ports; every node passes, and no session joins a 400G and a 200G node."""
+    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    rate = {"node01": 400, "node02": 400, "node03": 200, "node04": 200}
+    sessions = []
+
+    def fake_discover(targets, bound=None):
+        return {
+            n: ib_stage.parse_discovery(
+                n, outputs(ibstat=CommandOutput(ibstat.replace("Rate: 400", f"Rate: {rate[n]}")))
+            )
+            for n in targets
+        }
+
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
+        got = ib_stage.RoundOutputs()
+        for s in round_.sessions:
+            sessions.append(s)
+            gbps = 784.7 * min(rate[s.server], rate[s.client]) / 400  # the slower end's line rate
+            doc = {
+                "test_info": {"test": "x"},
+                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": gbps},
+            }
+            for node in (s.server, s.client):
+                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
+        for key in round_.loaded:
+            got.changes[key] = counter_changes({}, {})
+        return got
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    ndr = apply_overrides(PROFILE, ["diag.ib_load_seconds=3"])
+    hdr = apply_overrides(ndr, ["ib.rate_gbps=200", "floors.ib_write_bw_bidir_gbps=360"])
+    jobs = [
+        NodeJob(n, ndr if rate[n] == 400 else hdr, SshTarget(n, f"10.0.0.{i}"))
+        for i, n in enumerate(sorted(rate), 1)
+    ]
+    results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, lambda _: None))
+    assert {n: r[0][0].verdict for n, r in results.items()} == dict.fromkeys(rate, Verdict.PASS), {
+        n: [f.message for f in r[0][0].findings][:2] for n, r in results.items()
+    }
+    assert sessions and all(rate[s.server] == rate[s.client] for s in sessions)
