@@ -398,10 +398,14 @@ class _Multiplexer:
         os.set_blocking(self.wake_w, False)
         self.pipe_closed = False
         self.connecting = min(CONNECTORS, concurrency, len(targets))
+        # Daemons: a caller interrupted while busy with an answer (Ctrl-C while judging it) may never
+        # close this generator before the process ends, and the process must not wait for a node's
+        # connect timeout or time limit to end once the run's ending is recorded.
         threads = [
-            threading.Thread(target=self._connector, name=f"ssh-connect-{i}") for i in range(self.connecting)
+            threading.Thread(target=self._connector, name=f"ssh-connect-{i}", daemon=True)
+            for i in range(self.connecting)
         ]
-        threads.append(threading.Thread(target=self._reader, name="ssh-reader"))
+        threads.append(threading.Thread(target=self._reader, name="ssh-reader", daemon=True))
         for t in threads:
             t.start()
 
@@ -433,6 +437,9 @@ class _Multiplexer:
     def _connector(self) -> None:
         try:
             while not self.stopping.is_set():
+                with self.lock:
+                    if not self.todo:  # nothing left to open: do not wait for a slot to say so
+                        return
                 if not self.slots.acquire(timeout=0.5):
                     continue
                 with self.lock:

@@ -11,6 +11,7 @@ ready for the next stage or the golden selection.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -129,11 +130,12 @@ def _send(
         concurrency,
         gather_s=GATHER_S,
     )
-    for answers in gathered:
-        yield [
-            (remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at), res.cut)
-            for res in answers
-        ]
+    with contextlib.closing(gathered):  # closed with this one: the fan-out starts no other node
+        for answers in gathered:
+            yield [
+                (remote[res.name][0], res.stdout, res.error, (res.started_at, res.finished_at), res.cut)
+                for res in answers
+            ]
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -195,15 +197,28 @@ class BurninRun:
                     )
                 self._drop_finished(active, outcomes)
                 continue
-            plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
-            if self.on_stage_start:
-                self.on_stage_start(stage, len(active))
-            batches, keys, tokens, limits = {}, {}, {}, {}
-            for name, job in active.items():
-                script, tokens[name], keys[name] = stage_batch(plans[name], job.profile)
-                batches[name] = (job, script)
-                limits[name] = batch_time_limit(plans[name], job.profile)
-            for answers in _send(batches, limits, self.concurrency):
+            self._run_batches(stage, active, outcomes)
+            self._drop_finished(active, outcomes)
+        self._conclude_all(outcomes)
+        return list(outcomes.values())
+
+    def _run_batches(
+        self, stage: str, active: dict[str, NodeJob], outcomes: dict[str, BurninOutcome]
+    ) -> None:
+        """A single-node stage over SSH (or this machine): each node's batch sent, its answer
+        judged and saved with those that came in together."""
+        plans = {n: stage_checks(stage, j.profile) for n, j in active.items()}
+        if self.on_stage_start:
+            self.on_stage_start(stage, len(active))
+        batches, keys, tokens, limits = {}, {}, {}, {}
+        for name, job in active.items():
+            script, tokens[name], keys[name] = stage_batch(plans[name], job.profile)
+            batches[name] = (job, script)
+            limits[name] = batch_time_limit(plans[name], job.profile)
+        # Closed however the loop ends: a Ctrl-C while an answer is judged or saved lands
+        # outside the fan-out, which must still stop starting nodes at once.
+        with contextlib.closing(_send(batches, limits, self.concurrency)) as sent:
+            for answers in sent:
                 done = []
                 for name, raw, error, window, cut in answers:
                     job = active[name]
@@ -218,9 +233,6 @@ class BurninRun:
                     judged = judge_stage(plans[name], job.profile, outputs, keys[name], job.record)
                     done.append((outcomes[name], judged, error))
                 self._record_many(stage, done)
-            self._drop_finished(active, outcomes)
-        self._conclude_all(outcomes)
-        return list(outcomes.values())
 
     def _drop_finished(self, active: dict[str, NodeJob], outcomes: dict[str, BurninOutcome]) -> None:
         for name in list(active):

@@ -59,6 +59,7 @@ class RunningBurnin:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # type: ignore[union-attr]
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -82,9 +83,13 @@ class RunningBurnin:
         pytest.fail(f"no node answered (rc={self.proc.poll()}):\n{''.join(self.seen)}")
 
     def wait(self) -> tuple[int, str]:
-        assert self.proc.stdout is not None
-        self.proc.stdout.read()  # stderr is the reader thread's
-        self.proc.wait(timeout=300)
+        """Its exit status and what it said; a process that does not end fails the test (before,
+        reading its stdout to the end waited for ever on a controller that hung at exit)."""
+        try:
+            self.proc.wait(timeout=300)  # stdout: the drain thread's; stderr: the reader thread's
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail(f"burnin did not end within 300 s:\n{''.join(self.seen)}")
         time.sleep(0.5)  # the reader thread drains stderr
         while not self.lines.empty():
             self.seen.append(self.lines.get())

@@ -6,12 +6,15 @@ while the nodes already running finish under their own time limit. Before, the p
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
 from bringup import remote
 from bringup.remote import SshTarget
+from tests.paths import REPO
 
 
 def closed_port() -> int:
@@ -46,3 +49,44 @@ def test_an_interrupted_fan_out_starts_no_more_nodes(monkeypatch):
         with pytest.raises(KeyboardInterrupt):
             results.throw(KeyboardInterrupt())
         assert started == ["n0", "n1"]  # n1 was running when interrupted; n2..n5 never start
+
+
+# Ctrl-C while the caller is busy with an answer (judging it, saving it): the interrupt lands
+# outside the fan-out's generator, which stays suspended while the exception lives on (click
+# exits from inside its except block). Its threads must not keep the process from ending.
+CHILD = """
+import socket, sys, time
+from bringup import remote
+from bringup.remote import SshTarget
+from tests.paths import REPO
+silent = socket.socket()
+silent.bind(("127.0.0.1", 0))
+silent.listen(8)
+targets = [
+    SshTarget("n0", "127.0.0.1", port=int(sys.argv[1]), connect_timeout=90),
+    SshTarget("n1", "127.0.0.1", port=silent.getsockname()[1], connect_timeout=90),
+]
+results = remote.fan_out(targets, "true", 120, concurrency=1)
+assert next(results).name == "n0"  # refused at once
+time.sleep(0.5)  # n1 is being opened: it waits 90 s for a banner that never comes
+try:
+    raise KeyboardInterrupt
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_process_interrupted_outside_the_fan_out_ends_at_once():
+    """Before, the process hung at exit until n1's connect timeout: the fan-out's threads were
+    not daemons, and nothing told them to stop."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(closed_port())],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (130, "interrupted\n"), done.stderr[-2000:]
+    assert time.monotonic() - started < 30
