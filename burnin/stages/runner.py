@@ -34,7 +34,7 @@ from burnin.stages.jobs import BurninOutcome, GroupContext, NodeJob, StageOutcom
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).
 _OVERHEAD_S = 30
 # Answers that come within this long of one another are judged and saved together: a store
-# transaction costs about 1.2 ms of CPU whatever it holds, and one answer arrives every few ms
+# transaction costs about 1.5 ms of CPU whatever it holds, and one answer arrives every few ms
 # of a 1,000-node preflight. An answer waits at most this long before it is saved.
 GATHER_S = 0.2
 # Allocations between two collections of the young generation during a run (Python's default: 700).
@@ -169,7 +169,7 @@ class BurninRun:
         gc.freeze()
         # The parsers' objects die by reference counting as each answer is judged; the cycle
         # collector still walked them every 700 allocations (775 young collections, 0.42 s of a
-        # 1,000-node preflight). Every 20,000: 0.2 s, and the cycles it frees wait a little longer.
+        # 1,000-node preflight). Every 20,000: 0.28 s, and the cycles it frees wait a little longer.
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], YOUNG_GC_THRESHOLD), *threshold[1:])
         try:
