@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.fleet_sim.ssh import Recordings, frame_answer, parse_batch, personalise  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
-from bringup.profiles import load_profile  # noqa: E402
-from burnin.checks.base import judge  # noqa: E402
+from bringup.profiles import Profile, load_profile  # noqa: E402
+from burnin.checks.base import Check, judge  # noqa: E402
 from burnin.stages import stage_checks  # noqa: E402
 from burnin.stages.batch import parse_output  # noqa: E402
 from burnin.stages.runner import YOUNG_GC_THRESHOLD, judge_stage, result_row, stage_batch  # noqa: E402
@@ -38,7 +38,7 @@ from burnin.stages.runner import YOUNG_GC_THRESHOLD, judge_stage, result_row, st
 PROFILE = "h100-sxm-8x400g"
 
 
-def answers(n: int, work: Path) -> tuple[list[bytes], list, str, dict[str, str], object]:
+def answers(n: int, work: Path) -> tuple[list[bytes], list[Check], str, dict[str, str], Profile]:
     profile, problems = load_profile(PROFILE, REPO / "inventories" / "profiles")
     if profile is None:
         raise SystemExit(f"profile {PROFILE}: {problems}")

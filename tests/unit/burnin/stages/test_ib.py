@@ -262,20 +262,30 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
     assert "== ibstat (exit status 0) ==" in results["node01"][0][1]
 
 
-def simulated_fabric(monkeypatch, bad: set[PortKey]) -> list[tuple[int, object]]:
+def simulated_fabric(
+    monkeypatch, bad: set[PortKey], rate: dict[str, int] | None = None
+) -> list[tuple[int, object]]:
     """Discovery and rounds replaced by a fabric where a session with a ``bad`` port runs at 60%
-    of the floor; returns the (round, session) list the stage ran, filled as it runs."""
+    of the floor, and a session runs at its slower end's line rate (``rate``: a node's Gb/s,
+    400 when not given); returns the (round, session) list the stage ran, filled as it runs."""
     ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
     sessions: list[tuple[int, object]] = []
+    line_rate = (rate or {}).get
 
     def fake_discover(targets, bound=None):
-        return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
+        return {
+            n: ib_stage.parse_discovery(
+                n, outputs(ibstat=CommandOutput(ibstat.replace("Rate: 400", f"Rate: {line_rate(n, 400)}")))
+            )
+            for n in targets
+        }
 
     def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
         got = ib_stage.RoundOutputs()
         for s in round_.sessions:
             sessions.append((round_.index, s))
-            gbps = 470.8 if bad & set(s.ends) else 784.7
+            slower = min(line_rate(s.server, 400), line_rate(s.client, 400))
+            gbps = (470.8 if bad & set(s.ends) else 784.7) * slower / 400
             doc = {
                 "test_info": {"test": "x"},
                 "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": gbps},
@@ -373,35 +383,8 @@ def test_ports_of_different_rates_are_never_paired(monkeypatch):
     """Two 400G nodes and two 200G nodes (HDR beside NDR on one fabric) in one run: a session
     between the two rates runs at the slower one, which a 400G port cannot pass, so each rate
     loads its own ports; every node passes, and no session joins a 400G and a 200G node."""
-    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
     rate = {"node01": 400, "node02": 400, "node03": 200, "node04": 200}
-    sessions = []
-
-    def fake_discover(targets, bound=None):
-        return {
-            n: ib_stage.parse_discovery(
-                n, outputs(ibstat=CommandOutput(ibstat.replace("Rate: 400", f"Rate: {rate[n]}")))
-            )
-            for n in targets
-        }
-
-    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
-        got = ib_stage.RoundOutputs()
-        for s in round_.sessions:
-            sessions.append(s)
-            gbps = 784.7 * min(rate[s.server], rate[s.client]) / 400  # the slower end's line rate
-            doc = {
-                "test_info": {"test": "x"},
-                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": gbps},
-            }
-            for node in (s.server, s.client):
-                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
-        for key in round_.loaded:
-            got.changes[key] = counter_changes({}, {})
-        return got
-
-    monkeypatch.setattr(ib_stage, "discover", fake_discover)
-    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    ran = simulated_fabric(monkeypatch, set(), rate)
     ndr = apply_overrides(PROFILE, ["diag.ib_load_seconds=3"])
     hdr = apply_overrides(ndr, ["ib.rate_gbps=200", "floors.ib_write_bw_bidir_gbps=360"])
     jobs = [
@@ -412,4 +395,4 @@ def test_ports_of_different_rates_are_never_paired(monkeypatch):
     assert {n: r[0][0].verdict for n, r in results.items()} == dict.fromkeys(rate, Verdict.PASS), {
         n: [f.message for f in r[0][0].findings][:2] for n, r in results.items()
     }
-    assert sessions and all(rate[s.server] == rate[s.client] for s in sessions)
+    assert ran and all(rate[s.server] == rate[s.client] for _, s in ran)
