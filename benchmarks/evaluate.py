@@ -7,8 +7,8 @@ Inputs are real captures from tests/fixtures/samples repeated up to each size: a
 (judged by kernel_log), an `nvidia-smi -q` of 8 H100s repeated as one long output (its GPU
 count then disagrees with the profile: judged all the same), and random printable text (nobody
 recognises it). Printed per input and size: the time to read the bytes (binary and size
-guards), to recognise the tool (burnin.recognise reads a long text's head and tail only), and to
-judge it, the median of ``--repeat`` runs. The size bound is burnin.evaluate.MAX_BYTES (64 MiB).
+guards), to recognise the tool (burnin.evaluate.recognise reads a long text's head and tail only), and to
+judge it, the median of ``--repeat`` runs. The size bound is burnin.evaluate.handed_in.MAX_BYTES (64 MiB).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bringup.profiles import load_profile  # noqa: E402
-from burnin.evaluate import evaluate_text, read_evidence  # noqa: E402
-from burnin.recognise import recognise  # noqa: E402
+from bringup.profiles.load import load_profile  # noqa: E402
+from burnin.evaluate.handed_in import evaluate_text, read_evidence  # noqa: E402
+from burnin.evaluate.recognise import recognise  # noqa: E402
 
 SAMPLES = REPO / "tests" / "fixtures" / "samples"
 

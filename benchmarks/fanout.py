@@ -24,10 +24,10 @@ sys.path.insert(0, str(REPO))
 
 from bringup.fleet.lifecycle import State  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
-from bringup.inventory import load_rack  # noqa: E402
+from bringup.inventory.rack import load_rack  # noqa: E402
 from bringup.lab.rack import VirtualRack  # noqa: E402
 from bringup.lab.services import lab_services  # noqa: E402
-from bringup.remote import target_from_vars  # noqa: E402
+from bringup.ssh.fanout import target_from_vars  # noqa: E402
 from burnin.stages.jobs import NodeJob  # noqa: E402
 from burnin.stages.runner import BurninRun, record_for  # noqa: E402
 

@@ -8,7 +8,7 @@ For each N, a simulated fleet (benchmarks/fleet_sim/ssh.py: N SSH endpoints in o
 process, recorded answers of a healthy 8x H100 node after ``--latency`` seconds) is started,
 N nodes are put in a fresh fleet store (SQLite) and an inventory as configured nodes whose
 host keys were recorded, and ``burnin run --stages preflight`` runs the way the command runs it
-(burnin.session.run_rack: the gate, the run ledger, the stage, the store writes) in a
+(burnin.run.session.run_rack: the gate, the run ledger, the stage, the store writes) in a
 controller process of its own, so its figures are its own: wall time of the run, CPU seconds
 (user + system, of all its threads and of any child process it waited for) per node, peak RSS
 and peak thread count (sampled every 10 ms). Setting the store up is not counted.
@@ -93,8 +93,8 @@ def fill_store(url: str, inv: Path, sim: dict) -> None:
     from bringup.fleet.lifecycle import State
     from bringup.fleet.models import utcnow
     from bringup.fleet.store import FleetStore
-    from bringup.hostkeys import RECORDED
-    from bringup.inventory import load_rack
+    from bringup.inventory.rack import load_rack
+    from bringup.ssh.hostkeys import RECORDED
 
     rack, problems = load_rack(RACK, inv)
     if rack is None:
@@ -125,7 +125,7 @@ def controller(args: argparse.Namespace) -> None:
     import threading
 
     from bringup.fleet.store import FleetStore
-    from burnin.session import RackRunRequest, run_rack
+    from burnin.run.session import RackRunRequest, run_rack
 
     peak = {"threads": 0}
     running = threading.Event()

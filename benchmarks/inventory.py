@@ -7,8 +7,8 @@ For each N, an inventory of N hosts shaped as `benchmarks/report.py` writes it (
 settings in `all.vars`, a `file:` password reference, three variables per host; 10,000 hosts is
 1.2 MB) is loaded in this process, `--repeat` times each:
 
-- `load_yaml_file`: the file read and parsed, with every refusal of bringup.yamlio;
-- the same text through each parser bringup.yamlio has (libyaml's, PyYAML's pure-Python one),
+- `load_yaml_file`: the file read and parsed, with every refusal of bringup.core.yamlio;
+- the same text through each parser bringup.core.yamlio has (libyaml's, PyYAML's pure-Python one),
   where the tree has more than one;
 - `load_valid_rack`: what every command that takes `--rack` does (the YAML, the group merge,
   each host's typed model, the duplicate and secret checks, the profiles).
@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.fleet_sim.inventory import write_rack_inventory  # noqa: E402
-from bringup import yamlio  # noqa: E402
-from bringup.select import load_valid_rack  # noqa: E402
+from bringup.core import yamlio  # noqa: E402
+from bringup.fleet.select import load_valid_rack  # noqa: E402
 
 RACK = "bench"
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.fleet_sim.ssh import Recordings, frame_answer, parse_batch, personalise  # noqa: E402
 from bringup.fleet.store import FleetStore  # noqa: E402
-from bringup.profiles import Profile, load_profile  # noqa: E402
+from bringup.profiles.load import Profile, load_profile  # noqa: E402
 from burnin.checks.base import Check, judge  # noqa: E402
 from burnin.stages import stage_checks  # noqa: E402
 from burnin.stages.batch import parse_output  # noqa: E402

@@ -25,12 +25,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bringup.fleet.store import FleetStore  # noqa: E402
-from bringup.profiles import apply_overrides, load_profile  # noqa: E402
-from bringup.remote import SshTarget  # noqa: E402
+from bringup.profiles.load import apply_overrides, load_profile  # noqa: E402
+from bringup.ssh.fanout import SshTarget  # noqa: E402
 from burnin.checks.base import CommandOutput  # noqa: E402
 from burnin.checks.ib_load import EndOutput, counter_changes  # noqa: E402
 from burnin.checks.ib_replay import RECORD_MARK, parse_record, replay  # noqa: E402
-from burnin.rejudge import rejudge_run  # noqa: E402
+from burnin.run.rejudge import rejudge_run  # noqa: E402
 from burnin.stages import ib as ib_stage  # noqa: E402
 from burnin.stages.jobs import GroupContext, NodeJob  # noqa: E402
 

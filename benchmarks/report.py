@@ -352,10 +352,10 @@ class Timer:
 
 
 def measure(nodes: int, work: Path, args: argparse.Namespace) -> Path:
-    from bringup.files import atomic_write
-    from bringup.select import load_valid_rack
-    from burnin import export
-    from burnin.golden_select import select_and_apply
+    from bringup.fleet.select import load_valid_rack
+    from bringup.local.files import atomic_write
+    from burnin.golden import export
+    from burnin.golden.select import select_and_apply
     from burnin.report import collect
     from burnin.report.html import render_html
     from burnin.report.junit import render_junit

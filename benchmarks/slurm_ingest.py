@@ -51,7 +51,7 @@ STANDINS = {
 def one(count: int) -> dict:
     from bringup.fleet.lifecycle import State
     from bringup.fleet.store import FleetStore
-    from bringup.profiles import find_profile
+    from bringup.profiles.load import find_profile
     from burnin.stages.jobs import NodeJob
     from burnin.stages.runner import BurninRun, record_for
     from burnin.stages.slurm_launch import SlurmStages, stage_settings

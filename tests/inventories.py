@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from tests.paths import REPO
 
 

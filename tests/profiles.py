@@ -1,6 +1,6 @@
 """Hardware profiles for tests: the shipped one (with ``--set`` overrides) or a minimal one.
 
-A profile is validated like any other (bringup/profile_model.py), so a test cannot build one the
+A profile is validated like any other (bringup/profiles/model.py), so a test cannot build one the
 product would refuse; ``minimal`` fills the required keys with neutral values and lays the test's
 own keys over them, leaving every optional key unset.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bringup.profiles import Profile, apply_overrides, load_profile, parse_profile
+from bringup.profiles.load import Profile, apply_overrides, load_profile, parse_profile
 from tests.paths import REPO
 
 SHIPPED_DIR = REPO / "inventories" / "profiles"

@@ -20,10 +20,10 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from bringup.errors import UserError
+from bringup.cli.ui import err_console
+from bringup.core.errors import UserError
 from bringup.fleet.store import FleetStore
-from bringup.inventory import default_inventory_dir
-from bringup.ui import err_console
+from bringup.inventory.rack import default_inventory_dir
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE

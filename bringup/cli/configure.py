@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
+from bringup.cli.ui import console, err_console, node_progress, table
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.rack import ConfigureRequest, configure_rack
 from bringup.configure.record import ConfigureResult
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, PER_BATCH_TIMEOUT
-from bringup.select import InvalidRack, UnknownNodes
-from bringup.ui import console, err_console, node_progress, table
+from bringup.fleet.select import InvalidRack, UnknownNodes
 
 ROLES = (
     "base",

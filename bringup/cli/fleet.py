@@ -10,11 +10,11 @@ from typing import Any
 import click
 
 from bringup.cli.common import FriendlyGroup, inventory_dir_from, store_from
+from bringup.cli.ui import console, table
 from bringup.fleet.enroll import enroll_hosts
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
-from bringup.inventory import load_rack
-from bringup.ui import console, table
+from bringup.inventory.rack import load_rack
 
 # -- inventory ----------------------------------------------------------------------------
 

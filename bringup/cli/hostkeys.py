@@ -1,5 +1,5 @@
 """`bringup hostkeys scan|forget`: the SSH host keys configure and burn-in pin (library:
-bringup/hostkey_records.py).
+bringup/ssh/hostkey_records.py).
 
     bringup hostkeys scan --rack r01 [--nodes a,b] [--json]   record what nodes with none show
     bringup hostkeys forget NODE                              drop a node's recorded keys
@@ -13,8 +13,8 @@ from dataclasses import asdict
 import click
 
 from bringup.cli.common import FriendlyGroup, inventory_dir_from, store_from
-from bringup.hostkey_records import forget, scan_rack
-from bringup.select import split_nodes
+from bringup.fleet.select import split_nodes
+from bringup.ssh.hostkey_records import forget, scan_rack
 
 
 @click.group("hostkeys", cls=FriendlyGroup)

@@ -5,7 +5,7 @@
     provision.py  provision (library: bringup/provision/orchestrator.py)
     configure.py  configure (library: bringup/configure/)
     store.py      store prune (library: bringup/fleet/prune.py)
-    hostkeys.py   hostkeys scan|forget (library: bringup/hostkey_records.py)
+    hostkeys.py   hostkeys scan|forget (library: bringup/ssh/hostkey_records.py)
     common.py     the group class (one-line errors), global options, the store
 
 The `lab` group (bringup/lab/cli.py) is registered lazily: `bringup --help` and

@@ -19,10 +19,10 @@ from typing import Any
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
+from bringup.cli.ui import console, err_console, table
 from bringup.provision.orchestrator import DEFAULT_BATCH, ProvisionResult
 from bringup.provision.rack import ProvisionReport, ProvisionRequest, provision_rack
 from bringup.redfish.endpoint import TransportOptions
-from bringup.ui import console, err_console, table
 
 
 @click.command("provision")

@@ -18,6 +18,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bringup.cli.common import inventory_dir_from, store_from
+from bringup.cli.ui import console, err_console, table
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.fanout import MAX_CONCURRENCY, Outcome
 from bringup.redfish.power import ACTIONS, PowerOptions
@@ -31,7 +32,6 @@ from bringup.redfish.rack import (
     power_rack,
 )
 from bringup.redfish.vendors.dell import is_pending
-from bringup.ui import console, err_console, table
 
 # -- shared plumbing ----------------------------------------------------------------------
 

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from bringup.capture import mb
 from bringup.cli.common import FriendlyGroup, store_from
+from bringup.core.cut import mb
 from bringup.fleet.prune import parse_older_than, prune
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from bringup.hostkeys import known_hosts_text, pinned
+from bringup.ssh.hostkeys import known_hosts_text, pinned
 
 HOST_KEY_OPTIONS = ("stricthostkeychecking", "userknownhostsfile", "globalknownhostsfile")
 

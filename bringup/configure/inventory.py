@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bringup.credentials import SECRET_KEY
-from bringup.profiles import Profile
+from bringup.core.credentials import SECRET_KEY
+from bringup.profiles.load import Profile
 
 # Rack inventory variables that are bringup's own business, not Ansible's.
 BRINGUP_ONLY = frozenset({"profile", "rack_unit", "provisioning_nic"})

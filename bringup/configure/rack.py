@@ -1,7 +1,7 @@
 """`bringup configure` as one library call: pick the rack's nodes, run the playbook, record it.
 
 ``configure_rack`` loads the rack and ``--nodes`` and applies the lifecycle gate
-(``bringup.select``, ``Step.CONFIGURE``); refused nodes become ``skipped`` rows. When some node
+(``bringup.fleet.select``, ``Step.CONFIGURE``); refused nodes become ``skipped`` rows. When some node
 may be configured it opens a ``configure`` run, runs playbooks/site.yml on those nodes
 (``runner.run_playbook``), writes every outcome onto its node record in one transaction
 (``record.record_outcomes``) and finishes the run. It returns a :class:`ConfigureReport`; nothing here prints. A command that
@@ -24,8 +24,8 @@ from bringup.configure.record import ConfigureResult, record_outcomes
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, run_playbook
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.runs import run_ledger
+from bringup.fleet.select import select
 from bringup.fleet.store import FleetStore
-from bringup.select import select
 
 BAD = ("failed", "unreachable", "not-run", "timed-out")
 Watch = Callable[[list[str]], AbstractContextManager[Callable[[HostOutcome], None]]]

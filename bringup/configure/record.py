@@ -31,7 +31,7 @@ from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Note, Transition, transition_many
 
 # States a full, successful run moves to ``configured``. Which states a run may start from at
-# all is the lifecycle's gate (``Step.CONFIGURE``), applied by ``bringup.select``.
+# all is the lifecycle's gate (``Step.CONFIGURE``), applied by ``bringup.fleet.select``.
 _TO_CONFIGURED = (State.PROVISIONED.value, State.REPAIR.value)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.configure.outcome import EventFolder, HostOutcome
-from bringup.errors import BadInput, UserError
+from bringup.core.errors import BadInput, UserError
 
 PLAYBOOK = "site.yml"
 DEFAULT_BATCH = 32

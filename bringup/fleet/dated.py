@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, select, update
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import CheckResult, Event, Node
 from bringup.fleet.store import FleetStore

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bringup.fleet.store import FleetStore
-from bringup.inventory import InventoryHost
+from bringup.inventory.rack import InventoryHost
 
 
 @dataclass

@@ -24,8 +24,8 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bringup.capture import MIB, cut_marker
-from bringup.errors import BadInput
+from bringup.core.cut import MIB, cut_marker
+from bringup.core.errors import BadInput
 from bringup.fleet.models import CheckResult, EvidenceBlob
 
 DEFAULT_CAP = 4 * MIB  # bytes of one output kept as evidence (half from its head, half from its tail)

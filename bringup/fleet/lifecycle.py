@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from bringup.errors import BadInput, UserError
+from bringup.core.errors import BadInput, UserError
 
 
 class State(str, Enum):

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, delete, exists, func, select, update
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.fleet.evidence import pruned_note
 from bringup.fleet.models import CheckResult, EvidenceBlob, Run, utcnow
 from bringup.fleet.store import FleetStore

@@ -39,7 +39,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet.evidence import run_output
 from bringup.fleet.models import Claim, Event, Node, Run, utcnow
 from bringup.fleet.store import FleetStore, StoreError, default_actor

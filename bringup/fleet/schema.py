@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, inspect, text
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")

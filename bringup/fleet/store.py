@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet import evidence, schema
 from bringup.fleet.evidence import run_output
 from bringup.fleet.lifecycle import State, check_transition, parse_state

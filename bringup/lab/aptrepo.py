@@ -43,7 +43,7 @@ import yaml
 
 from bringup.lab.network import LabError, run_cmd
 from bringup.lab.state import LabNode, LabState
-from bringup.procs import cmdline_has, stop_pid
+from bringup.local.procs import cmdline_has, stop_pid
 
 PACKAGES_DIR = Path(__file__).resolve().parent / "packages"
 CATALOG_PATH = PACKAGES_DIR / "packages.yml"

@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bringup.files import flocked
 from bringup.lab.network import LabError, mounts, run_cmd, unmount
+from bringup.local.files import flocked
 
 SUITE = "bookworm"
 BASE_PACKAGES: tuple[str, ...] = (

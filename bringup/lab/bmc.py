@@ -29,9 +29,9 @@ from pathlib import Path
 import bcrypt
 
 import bringup
-from bringup.credentials import write_secret_file
-from bringup.errors import UserError
-from bringup.procs import cmdline_has, read_pid, stop_child, stop_pid
+from bringup.core.credentials import write_secret_file
+from bringup.core.errors import UserError
+from bringup.local.procs import cmdline_has, read_pid, stop_child, stop_pid
 
 SERVER_MODULE = "bringup.lab.bmc_server"
 # bcrypt cost for the lab htpasswd: sushy re-checks the hash on EVERY request, and cost 12

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from bringup.ui import console, table
+from bringup.cli.ui import console, table
 
 
 def _rack(ctx: click.Context, name: str, lab_dir: Path | None):

@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 import yaml
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.lab.standins import fault_conflicts, known_faults
 
 _TOP_KEYS = frozenset({"nodes"})

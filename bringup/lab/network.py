@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bringup.errors import UserError
-from bringup.files import flocked
+from bringup.core.errors import UserError
 from bringup.lab.naming import LabNames
+from bringup.local.files import flocked
 
 RUN_DIR = Path("/run/bringup-lab")
 NETNS_DIR = Path("/run/netns")

@@ -29,12 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.lab.network import LabError
 from bringup.lab.rack import KNOWN_HOSTS
 from bringup.lab.slurm import NODE_CONF, SLURMD_PID_FILE
 from bringup.lab.state import STATE_FILE, LabNode, LabState
-from bringup.remote import RemoteResult, SshTarget, run_script
+from bringup.ssh.fanout import RemoteResult, SshTarget, run_script
 from burnin.parsers import ParseError
 from burnin.parsers.sacct import SACCT_FIELDS, SacctJob, expand_hostlist, parse_sacct
 from burnin.parsers.slurm import SINFO_FORMAT, SlurmNode, parse_sinfo_nodes

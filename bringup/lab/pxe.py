@@ -37,15 +37,15 @@ from typing import Any
 import yaml
 
 import bringup
-from bringup.credentials import write_secret_file
-from bringup.files import atomic_write
+from bringup.core.credentials import write_secret_file
 from bringup.lab import network
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError, run_cmd
 from bringup.lab.rack import BMC_PORT, BMC_USER, DEFAULT_PROFILE, default_lab_root, run_id_for
 from bringup.lab.vms import VmSpec, write_config
-from bringup.procs import cmdline_has, read_pid, stop_pid
+from bringup.local.files import atomic_write
+from bringup.local.procs import cmdline_has, read_pid, stop_pid
 
 STATE_FILE = "pxe-lab.json"
 HTTP_PORT = 8080  # inside the server namespace: no other run can hold it

@@ -21,8 +21,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-from bringup.files import flocked
 from bringup.lab.network import LabError
+from bringup.local.files import flocked
 from bringup.provision.pxe.ramdisk import Ramdisk, build_ramdisk, ensure_package
 
 PACKAGES = ("dropbear-bin", "libtomcrypt1", "libtommath1")  # the rest (libc, zlib, gmp): the host's

@@ -29,10 +29,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
-from bringup.hostkey_records import record
-from bringup.hostkeys import known_hosts_text
 from bringup.lab import network
 from bringup.lab.base_image import ensure_base_image
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
@@ -43,6 +41,8 @@ from bringup.lab.nodes import FakeNode, NodeSpec, ed25519_keypair, start_nodes, 
 from bringup.lab.service_hook import LabService
 from bringup.lab.standins import install_standins
 from bringup.lab.state import BMC_PORT, LabNode, LabState
+from bringup.ssh.hostkey_records import record
+from bringup.ssh.hostkeys import known_hosts_text
 
 HOST_KEY = "etc/ssh/ssh_host_ed25519_key.pub"  # in a node's root (nodes.py writes it)
 DEFAULT_NAME = "lab"

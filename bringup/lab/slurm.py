@@ -37,8 +37,8 @@ from bringup.lab import accounting, ports
 from bringup.lab.network import RUN_DIR, LabError
 from bringup.lab.ports import LabPorts
 from bringup.lab.state import LabNode, LabState
-from bringup.procs import read_pid, stop_pid
-from bringup.remote import SshTarget, fan_out
+from bringup.local.procs import read_pid, stop_pid
+from bringup.ssh.fanout import SshTarget, fan_out
 
 SERVICE_DIR = "slurm"  # under the lab state dir
 SERVICE_FILE = "service.json"  # what stop() needs: pid files and the munge runtime dir

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bringup.files import atomic_write
+from bringup.local.files import atomic_write
 
 BMC_PORT = 8000  # per-lab BMC addresses are unique, so every lab can use the same port
 STATE_FILE = "lab.json"

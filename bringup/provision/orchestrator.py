@@ -25,7 +25,7 @@
   is a ``provision-rejected`` event naming the caller's address.
 - SSH host keys: the installed system reports them in its phone-home; they replace the node's
   (``Node.ssh_host_keys``, an ``ssh-host-keys`` event), and configure and burn-in then connect
-  only to a host showing one of them (``bringup.hostkeys``).
+  only to a host showing one of them (``bringup.ssh.hostkeys``).
 """
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.fleet.lifecycle import State, Step, may_start
 from bringup.fleet.models import Node, utcnow
 from bringup.fleet.runs import run_ledger
 from bringup.fleet.store import FleetStore
-from bringup.hostkey_records import record as record_host_keys
-from bringup.hostkeys import clean_keys
-from bringup.inventory import InventoryHost, Rack
+from bringup.inventory.rack import InventoryHost, Rack
 from bringup.provision.backend import ProvisionBackend, ProvisionOutcome, ProvisionTarget
 from bringup.provision.reconcile import reconcile
 from bringup.redfish import nics as nic_mod
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.targets import Target
+from bringup.ssh.hostkey_records import record as record_host_keys
+from bringup.ssh.hostkeys import clean_keys
 
 BACKENDS = ("pxe", "maas")
 DEFAULT_BATCH = 32

@@ -1,6 +1,6 @@
 """`bringup provision` as one library call: plan a rack, check it, provision it, report it.
 
-``provision_rack`` loads the rack and its ``--nodes`` (``bringup.select``), plans every node
+``provision_rack`` loads the rack and its ``--nodes`` (``bringup.fleet.select``), plans every node
 (``orchestrator.plan_rack``: provision, resume, skip or refuse, by the lifecycle gate), and then:
 
 - ``dry_run``: asks the backend what it would do per node and returns the plan;
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bringup.fleet.select import load_valid_rack, pick_hosts, split_nodes
 from bringup.fleet.store import FleetStore
 from bringup.provision.orchestrator import (
     DEFAULT_BATCH,
@@ -37,7 +38,6 @@ from bringup.provision.orchestrator import (
 )
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.targets import plain_http_warnings, targets_for
-from bringup.select import load_valid_rack, pick_hosts, split_nodes
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.redfish.context import BmcContext
 from bringup.redfish.errors import ActionFailed, NotSupported, Refused
 from bringup.redfish.messages import link

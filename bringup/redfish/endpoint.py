@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.redfish.errors import redact
 
 VENDORS = ("dell", "hpe", "supermicro", "generic")

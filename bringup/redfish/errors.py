@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 
 
 class RedfishError(UserError):

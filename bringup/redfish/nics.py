@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.redfish.nic_placement import (
     FQDD,
     LOCATION_RANK,

@@ -1,6 +1,6 @@
 """Rack-wide BMC operations as library functions: discover, power, boot and the BMC job queue.
 
-Each function loads the rack (``bringup.select``), enrolls hosts the fleet store does not know
+Each function loads the rack (``bringup.fleet.select``), enrolls hosts the fleet store does not know
 yet, applies the state gate where the operation changes a node (power and boot; discovery skips
 retired nodes), walks the BMCs concurrently (``fanout``), records every node's outcome in the
 store as it arrives, and returns a :class:`RackResult` whose ``rows`` the command renders (a
@@ -21,6 +21,7 @@ from bringup.fleet.enroll import enroll_host
 from bringup.fleet.lifecycle import Step
 from bringup.fleet.models import utcnow
 from bringup.fleet.runs import live_holders, run_ledger
+from bringup.fleet.select import gate_hosts, load_valid_rack, pick_hosts, split_nodes
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
 from bringup.redfish.boot import set_boot_once
@@ -32,7 +33,6 @@ from bringup.redfish.errors import InventoryProblem, NotSupported, Refused
 from bringup.redfish.fanout import Outcome, Task, default_concurrency, fan_out
 from bringup.redfish.power import PowerControl, PowerOptions
 from bringup.redfish.targets import Target, plain_http_warnings, targets_for
-from bringup.select import gate_hosts, load_valid_rack, pick_hosts, split_nodes
 
 # watch(label, total) -> a context manager yielding a callback called once per finished node.
 Watch = Callable[[str, int], AbstractContextManager[Callable[[Outcome[Any]], None]]]

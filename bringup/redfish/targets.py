@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bringup.credentials import CredentialError, resolve
-from bringup.errors import BadInput
-from bringup.inventory import InventoryHost, Rack
+from bringup.core.credentials import CredentialError, resolve
+from bringup.core.errors import BadInput
+from bringup.fleet.select import load_valid_rack, pick_hosts
+from bringup.inventory.rack import InventoryHost, Rack
 from bringup.redfish.endpoint import BmcEndpoint, normalise_url, plain_http_problem
 from bringup.redfish.nics import NicRule, parse_rule
-from bringup.select import load_valid_rack, pick_hosts
 
 TRUE = (True, "true", "yes", "1", 1)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from bringup.delivery import Delivery
+from bringup.inventory.delivery import Delivery
 from burnin.accept import conformance_parts as parts
 from burnin.accept.conformance_model import (
     Collected,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bringup.delivery import OrderProfile, version_at_least
+from bringup.inventory.delivery import OrderProfile, version_at_least
 from burnin.accept.conformance_model import Collected, Mismatch, ResultRecord
 from burnin.result import Action
 

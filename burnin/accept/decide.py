@@ -14,12 +14,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from burnin.accept.ledger import ResultRow
 from burnin.result import Verdict, verdict_of
 
 ACCEPTED, REJECTED = "accepted", "rejected"
 # 'serial X', 'Serial: X', 'Serial Number: X', where X holds a digit ('serial here' is no serial).
 _SERIAL = re.compile(r"\bserial(?:\s+number)?\s*[:=]?\s*([A-Za-z0-9._-]*[0-9][A-Za-z0-9._-]*)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A stored check result with its node's name (what decisions and reports read)."""
+
+    id: int
+    node: str
+    run_id: int | None
+    stage: str
+    check: str
+    verdict: str
+    findings: tuple[dict[str, Any], ...]
+    metrics: dict[str, Any]
+    time: datetime
+    has_evidence: bool
 
 
 @dataclass(frozen=True)

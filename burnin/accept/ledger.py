@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 
 from bringup.fleet.models import CheckResult, Event, Node, Run
 from bringup.fleet.store import FleetStore
+from burnin.accept.decide import ResultRow
 
 ACCEPT_KIND = "accept"
 DECISION_EVENT = "acceptance"
@@ -60,22 +60,6 @@ class IterationRecord:
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """A stored check result with its node's name (what decisions and reports read)."""
-
-    id: int
-    node: str
-    run_id: int | None
-    stage: str
-    check: str
-    verdict: str
-    findings: tuple[dict[str, Any], ...]
-    metrics: dict[str, Any]
-    time: datetime
-    has_evidence: bool
 
 
 @dataclass(frozen=True)

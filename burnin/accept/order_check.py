@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from bringup.delivery import Delivery
 from bringup.fleet.models import CheckResult
+from bringup.inventory.delivery import Delivery
 from burnin.accept.conformance import NodeRecord, compare, compare_node
 from burnin.accept.decide import Reason
 from burnin.accept.outcome import ConformanceRow

@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bringup.delivery import Delivery, load_delivery
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet.lifecycle import State, Step, may_start, parse_state
 from bringup.fleet.models import utcnow
 from bringup.fleet.runs import run_ledger, sweep_abandoned
+from bringup.fleet.select import select
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Note, Transition, states_of, transition_many
-from bringup.remote import DEFAULT_CONCURRENCY
-from bringup.select import select
+from bringup.inventory.delivery import Delivery, load_delivery
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.accept import ledger
 from burnin.accept.decide import REJECTED, NodeDecision, NodeEvidence, decide_delivery, decide_node
 from burnin.accept.order_check import conformance_of, delivery_problems
@@ -34,7 +34,7 @@ from burnin.accept.outcome import (
 )
 from burnin.accept.report import write_outputs
 from burnin.accept.soak import SoakPlan, failed_nodes, run_soak, still_in
-from burnin.session import Progress, RackRunRequest, run_rack
+from burnin.run.session import Progress, RackRunRequest, run_rack
 
 
 class NothingToTest(UserError):

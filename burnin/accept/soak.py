@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from burnin.accept.ledger import IterationRecord, ResultRow
+from burnin.accept.decide import ResultRow
+from burnin.accept.ledger import IterationRecord
 from burnin.result import PASSING, verdict_of
 
 

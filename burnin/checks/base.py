@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.parsers import ParseError
 from burnin.result import Result
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.load import stress_shell
 from burnin.parsers import ParseError

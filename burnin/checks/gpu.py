@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 from functools import lru_cache
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
 from burnin.parsers import ParseError, load_json

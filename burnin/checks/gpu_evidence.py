@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.gpu import THROTTLE_SAMPLER, throttle_findings
 from burnin.parsers import ParseError

@@ -7,7 +7,7 @@ import re
 import shlex
 from datetime import datetime, timezone
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers import ParseError, load_json
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 import statistics
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.parsers import ParseError
 from burnin.parsers.cpu_load import parse_clock_samples, parse_stress_ng_brief, parse_throttle_counts

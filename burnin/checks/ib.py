@@ -6,7 +6,7 @@ Disabled in ibstat: they are filtered by link layer, never counted as IB failure
 
 from __future__ import annotations
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers import ParseError
 from burnin.parsers.ibstat import parse_ibstat

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.ib_load import floor_gbps
 from burnin.parsers import ParseError

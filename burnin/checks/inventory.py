@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.parsers import ParseError
 from burnin.parsers.hardware import NvmeHealth, parse_dmidecode_memory, parse_lscpu, parse_smartctl_nvme

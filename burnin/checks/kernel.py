@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers.kernel_log import (
     AerEvent,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer, Trial

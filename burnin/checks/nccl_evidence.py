@@ -10,7 +10,7 @@ cannot say which: its bandwidth is not judged (UNKNOWN unless something else fai
 
 from __future__ import annotations
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.nccl import busbw_floor, judge_iteration
 from burnin.parsers.nccl_tests import parse_nccl_tests

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.nccl import judge_iteration
 from burnin.parsers import ParseError

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin import onnode
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell

@@ -10,14 +10,14 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.delivery import parse_duration
-from bringup.remote import DEFAULT_CONCURRENCY
-from bringup.select import InvalidRack, UnknownNodes
-from bringup.ui import console, node_progress, table
+from bringup.cli.ui import console, node_progress, table
+from bringup.fleet.select import InvalidRack, UnknownNodes
+from bringup.inventory.delivery import parse_duration
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.accept.outcome import AcceptanceResult
 from burnin.accept.run import AcceptProgress, AcceptRequest, NothingToTest, accept_delivery
 from burnin.cli.render import note, usage_error
-from burnin.session import Progress
+from burnin.run.session import Progress
 from burnin.stages.jobs import StageOutcome
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.files import atomic_write
 from bringup.fleet.models import utcnow
+from bringup.fleet.select import InvalidRack, load_valid_rack
 from bringup.fleet.store import FleetStore
-from bringup.inventory import Rack
-from bringup.select import InvalidRack, load_valid_rack
+from bringup.inventory.rack import Rack
+from bringup.local.files import atomic_write
 from burnin.cli.render import note, usage_error
-from burnin.golden import parse_age
+from burnin.golden.rules import parse_age
 from burnin.stages import parse_stages
 
 _MAX_AGE_HELP = (
@@ -93,8 +93,8 @@ def golden_cmd(
 
     Only the export goes to stdout (pipe it); what changed and the summary go to stderr.
     """
-    from burnin import export
-    from burnin.golden_select import select_and_apply
+    from burnin.golden import export
+    from burnin.golden.select import select_and_apply
 
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
     hardware = export.needs_hardware(fmt, excluded)

@@ -10,10 +10,10 @@ from datetime import timedelta
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.select import InvalidRack
-from bringup.ui import console, table
+from bringup.cli.ui import console, table
+from bringup.fleet.select import InvalidRack
 from burnin.cli.render import note, usage_error
-from burnin.golden import parse_age
+from burnin.golden.rules import parse_age
 from burnin.history.figures import JobPlan, Reliability
 from burnin.history.fleet import LemonReport, clear_lemon, fleet_lemons, fleet_reliability
 from burnin.history.reliability import ETTR_FORMULA, FORMULA_SOURCE

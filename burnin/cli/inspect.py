@@ -9,12 +9,12 @@ import sys
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.profiles import Profile, apply_overrides, find_profile
-from bringup.ui import console, table
+from bringup.cli.ui import console, table
+from bringup.profiles.load import Profile, apply_overrides, find_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.cli.render import print_findings, styled
-from burnin.evaluate import MAX_BYTES, Evaluation, evaluate_evidence
+from burnin.evaluate.handed_in import MAX_BYTES, Evaluation, evaluate_evidence
 from burnin.result import PASSING, Finding, Result
 from burnin.stages import ALL_STAGES, stage_checks
 

@@ -11,11 +11,11 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.errors import UserError
-from bringup.remote import DEFAULT_CONCURRENCY
-from bringup.ui import console, err_console, table
+from bringup.cli.ui import console, err_console, table
+from bringup.core.errors import UserError
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.cli.render import note, usage_error
-from burnin.golden import parse_age
+from burnin.golden.rules import parse_age
 from burnin.service.nightly import NightlyRequest, NightlyResult, run_nightly
 from burnin.service.nightly_lock import NightlyBusy
 from burnin.stages import STAGE_ORDER, parse_stages

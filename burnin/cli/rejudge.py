@@ -15,9 +15,9 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.ui import console, table
+from bringup.cli.ui import console, table
 from burnin.cli.render import note, styled
-from burnin.rejudge import Rejudgement, first_finding, rejudge_run
+from burnin.run.rejudge import Rejudgement, first_finding, rejudge_run
 
 
 @click.command("rejudge")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bringup.ui import console, err_console
+from bringup.cli.ui import console, err_console
 from burnin.result import Finding, Verdict
 
 VERDICT_STYLE: dict[Verdict, str] = {

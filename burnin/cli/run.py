@@ -9,13 +9,13 @@ from typing import Any
 import click
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.remote import MAX_CONCURRENCY
-from bringup.select import InvalidRack, UnknownNodes, split_nodes
-from bringup.ui import console, err_console, node_progress, table
+from bringup.cli.ui import console, err_console, node_progress, table
+from bringup.fleet.select import InvalidRack, UnknownNodes, split_nodes
+from bringup.ssh.fanout import MAX_CONCURRENCY
 from burnin.cli.render import styled, usage_error
-from burnin.golden import parse_age
+from burnin.golden.rules import parse_age
 from burnin.result import PASSING, Verdict
-from burnin.session import LaunchOptions, LocalRunRequest, Progress, RackRunRequest, run_local, run_rack
+from burnin.run.session import LaunchOptions, LocalRunRequest, Progress, RackRunRequest, run_local, run_rack
 from burnin.stages import STAGE_ORDER, parse_stages
 from burnin.stages.jobs import BurninOutcome, StageOutcome
 from burnin.stages.spool import run_task

@@ -11,10 +11,10 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import store_from
+from bringup.cli.ui import console, table
 from bringup.fleet.models import utcnow
 from bringup.fleet.run_list import RunView, list_runs
 from bringup.fleet.runs import abort_run, format_duration
-from bringup.ui import console, table
 from burnin.cli.render import note
 
 _STATE_STYLE = {

@@ -10,10 +10,10 @@ import click
 from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
-from bringup.errors import UserError
-from bringup.profiles import apply_overrides, find_profile
-from bringup.remote import DEFAULT_CONCURRENCY
-from bringup.ui import console, table
+from bringup.cli.ui import console, table
+from bringup.core.errors import UserError
+from bringup.profiles.load import apply_overrides, find_profile
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.cli.render import note, styled
 from burnin.service.health import EXIT_CANNOT_START
 from burnin.service.health_run import HealthOptions, run_health

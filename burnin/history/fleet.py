@@ -15,13 +15,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
+from bringup.core.yamlio import load_yaml_file
 from bringup.fleet.models import utcnow
+from bringup.fleet.select import load_valid_rack
 from bringup.fleet.store import FleetStore
-from bringup.inventory import Rack
-from bringup.select import load_valid_rack
-from bringup.yamlio import load_yaml_file
-from burnin.golden import LEMON_FLAG
+from bringup.inventory.rack import Rack
+from burnin.golden.rules import LEMON_FLAG
 from burnin.history.figures import JobPlan, Reliability, reliability
 from burnin.history.jobs import JobSignals, job_signals
 from burnin.history.lemons import Lemon, LemonPolicy, find_lemons, parse_policy

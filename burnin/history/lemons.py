@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from burnin.history.jobs import JobSignals
 from burnin.history.signals import ComponentFailure, NodeSignals
 

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from datetime import timedelta
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 
 # 8 to 131,072 GPUs, the sizes the study plots.
 JOB_SIZES: tuple[int, ...] = tuple(2**k for k in range(3, 18))

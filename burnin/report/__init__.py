@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from bringup.fleet.reads import collector_paused
-from burnin.golden import Decision, NodeFacts, StageStatus, decide, gather, rows_by_stage, stage_status
+from burnin.golden.rules import Decision, NodeFacts, StageStatus, decide, gather, rows_by_stage, stage_status
 from burnin.result import PASSING, Verdict
 from burnin.stages import STAGE_ORDER
 

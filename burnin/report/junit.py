@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bringup.fleet.reads import collector_paused
-from burnin.golden import first_problem
+from burnin.golden.rules import first_problem
 from burnin.report import NodeReport, RackReport, clip_evidence
 from burnin.result import Verdict
 

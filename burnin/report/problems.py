@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from burnin.golden import first_problem
+from burnin.golden.rules import first_problem
 from burnin.report import RackReport, clip_evidence
 from burnin.report.matrix import VERDICT_CLASS
 from burnin.report.page import Section, anchor, esc

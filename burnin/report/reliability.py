@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bringup.fleet.reads import collector_paused
 from bringup.fleet.store import FleetStore
-from bringup.inventory import Rack
+from bringup.inventory.rack import Rack
 from burnin.history.figures import Reliability
 from burnin.history.fleet import fleet_reliability
 from burnin.history.reliability import ETTR_FORMULA, FORMULA_SOURCE

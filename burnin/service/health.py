@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check, CommandOutput, judge
 from burnin.parsers import ParseError

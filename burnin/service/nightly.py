@@ -39,17 +39,17 @@ from typing import Any
 
 from sqlalchemy import select as sql_select
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet.models import Run, utcnow
 from bringup.fleet.runs import RUNNING, ActiveRun, run_ledger, sweep_abandoned
+from bringup.fleet.select import InvalidRack
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Note, states_of
-from bringup.inventory import Rack, load_rack
-from bringup.profiles import apply_overrides
-from bringup.remote import DEFAULT_CONCURRENCY, target_for_node
-from bringup.select import InvalidRack
-from burnin.launch import group_settings
+from bringup.inventory.rack import Rack, load_rack
+from bringup.profiles.load import apply_overrides
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY, target_for_node
 from burnin.result import PASSING, Verdict
+from burnin.run.session import previous_check_time
 from burnin.service import nightly_slurm, slurm
 from burnin.service.nightly_idle import DEFAULT_PARTITION, idle_tests
 from burnin.service.nightly_lock import nightly_lock
@@ -67,9 +67,9 @@ from burnin.service.nightly_plan import (
     return_action,
 )
 from burnin.service.reasons import DrainOrigin, drain_origin
-from burnin.session import previous_check_time
 from burnin.stages import STAGE_ORDER, is_group_stage
 from burnin.stages.jobs import BurninOutcome, NodeJob
+from burnin.stages.launch import group_settings
 from burnin.stages.runner import BurninRun, record_for
 
 NOTIFY_TIMEOUT_S = 60.0

@@ -26,9 +26,9 @@ from typing import Any
 
 from bringup.fleet.runs import ActiveRun
 from bringup.fleet.store import FleetStore
-from bringup.inventory import Rack
-from bringup.profiles import apply_overrides
-from bringup.remote import fan_out, target_for_node
+from bringup.inventory.rack import Rack
+from bringup.profiles.load import apply_overrides
+from bringup.ssh.fanout import fan_out, target_for_node
 from burnin.result import Verdict, worst
 from burnin.service import slurm
 from burnin.service.nightly_moves import note, write_events

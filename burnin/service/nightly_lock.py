@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet.store import FleetStore
 
 

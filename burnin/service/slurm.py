@@ -14,7 +14,7 @@ import subprocess
 from datetime import datetime, timezone
 from typing import TypeVar
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from burnin.parsers import ParseError
 from burnin.parsers.sacct import (
     EVENT_FIELDS,

@@ -2,7 +2,7 @@
 
 For every node of the rack it reads Slurm's view (one `sinfo` call: state, drain, reason, who set
 it and when) and, for a node a health check drained, that node's last health result (one SSH round
-trip per node, bounded, through ``bringup.remote.fan_out``; a node that does not answer is one
+trip per node, bounded, through ``bringup.ssh.fanout.fan_out``; a node that does not answer is one
 row's note, the others carry on). Then, per drained node:
 
 - a drain not recorded yet is recorded once, as a ``slurm_drain`` event (a drain is its reason and
@@ -27,11 +27,11 @@ from sqlalchemy import select
 
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Event, Node
+from bringup.fleet.select import InvalidRack
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Note, Transition, transition_many
-from bringup.inventory import load_rack
-from bringup.remote import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_for_node
-from bringup.select import InvalidRack
+from bringup.inventory.rack import load_rack
+from bringup.ssh.fanout import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_for_node
 from burnin.parsers.slurm import SlurmNode
 from burnin.service import slurm, state
 from burnin.service.reasons import DrainOrigin, drain_origin, health_finding

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bringup.errors import BadInput
-from bringup.profiles import Profile
+from bringup.core.errors import BadInput
+from bringup.profiles.load import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
 from burnin.stages.jobs import GroupStage

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bringup.capture import cut_marker, cut_note
+from bringup.core.cut import cut_marker, cut_note
 from bringup.fleet.evidence import output_cap
 from burnin.checks.base import CommandOutput
 

@@ -1,4 +1,4 @@
-"""A result judged on an output whose middle was cut (bringup/capture.py): what it may claim."""
+"""A result judged on an output whose middle was cut (bringup/local/capture.py): what it may claim."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from bringup.remote import SshTarget, default_concurrency, fan_out
+from bringup.ssh.fanout import SshTarget, default_concurrency, fan_out
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import (
     CHECK,
@@ -75,7 +75,7 @@ from burnin.stages.jobs import GroupContext, GroupResults, NodeJob
 CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
 SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
 # GroupContext.settings key of what runs each node's script instead of an SSH session: with
-# --launcher slurm burnin.session sets it to a burnin.stages.ib_slurm.SlurmScripts (its
+# --launcher slurm burnin.run.session sets it to a burnin.stages.ib_slurm.SlurmScripts (its
 # SETTING), one Slurm job per discovery and per round. (label, node -> script, time limit)
 # -> node -> (stdout, error).
 NODE_SCRIPTS = "ib_node_scripts"

@@ -34,7 +34,8 @@ from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
-from bringup.capture import STREAM_CAP, mb
+from bringup.core.cut import mb
+from bringup.local.capture import STREAM_CAP
 from burnin.service.slurm import SlurmError, cluster_nodes
 from burnin.stages.batch import TIMEOUT_RCS
 from burnin.stages.slurm_launch import (
@@ -52,7 +53,7 @@ from burnin.stages.slurm_launch import (
 )
 from burnin.stages.spool import LOGS, SpoolError, result_name, run_dir
 
-# The ib stage's key in GroupContext.settings (burnin.session sets it with --launcher slurm;
+# The ib stage's key in GroupContext.settings (burnin.run.session sets it with --launcher slurm;
 # burnin.stages.ib.NODE_SCRIPTS reads it: ib cannot import this module, which imports the runner).
 SETTING = "ib_node_scripts"
 IB_DIR = "ib"

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.profiles import Profile
-from bringup.remote import SshTarget
+from bringup.profiles.load import Profile
+from bringup.ssh.fanout import SshTarget
 from burnin.result import Result, Verdict, worst
 
 

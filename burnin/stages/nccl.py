@@ -5,7 +5,7 @@
    padded with partners (``plan_anchored_groups``), the partners anchors of the localisation;
    each group runs the configured nccl-tests (``diag.nccl_tests``) again and again until
    ``diag.nccl_soak_minutes`` is over (at least once), launched by mpirun or srun
-   (burnin.launch). A watchdog ends a run that prints no new line for
+   (burnin.stages.launch). A watchdog ends a run that prints no new line for
    ``diag.nccl_iteration_timeout_s``: a hang, recorded with the hosts that went silent. A group
    stops soaking at its first failed iteration.
 2. Localise: the groups' outcomes go into the ``Localizer`` (burnin.plan.nccl_groups); each of
@@ -36,11 +36,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bringup.profiles import Profile
-from bringup.remote import openssh_known_hosts
+from bringup.profiles.load import Profile
+from bringup.ssh.fanout import openssh_known_hosts
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
 from burnin.checks.nccl_replay import record_text, soak_run
-from burnin.launch import (
+from burnin.parsers import ParseError
+from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
+from burnin.plan.nccl_groups import Localizer
+from burnin.result import Finding, Result, Severity, Verdict, info
+from burnin.stages.cut import told_of_cut
+from burnin.stages.jobs import GroupContext, GroupResults
+from burnin.stages.launch import (
     LaunchError,
     LaunchHost,
     LaunchOutcome,
@@ -49,12 +55,6 @@ from burnin.launch import (
     run_watched,
     settings_from,
 )
-from burnin.parsers import ParseError
-from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
-from burnin.plan.nccl_groups import Localizer
-from burnin.result import Finding, Result, Severity, Verdict, info
-from burnin.stages.cut import told_of_cut
-from burnin.stages.jobs import GroupContext, GroupResults
 
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
 MAX_PARALLEL = 64  # trials run at once

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.capture import run_bounded
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Note, Transition, states_of, transition_many
-from bringup.profiles import Profile
-from bringup.remote import fan_out_batches
+from bringup.local.capture import run_bounded
+from bringup.profiles.load import Profile
+from bringup.ssh.fanout import fan_out_batches
 from burnin.checks.base import Check, CommandOutput, judge
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import group_stages, is_group_stage, stage_checks
@@ -110,8 +110,8 @@ def _send(
 ) -> Iterator[list[Answer]]:
     """Lists of (node, raw answer, error, controller time window, what was cut): every answer
     that is in when the caller asks or comes within ``GATHER_S`` of the first
-    (bringup.remote.fan_out_batches), so the caller saves them in one transaction. The answer
-    is bounded (bringup.capture): a node that prints without end loses the middle of its
+    (bringup.ssh.fanout.fan_out_batches), so the caller saves them in one transaction. The answer
+    is bounded (bringup.local.capture): a node that prints without end loses the middle of its
     answer, never the controller's memory."""
     remote = {}
     for name, (job, script) in batches.items():

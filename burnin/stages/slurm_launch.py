@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from burnin.checks.base import CommandOutput
 from burnin.result import Result
 from burnin.service.slurm import TIMEOUT_S, SlurmError, cluster_nodes, run_slurm

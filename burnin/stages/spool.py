@@ -39,9 +39,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bringup.capture import MIB, mb
-from bringup.errors import BadInput
-from bringup.profiles import Profile, apply_overrides, find_profile
+from bringup.core.cut import MIB, mb
+from bringup.core.errors import BadInput
+from bringup.profiles.load import Profile, apply_overrides, find_profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.result import Finding, Result, Verdict, worst
 from burnin.stages import STAGE_ORDER, is_group_stage, stage_checks

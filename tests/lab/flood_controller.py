@@ -22,7 +22,7 @@ def _kib(field: str) -> int:
 
 def main() -> None:
     mode, host, key = sys.argv[1:4]
-    from bringup.remote import SshTarget, run_script  # imported before the baseline is read
+    from bringup.ssh.fanout import SshTarget, run_script  # imported before the baseline is read
 
     target = SshTarget("flood", host, key_file=key, host_key_policy="off")
     if mode == "raw":
@@ -40,7 +40,7 @@ def main() -> None:
         }
     else:
         from bringup.fleet.store import FleetStore
-        from bringup.profiles import find_profile
+        from bringup.profiles.load import find_profile
         from burnin.checks import ALL_CHECKS
         from burnin.stages import runner
         from burnin.stages.jobs import NodeJob

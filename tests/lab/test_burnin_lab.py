@@ -172,9 +172,9 @@ def test_a_node_whose_host_key_changed_is_refused_with_one_clear_line(rack):
     """Burn-in connects pinned to the key recorded for the node (paramiko's RejectPolicy): a host
     at its address showing another key (re-imaged, or an impostor ready with canned PASS outputs)
     is sent no script, and each of the node's results says why, in one line."""
-    from bringup.hostkey_records import record
-    from bringup.hostkeys import fingerprint
     from bringup.lab.nodes import ed25519_keypair
+    from bringup.ssh.hostkey_records import record
+    from bringup.ssh.hostkeys import fingerprint
 
     name, base, store = rack
     node = store.get_node("node01")

@@ -29,9 +29,9 @@ from bringup.cli.main import main
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore
-from bringup.hostkey_records import record
 from bringup.lab.nodes import ed25519_keypair
 from bringup.lab.rack import record_host_keys
+from bringup.ssh.hostkey_records import record
 from tests.lab.conftest import lab_inventory_dir, node_ssh, require_root
 
 pytestmark = pytest.mark.lab

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from burnin.cli import main as burnin_main
-from burnin.export import compress_hostlist, expand_hostlist, json_schema
+from burnin.golden.export import compress_hostlist, expand_hostlist, json_schema
 from tests.lab.conftest import ready_for_burnin
 from tests.unit.burnin.report.test_report import chromium, console_messages, parse
 

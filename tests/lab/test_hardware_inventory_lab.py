@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 
-from bringup.delivery import load_delivery
 from bringup.fleet.models import Node
+from bringup.inventory.delivery import load_delivery
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.redfish.discovery import discover_endpoint
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.provision.backend import ProvisionTarget
 from bringup.provision.maas import MaasBackend
 from tests.doubles.maas import DEPLOYED, FAILED_COMMISSIONING, MaasDouble

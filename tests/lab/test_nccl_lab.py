@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from bringup.fleet.lifecycle import State
 from burnin.cli import main as burnin_main
-from burnin.launch import LaunchHost, build_launch, run_watched, settings_from
 from burnin.parsers.nccl_tests import parse_nccl_tests
+from burnin.stages.launch import LaunchHost, build_launch, run_watched, settings_from
 from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root
 
 pytestmark = pytest.mark.lab
@@ -81,7 +81,7 @@ def labs(tmp_path_factory):
 
 
 def test_standins_communicate_and_parse(labs):
-    """Each collective stand-in, started by burnin.launch over 3 healthy nodes, prints output the
+    """Each collective stand-in, started by burnin.stages.launch over 3 healthy nodes, prints output the
     nccl-tests parser reads completely: every rank on its own host, every size, no wrong element."""
     lab = labs.get("nccl-hang")
     state = lab["state"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bringup.fleet.store import FleetStore
-from bringup.hostkeys import fingerprint
+from bringup.ssh.hostkeys import fingerprint
 from tests.lab.conftest import pxe_lab_up
 
 pytestmark = pytest.mark.lab
@@ -35,8 +35,8 @@ REMOTE = """
 import json, sys
 from pathlib import Path
 from bringup.fleet.store import FleetStore
-from bringup.remote import run_script, target_for_node
-from bringup.select import load_valid_rack, pick_hosts
+from bringup.ssh.fanout import run_script, target_for_node
+from bringup.fleet.select import load_valid_rack, pick_hosts
 db, rack, inventory_dir, name, command = sys.argv[1:6]
 store = FleetStore.open(db)
 loaded, _ = load_valid_rack(rack, Path(inventory_dir))

@@ -13,8 +13,8 @@ import redfish
 from click.testing import CliRunner
 
 from bringup.cli.main import main
-from bringup.credentials import resolve
-from bringup.inventory import load_rack
+from bringup.core.credentials import resolve
+from bringup.inventory.rack import load_rack
 from bringup.lab import network
 from bringup.lab.rack import LabError, VirtualRack
 from bringup.lab.services import lab_services

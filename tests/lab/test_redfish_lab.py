@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from bringup.cli.main import main
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from bringup.redfish import vmedia
 from bringup.redfish.client import RedfishClient

@@ -69,6 +69,87 @@ SIZE_ALLOWLIST: dict[str, str] = {
 }
 
 
+# The layers of docs/architecture.md, bottom to top: (number, name, module prefixes). A module
+# is in the layer of its longest matching prefix (a dotted-name prefix, as for the allowlists),
+# so a package names its layer once and a module that differs from its package names its own.
+# A module imports from its own layer and the layers below; one that matches no prefix is
+# reported, so a new package cannot escape the rule. The lab and the on-node programs sit
+# beside the layers (their own rules above); the two package roots import nothing.
+LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (
+        1,
+        "vocabulary and pure judging",
+        (
+            "bringup.core",  # errors, problems, YAML reading, credential references, output cuts
+            "bringup.profiles.load",
+            "bringup.inventory.rack",  # what an operator writes: rack inventories, delivery orders
+            "bringup.fleet.lifecycle",
+            "bringup.ssh.hostkeys",
+            "bringup.configure.outcome",
+            "burnin.result",
+            "burnin.parsers",
+            "burnin.checks",
+            "burnin.plan",
+            "burnin.evaluate.handed_in",
+            "burnin.service.health",
+            "burnin.service.nightly_plan",
+            "burnin.service.reasons",
+            "burnin.history.figures",
+            "burnin.history.jobs",
+            "burnin.history.lemons",
+            "burnin.history.node_fail",
+            "burnin.history.reliability",
+            "burnin.history.signals",
+            "burnin.accept.conformance",
+            "burnin.accept.conformance_model",
+            "burnin.accept.conformance_parts",
+            "burnin.accept.decide",
+            "burnin.accept.outcome",
+        ),
+    ),
+    (2, "the store", ("bringup.fleet",)),
+    (
+        3,
+        "I/O edges",
+        (
+            "bringup.local",  # atomic files, child processes, bounded capture of what they print
+            "bringup.ssh",
+            "bringup.redfish",
+            "bringup.provision.backend",  # the interface the PXE and MAAS backends implement
+            "bringup.provision.pxe",
+            "bringup.provision.maas",
+            "bringup.configure.runner",
+            "burnin.stages.launch",
+            "burnin.service.local",
+            "burnin.service.nightly_lock",
+            "burnin.service.nightly_slurm",
+            "burnin.service.slurm",
+            "burnin.service.state",
+        ),
+    ),
+    (
+        4,
+        "orchestration (and the renderers the library writes reports with)",
+        (
+            "bringup.fleet.select",
+            "bringup.ssh.hostkey_records",
+            "bringup.redfish.rack",
+            "bringup.redfish.targets",
+            "bringup.provision",
+            "bringup.configure",
+            "burnin.run",
+            "burnin.stages",
+            "burnin.golden.rules",
+            "burnin.service",
+            "burnin.history",
+            "burnin.accept",
+            "burnin.report",
+        ),
+    ),
+    (5, "commands", ("bringup.cli", "bringup.__main__", "burnin.cli")),
+)
+
+
 @dataclass(frozen=True)
 class Import:
     """One import statement's edge: `importer` imports `imported` at `path`:`line`."""
@@ -100,6 +181,18 @@ class Cycle:
 
 
 @dataclass(frozen=True)
+class LayerBreach:
+    """An import from a lower layer of a module in a higher one."""
+
+    imp: Import
+    importer_layer: int
+    imported_layer: int
+
+    def __str__(self) -> str:
+        return f"{self.imp} (layer {self.importer_layer} imports layer {self.imported_layer})"
+
+
+@dataclass(frozen=True)
 class Oversized:
     module: str
     path: str
@@ -116,6 +209,8 @@ class LayerReport:
     upward_imports: list[Import] = field(default_factory=list)  # bringup (not the lab) -> burnin
     onnode_imports: list[Import] = field(default_factory=list)  # burnin.onnode -> the project
     oversized: list[Oversized] = field(default_factory=list)
+    layer_breaches: list[LayerBreach] = field(default_factory=list)  # an import up the layers
+    unplaced: list[str] = field(default_factory=list)  # modules that no prefix of LAYERS matches
     # allowlist entries that matched nothing (stale: remove them so they cannot hide a new case)
     unused_allowances: list[str] = field(default_factory=list)
 
@@ -127,6 +222,8 @@ class LayerReport:
             or self.upward_imports
             or self.onnode_imports
             or self.oversized
+            or self.layer_breaches
+            or self.unplaced
             or self.unused_allowances
         )
 
@@ -412,6 +509,37 @@ def find_onnode_imports(imports: Iterable[Import]) -> list[Import]:
     return [imp for package in PACKAGES for imp in _forbidden(imports, ONNODE, package, ())[0]]
 
 
+def layer_of(module: str, layers: Iterable[tuple[int, str, tuple[str, ...]]] = LAYERS) -> int | None:
+    """The layer of the longest prefix in `layers` that `module` is under, or None."""
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for number, _, prefixes in layers:
+        for prefix in prefixes:
+            if _under(module, prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), number)
+    return best[1] if best else None
+
+
+def _beside_layers(module: str) -> bool:
+    return module in PACKAGES or _under(module, LAB) or _under(module, ONNODE)
+
+
+def find_layer_breaches(
+    modules: Iterable[str],
+    imports: Iterable[Import],
+    layers: Iterable[tuple[int, str, tuple[str, ...]]] = LAYERS,
+) -> tuple[list[LayerBreach], list[str]]:
+    """Imports up the layers, and the modules no layer holds. Returns (breaches, unplaced)."""
+    layers = tuple(layers)
+    placed = {m: layer_of(m, layers) for m in modules if not _beside_layers(m)}
+    unplaced = sorted(m for m, layer in placed.items() if layer is None)
+    breaches: dict[tuple[str, str, str, int], LayerBreach] = {}  # one per import line
+    for imp in imports:
+        low, high = placed.get(imp.importer), placed.get(imp.imported)
+        if low is not None and high is not None and high > low:
+            breaches.setdefault((imp.importer, imp.imported, imp.path, imp.line), LayerBreach(imp, low, high))
+    return list(breaches.values()), unplaced
+
+
 def find_oversized(
     root: Path,
     modules: Mapping[str, Module],
@@ -441,6 +569,7 @@ def check_layers(
     upward_allowlist: Iterable[tuple[str, str]] = UPWARD_IMPORT_ALLOWLIST,
     size_allowlist: Mapping[str, str] = SIZE_ALLOWLIST,
     max_lines: int = MAX_LINES,
+    layers: Iterable[tuple[int, str, tuple[str, ...]]] = LAYERS,
 ) -> LayerReport:
     """All the rules on the packages under `root` (the repository root)."""
     modules = find_modules(root, packages)
@@ -452,4 +581,7 @@ def check_layers(
     unused += [f"UPWARD_IMPORT_ALLOWLIST {importer} -> {imported}" for importer, imported in unused_upward]
     unused += [f"SIZE_ALLOWLIST {name} (missing or not over {max_lines} lines)" for name in unused_size]
     onnode = find_onnode_imports(imports)
-    return LayerReport(find_cycles(imports), lab_imports, upward, onnode, oversized, unused)
+    breaches, unplaced = find_layer_breaches(modules, imports, layers)
+    return LayerReport(
+        find_cycles(imports), lab_imports, upward, onnode, oversized, breaches, unplaced, unused
+    )

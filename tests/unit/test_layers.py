@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.layers_check import LAB_IMPORT_ALLOWLIST, MAX_LINES, LayerReport, check_layers
+from tests.unit.layers_check import LAB_IMPORT_ALLOWLIST, MAX_LINES, LayerReport, check_layers, layer_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,15 @@ def describe(report: LayerReport) -> str:
             report.onnode_imports,
             "import(s) of the project by an on-node program (burnin/onnode/ files run alone on the node, "
             "with the standard library only)",
+        ),
+        (
+            report.layer_breaches,
+            "import(s) up the layers (a module imports its own layer and those below: move the shared "
+            "piece down, or pass a function in; the layers are LAYERS in tests/unit/layers_check.py)",
+        ),
+        (
+            report.unplaced,
+            "module(s) in no layer (add the module or its package to LAYERS in tests/unit/layers_check.py)",
         ),
         (report.oversized, f"module(s) over {MAX_LINES} lines (split them by job)"),
         (
@@ -78,6 +87,7 @@ def check_fake(root: Path, **kwargs) -> LayerReport:
     """The checker on a fake tree, without the real tree's size allowlist (it would be stale)."""
     kwargs.setdefault("size_allowlist", {})
     kwargs.setdefault("upward_allowlist", ())
+    kwargs.setdefault("layers", FAKE_LAYERS)
     return check_layers(root, **kwargs)
 
 
@@ -183,7 +193,7 @@ def test_package_reexports_and_sibling_imports_are_not_cycles(tmp_path: Path) ->
                 "import bringup.fleet.lifecycle\n"
                 "class Store: ...\n"
             ),
-            "burnin/golden.py": "from bringup.fleet import Store\nimport os.path\nimport yaml\n",
+            "burnin/golden/rules.py": "from bringup.fleet import Store\nimport os.path\nimport yaml\n",
         },
     )
     report = check_fake(tmp_path)
@@ -238,9 +248,9 @@ def test_the_lab_may_import_product_code(tmp_path: Path) -> None:
         tmp_path,
         {
             "bringup/lab/cli.py": "from bringup.fleet import store\nfrom bringup.lab import rack\n",
-            "bringup/lab/rack.py": "import bringup.remote\nimport burnin.parsers\n",
+            "bringup/lab/rack.py": "import bringup.ssh.fanout\nimport burnin.parsers\n",
             "bringup/fleet/store.py": "",
-            "bringup/remote.py": "",
+            "bringup/ssh/fanout.py": "",
             "burnin/parsers/__init__.py": "",
             "bringup/cli.py": "from bringup.lab.cli import lab\n",
         },
@@ -279,16 +289,21 @@ def test_bringup_importing_burnin_is_found_and_the_lab_may(tmp_path: Path) -> No
         tmp_path,
         {
             "burnin/result.py": "VERDICTS = ()\n",
-            "burnin/golden.py": "def pick():\n    from bringup.fleet import store\n",
+            "burnin/golden/rules.py": "def pick():\n    from bringup.fleet import store\n",
             "bringup/fleet/store.py": "from burnin.result import VERDICTS\n",
-            "bringup/select.py": "def f():\n    import burnin.golden\n",
-            "bringup/lab/demo.py": "import burnin.golden\n",
+            "bringup/fleet/select.py": "def f():\n    import burnin.golden.rules\n",
+            "bringup/lab/demo.py": "import burnin.golden.rules\n",
         },
     )
     found = sorted((i.importer, i.imported) for i in check_fake(tmp_path).upward_imports)
-    assert found == [("bringup.fleet.store", "burnin.result"), ("bringup.select", "burnin.golden")]
+    assert found == [
+        ("bringup.fleet.select", "burnin.golden.rules"),
+        ("bringup.fleet.store", "burnin.result"),
+    ]
     allowed = check_fake(tmp_path, upward_allowlist=(("bringup.fleet.store", "burnin.result"),))
-    assert [(i.importer, i.imported) for i in allowed.upward_imports] == [("bringup.select", "burnin.golden")]
+    assert [(i.importer, i.imported) for i in allowed.upward_imports] == [
+        ("bringup.fleet.select", "burnin.golden.rules")
+    ]
 
 
 def test_an_on_node_program_importing_the_project_is_found(tmp_path: Path) -> None:
@@ -303,3 +318,83 @@ def test_an_on_node_program_importing_the_project_is_found(tmp_path: Path) -> No
     )
     found = [(i.importer, i.imported) for i in check_fake(tmp_path).onnode_imports]
     assert found == [("burnin.onnode.stress", "burnin.result")]
+
+
+# --------------------------------------------------------------------------------------------
+# the layer order
+# --------------------------------------------------------------------------------------------
+
+# Every fake tree's modules in one layer unless a test says otherwise: the other rules' tests
+# are not about the order.
+FAKE_LAYERS = ((1, "all", ("bringup", "burnin")),)
+ORDERED = (
+    (1, "pure", ("burnin.checks", "burnin.parsers", "bringup.core")),
+    (2, "store", ("bringup.fleet",)),
+    (4, "orchestration", ("burnin.stages", "burnin.stages.cut")),
+    (1, "pure, inside an orchestration package", ("burnin.stages.plan",)),
+)
+
+
+def test_an_import_up_the_layers_is_found(tmp_path: Path) -> None:
+    """The upward import that once passed every test: a check (layer 1) importing a stage."""
+    root = make_tree(
+        tmp_path,
+        {
+            "burnin/checks/nccl_replay.py": "from burnin.stages.cut import mark\n",
+            "burnin/stages/cut.py": "from burnin.checks import base\nmark = 1\n",
+            "burnin/checks/base.py": "",
+            "bringup/core/errors.py": "",
+        },
+    )
+    report = check_fake(root, layers=ORDERED)
+    assert [
+        (b.imp.importer, b.imp.imported, b.importer_layer, b.imported_layer) for b in report.layer_breaches
+    ] == [("burnin.checks.nccl_replay", "burnin.stages.cut", 1, 4)]
+    assert "burnin/checks/nccl_replay.py:1" in describe(report)
+
+
+def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path,
+        {
+            "burnin/stages/run.py": "from burnin.checks import base\nfrom bringup.fleet import store\n",
+            "bringup/fleet/store.py": "from bringup.core import errors\n",
+            "bringup/core/errors.py": "",
+            "burnin/checks/base.py": "from burnin.parsers import p\n",
+            "burnin/parsers/p.py": "",
+        },
+    )
+    report = check_fake(root, layers=ORDERED)
+    assert report.layer_breaches == [] and report.unplaced == []
+
+
+def test_the_longest_prefix_places_a_module(tmp_path: Path) -> None:
+    """A pure module inside an orchestration package is held to its own, lower layer."""
+    assert layer_of("burnin.stages.plan", ORDERED) == 1
+    assert layer_of("burnin.stages.runner", ORDERED) == 4
+    assert layer_of("burnin.stagesx", ORDERED) is None  # a prefix is a dotted-name prefix
+    root = make_tree(
+        tmp_path,
+        {"burnin/stages/plan.py": "from burnin.stages import runner\n", "burnin/stages/runner.py": ""},
+    )
+    report = check_fake(root, layers=ORDERED)
+    assert [str(b.imp) for b in report.layer_breaches] == [
+        "burnin.stages.plan -> burnin.stages.runner (burnin/stages/plan.py:1, module level)"
+    ]
+
+
+def test_a_module_in_no_layer_is_reported(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, {"burnin/newpkg/thing.py": "", "burnin/checks/base.py": ""})
+    report = check_fake(root, layers=ORDERED)
+    assert "burnin.newpkg.thing" in report.unplaced and not report.ok
+
+
+def test_the_real_layers_place_every_module_and_name_real_packages() -> None:
+    """Each prefix of LAYERS names a module or package of the tree (no stale entry)."""
+    from tests.unit.layers_check import LAYERS, find_modules
+
+    modules = find_modules(REPO)
+    stale = [p for _, _, prefixes in LAYERS for p in prefixes if p not in modules]
+    assert stale == []
+    numbers = [number for number, _, _ in LAYERS]
+    assert numbers == sorted(numbers) == list(range(1, len(numbers) + 1))

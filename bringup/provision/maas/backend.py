@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bringup.credentials import CredentialError, CredentialRef, parse_ref, resolve
-from bringup.errors import BadInput
+from bringup.core.credentials import CredentialError, CredentialRef, parse_ref, resolve
+from bringup.core.errors import BadInput
 from bringup.provision.backend import Progress, ProvisionOutcome, ProvisionTarget
 from bringup.provision.maas.client import ApiKey, MaasClient, MaasError
 from bringup.provision.maas.node import MachineRun, NodeFailed, target_macs

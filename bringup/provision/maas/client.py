@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import requests
 
-from bringup.credentials import CredentialError
-from bringup.errors import UserError
+from bringup.core.credentials import CredentialError
+from bringup.core.errors import UserError
 
 # -- API key and OAuth 1.0 PLAINTEXT signing ------------------------------------------------
 

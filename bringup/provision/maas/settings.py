@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bringup.credentials import CredentialError, CredentialRef, parse_ref
-from bringup.provision_vars import setting_problems
+from bringup.core.credentials import CredentialError, CredentialRef, parse_ref
+from bringup.inventory.provision_vars import setting_problems
 
 DEFAULTS: dict[str, Any] = {
     "maas_distro_series": "jammy",

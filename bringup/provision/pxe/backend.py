@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bringup.inventory.provision_vars import setting_problems
 from bringup.provision.backend import Progress, ProvisionOutcome, ProvisionTarget
 from bringup.provision.pxe import preflight, scripts, tokens
 from bringup.provision.pxe.bootserver import BootServer, NodeBoot
@@ -38,7 +39,6 @@ from bringup.provision.pxe.dnsmasq import (
 )
 from bringup.provision.pxe.ramdisk import AGENT_SCRIPT
 from bringup.provision.pxe.watchdog import Step, Watchdog, WatchdogPolicy
-from bringup.provision_vars import setting_problems
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.errors import RedfishError
 
@@ -548,8 +548,8 @@ class PxeBackend:
     def _wait_ssh(
         self, t: ProvisionTarget, ip: str | None, report: Mapping[str, Any], say: Callable[[str], None]
     ) -> str:
-        from bringup.hostkeys import PinnedKeys, clean_keys
-        from bringup.remote import run_script, target_from_vars
+        from bringup.ssh.fanout import run_script, target_from_vars
+        from bringup.ssh.hostkeys import PinnedKeys, clean_keys
 
         s = self.settings
         assert s is not None

@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bringup.errors import BadInput, UserError
-from bringup.procs import stop_child
-from bringup.provision_vars import control_character
+from bringup.core.errors import BadInput, UserError
+from bringup.inventory.provision_vars import control_character
+from bringup.local.procs import stop_child
 
 # Debian's `ipxe` package.
 IPXE_FILES = {

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bringup.errors import UserError
-from bringup.files import flocked
+from bringup.core.errors import UserError
+from bringup.local.files import flocked
 
 KERNEL_FLAVOUR = "cloud-amd64"
 # What the agent needs: the NIC (virtio in the lab; real NIC drivers would be added here) and

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 
 MODES = ("agent", "install", "local")
 

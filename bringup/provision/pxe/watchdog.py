@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 
 
 class Step(str, Enum):

@@ -3,7 +3,7 @@ and generic DMTF Redfish."""
 
 from __future__ import annotations
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.redfish.vendors.base import Vendor
 from bringup.redfish.vendors.dell import Dell
 from bringup.redfish.vendors.generic import Generic

@@ -9,9 +9,9 @@ import sys
 import time
 
 from benchmarks.fleet_sim.ssh import frame_answer, parse_batch
-from bringup.hostkeys import PinnedKeys
-from bringup.profiles import find_profile
-from bringup.remote import SshTarget, fan_out
+from bringup.profiles.load import find_profile
+from bringup.ssh.fanout import SshTarget, fan_out
+from bringup.ssh.hostkeys import PinnedKeys
 from burnin.result import Verdict
 from burnin.stages import stage_checks
 from burnin.stages.batch import Job, build_script, parse_output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bringup.profiles import find_profile
+from bringup.profiles.load import find_profile
 from burnin.stages import stage_checks
 from tests.paths import REPO
 

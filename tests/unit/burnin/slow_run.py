@@ -1,7 +1,7 @@
 """A real burn-in run in its own process, for the interruption tests: ``python -m
 tests.unit.burnin.slow_run DB PROFILES NODE MARKER [STAGES]``.
 
-It runs ``burnin.session.run_local`` against the fleet store DB for fleet node NODE, with one
+It runs ``burnin.run.session.run_local`` against the fleet store DB for fleet node NODE, with one
 check per stage whose command touches MARKER and then sleeps: the test waits for MARKER (the
 run is under way: its record is written, the node is in burn-in) and then interrupts or kills
 this process.
@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 from bringup.fleet.store import FleetStore
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.result import Result
-from burnin.session import LocalRunRequest, run_local
+from burnin.run.session import LocalRunRequest, run_local
 from burnin.stages import runner
 
 

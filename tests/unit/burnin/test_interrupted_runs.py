@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet import runs
 from bringup.fleet.lifecycle import State
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.result import Result
-from burnin.session import LocalRunRequest, run_local
+from burnin.run.session import LocalRunRequest, run_local
 from burnin.stages import runner as runner_mod
-from tests.unit.burnin.test_golden import RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
 REPO = Path(__file__).resolve().parents[3]
 STAGES = "preflight,gpu,pcie"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from bringup.cli.common import EXIT_INTERNAL_ERROR, FriendlyGroup, global_options, set_global_options
 from bringup.cli.main import main
-from bringup.errors import BadInput, UserError
+from bringup.core.errors import BadInput, UserError
 from tests.paths import REPO
 
 

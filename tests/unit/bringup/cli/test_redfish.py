@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from bringup.cli.main import main
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.fleet.store import FleetStore
 from tests.doubles.redfish_server import FakeBmc, FakeBmcServer, self_signed_tls, serving
 from tests.fleet import walk_to

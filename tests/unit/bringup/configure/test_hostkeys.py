@@ -11,8 +11,8 @@ import paramiko
 
 from bringup.configure.hostkeys import pinned_args, pinned_hosts
 from bringup.configure.runner import run_playbook
-from bringup.hostkeys import RECORDED
-from tests.unit.bringup import test_remote_hostkeys as ssh_server
+from bringup.ssh.hostkeys import RECORDED
+from tests.unit.bringup.ssh import test_fanout_hostkeys as ssh_server
 
 sshd = ssh_server.sshd  # the fixture: a real SSH server with an ECDSA host key
 client_key = ssh_server.client_key

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bringup.configure.inventory import build_inventory, group_name, host_vars, profile_vars
-from bringup.inventory import load_rack
+from bringup.inventory.rack import load_rack
 from tests.inventories import write_rack
 from tests.profiles import minimal
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from bringup.cli.main import main
 from bringup.fleet.enroll import enroll_hosts
 from bringup.fleet.store import FleetStore
-from bringup.inventory import load_rack
+from bringup.inventory.rack import load_rack
 from tests.paths import REPO
 
 

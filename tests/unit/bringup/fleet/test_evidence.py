@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event, func, select
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.fleet import evidence
 from bringup.fleet.models import CheckResult, EvidenceBlob, utcnow
 from bringup.fleet.prune import parse_older_than, prune

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from bringup.errors import UserError
+from bringup.core.errors import UserError
 from bringup.fleet import run_list, runs
 from bringup.fleet.models import Run, utcnow
 from bringup.fleet.store import FleetStore

@@ -13,7 +13,7 @@ import threading
 import pytest
 from sqlalchemy import event, func, select
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Event
 from bringup.fleet.store import FleetStore, NodeNotFound, StoreError

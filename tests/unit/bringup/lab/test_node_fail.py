@@ -21,7 +21,7 @@ from bringup.lab.node_fail import (
     report_lines,
     still_running,
 )
-from bringup.remote import RemoteResult
+from bringup.ssh.fanout import RemoteResult
 from burnin.parsers import ParseError
 from burnin.parsers.sacct import SACCT_FIELDS, parse_sacct
 from burnin.service.slurm import SlurmError

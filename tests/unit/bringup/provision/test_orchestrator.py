@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from bringup.cli.main import main
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.fleet.models import Run
 from bringup.fleet.store import FleetStore
-from bringup.inventory import load_rack
+from bringup.inventory.rack import load_rack
 from bringup.provision import rack as provision_library
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.orchestrator import Orchestrator, plan_rack, rack_vars

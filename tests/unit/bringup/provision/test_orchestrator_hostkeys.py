@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import paramiko
 
-from bringup.hostkeys import fingerprint, pinned
 from bringup.provision.backend import ProvisionOutcome, ProvisionTarget
 from bringup.provision.orchestrator import Orchestrator
+from bringup.ssh.hostkeys import fingerprint, pinned
 from tests.unit.bringup.provision import test_orchestrator as base
 from tests.unit.bringup.provision.test_orchestrator import FakeBackend, discover, good_outcome, selection
 

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from bringup.inventory import InventoryHost, duplicates
+from bringup.inventory.rack import InventoryHost, duplicates
 from bringup.redfish.discovery import discover_endpoint
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import InventoryProblem

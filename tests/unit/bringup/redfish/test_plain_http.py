@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from bringup.cli.main import main
 from bringup.fleet.store import FleetStore
-from bringup.inventory import load_rack
+from bringup.inventory.rack import load_rack
 from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.rack import RackJob, discover_rack
 from tests.doubles.redfish_server import FakeBmc, serving

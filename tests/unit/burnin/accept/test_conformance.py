@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
-from bringup.delivery import parse_delivery
 from bringup.fleet.models import CheckResult, Node
+from bringup.inventory.delivery import parse_delivery
 from bringup.redfish.discovery import discover_endpoint
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from burnin.accept.conformance import compare, compare_node

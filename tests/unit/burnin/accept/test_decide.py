@@ -10,11 +10,11 @@ from burnin.accept.decide import (
     REJECTED,
     NodeEvidence,
     Reason,
+    ResultRow,
     decide_delivery,
     decide_node,
     serial_in,
 )
-from burnin.accept.ledger import ResultRow
 
 T0 = datetime(2026, 5, 1, 8, 0, tzinfo=timezone.utc)
 STAGES = ("preflight", "gpu")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bringup.delivery import parse_delivery
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from bringup.inventory.delivery import parse_delivery
 from burnin.accept import ledger
 from burnin.accept.run import AcceptanceRunning, AcceptRequest, NothingToTest, plan_acceptance
 from tests.fleet import walk_to

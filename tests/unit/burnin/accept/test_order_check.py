@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from bringup.delivery import parse_delivery
+from bringup.inventory.delivery import parse_delivery
 from burnin.accept.order_check import conformance_of, delivery_problems
 
 

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from burnin.accept.ledger import IterationRecord, ResultRow
+from burnin.accept.decide import ResultRow
+from burnin.accept.ledger import IterationRecord
 from burnin.accept.soak import SoakPlan, failed_nodes, next_iteration, run_soak, should_continue, still_in
 
 T0 = datetime(2026, 5, 1, 8, 0, tzinfo=timezone.utc)

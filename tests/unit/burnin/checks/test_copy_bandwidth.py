@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.copy_bandwidth import NVBANDWIDTH, CopyBandwidthCheck, link_gbytes
 from burnin.result import Action, Severity, Verdict

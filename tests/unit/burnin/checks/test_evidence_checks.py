@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.result import Severity, Verdict
@@ -132,7 +132,7 @@ def test_query_gpu_csv_without_a_header_is_unknown_unless_it_is_the_throttle_sam
 
 
 def test_query_gpu_csv_with_units_and_other_fields_is_recognised_and_judged() -> None:
-    from burnin.evaluate import evaluate_text
+    from burnin.evaluate.handed_in import evaluate_text
 
     text = (
         "timestamp, index, temperature.gpu, power.draw [W], pcie.link.gen.max, pcie.link.width.current\n"
@@ -146,7 +146,7 @@ def test_query_gpu_csv_with_units_and_other_fields_is_recognised_and_judged() ->
 
 
 def test_nccl_tests_json_is_recognised_and_judged_against_the_multi_node_floor() -> None:
-    from burnin.evaluate import evaluate_text
+    from burnin.evaluate.handed_in import evaluate_text
     from tests.unit.burnin.parsers.test_nccl_tests import JSON_DOC
 
     text = json.dumps(JSON_DOC, indent=1) + "\n"

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge, sections
 from burnin.checks.host_perf import CpuThrottle, MemoryBandwidth, NvmePerf
 from burnin.result import Action, Verdict

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from bringup.profiles import apply_overrides, load_profile
-from bringup.remote import SshTarget
+from bringup.profiles.load import apply_overrides, load_profile
+from bringup.ssh.fanout import SshTarget
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import EndOutput, counter_changes
 from burnin.checks.ib_replay import RECORD_MARK, parse_record, replay

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.inventory import CpuInventory, MemoryInventory, NvmeHealthCheck
 from burnin.result import Action, Verdict

@@ -33,7 +33,7 @@ def test_repeated_lines_are_one_finding_with_a_count() -> None:
 def test_site_allowlist_silences_a_known_line() -> None:
     text = "[ 5.0] foo_driver: firmware error 12, retrying\n"
     assert judged(text).verdict.value == "WARN"
-    from bringup.profiles import apply_overrides
+    from bringup.profiles.load import apply_overrides
 
     allowed = apply_overrides(PROFILE, ("host.kernel_log_allowlist=['foo_driver: firmware error']",))
     assert judge(ALL_CHECKS["kernel_log"], CommandOutput(stdout=text), allowed).verdict.value == "PASS"

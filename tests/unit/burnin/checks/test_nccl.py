@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bringup.profiles import apply_overrides, load_profile
+from bringup.profiles.load import apply_overrides, load_profile
 from burnin.checks.nccl import (
     Hang,
     busbw_floor,

@@ -3,7 +3,7 @@ outputs; the GPU that drags it down is named when `nvidia-smi nvlink -s` shows i
 
 from __future__ import annotations
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import SECTION_MARK, CommandOutput, judge
 from burnin.checks.nccl_local import NcclLocal
 from burnin.result import Action, Severity, Verdict

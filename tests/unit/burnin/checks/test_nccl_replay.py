@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.nccl_replay import RECORD_MARK, parse_record, replay
 from burnin.parsers import ParseError
 from burnin.result import Verdict

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check, CommandOutput, judge
 from burnin.result import Result, Verdict

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bringup.profiles import apply_overrides
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.gpu import GpuInventory, GpuMemoryHealth, GpuVersions
 from burnin.checks.ib import IbPorts

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.profiles import apply_overrides, load_profile
+from bringup.profiles.load import apply_overrides, load_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from tests.paths import REPO

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from burnin.accept import ledger
 from burnin.cli import main
-from tests.unit.burnin.test_golden import NODES, RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import NODES, RACK, FleetRack
 
 
 def invoke(fleet: FleetRack, *args: str):
@@ -56,7 +56,7 @@ def test_reasons_are_printed_as_text_not_as_markup():
     closing tag)."""
     from dataclasses import replace
 
-    from bringup.ui import console
+    from bringup.cli.ui import console
     from burnin.accept.decide import REJECTED, NodeDecision, Reason
     from burnin.cli.accept import _print
     from tests.unit.burnin.accept.test_outputs import result

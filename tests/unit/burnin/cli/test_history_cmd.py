@@ -13,8 +13,8 @@ import pytest
 from bringup.fleet.models import utcnow
 from burnin.history.fleet import load_policy
 from burnin.history.lemons import LemonPolicy
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 from tests.unit.burnin.history.writer import PastWriter
-from tests.unit.burnin.test_golden import RACK, FleetRack
 
 REPO = Path(__file__).resolve().parents[4]
 NOW = utcnow().replace(microsecond=0)

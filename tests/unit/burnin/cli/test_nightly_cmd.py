@@ -51,7 +51,7 @@ def _revalidate(tmp_path, monkeypatch, value: str):
     """`burnin nightly --revalidate VALUE`: the share that reaches the night (the night itself is
     stood in for: it is tested in tests/unit/burnin/service and the lab)."""
     import burnin.cli.nightly as nightly_cli
-    from bringup.errors import UserError
+    from bringup.core.errors import UserError
 
     inv = tmp_path / "inventories"
     write_rack(inv, "rb", {"gpu101": host(2)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bringup.fleet import runs
 from bringup.fleet.models import Run
-from tests.unit.burnin.test_golden import RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
 
 def run_count(fleet: FleetRack) -> int:

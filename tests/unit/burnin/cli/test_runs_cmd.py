@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from bringup.fleet import runs
 from bringup.fleet.models import Run
-from tests.unit.burnin.test_golden import RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
 
 def test_runs_lists_state_nodes_controller_and_marks_abandoned_ones(tmp_path):

@@ -147,7 +147,7 @@ def test_a_bad_policy_names_the_file_and_field(data, words):
 
 
 def test_golden_judge_keeps_a_flagged_lemon_out():
-    from burnin.golden import GoldenRules, judge
+    from burnin.golden.rules import GoldenRules, judge
 
     rules = GoldenRules(stages=(), max_age=timedelta(days=7))
     assert judge("gpu001", "golden", [], rules, NOW).golden

@@ -5,9 +5,9 @@ the report already loaded."""
 from __future__ import annotations
 
 from bringup.fleet.models import utcnow
-from bringup.select import load_valid_rack
+from bringup.fleet.select import load_valid_rack
 from burnin.report.reliability import fleet_section
-from tests.unit.burnin.test_golden import RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
 
 def test_the_section_takes_the_rack_the_report_already_loaded(tmp_path):

@@ -97,7 +97,7 @@ def test_no_failures_and_no_node_days_say_so():
 
 
 def test_burnin_report_html_carries_the_section(tmp_path):
-    from tests.unit.burnin.test_golden import RACK, FleetRack
+    from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
     fleet = FleetRack(tmp_path)
     fleet.results("gpu001")

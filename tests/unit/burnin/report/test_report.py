@@ -24,7 +24,7 @@ from burnin.report.html import render_html
 from burnin.report.junit import render_junit
 from burnin.report.nccl import nccl_chart
 from tests.conftest import unavailable
-from tests.unit.burnin.test_golden import CRIT, RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import CRIT, RACK, FleetRack
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 PASS_RGB, FAIL_RGB = (0x2E, 0x7D, 0x32), (0xC6, 0x28, 0x28)
@@ -264,7 +264,7 @@ def test_build_report_orders_problems_worst_first():
             stage=stage, check=check, verdict=verdict, time=NOW, run_id=1, findings=list(findings)
         )
 
-    from burnin.golden import GoldenRules, NodeFacts, judge
+    from burnin.golden.rules import GoldenRules, NodeFacts, judge
 
     rows = [
         r("preflight", "disk_usage", "WARN"),

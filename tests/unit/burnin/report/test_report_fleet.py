@@ -8,7 +8,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from bringup.fleet.models import CheckResult
-from burnin.golden import GoldenRules, NodeFacts, judge
+from burnin.golden.rules import GoldenRules, NodeFacts, judge
 from burnin.report import build_report
 from burnin.report.html import render_html
 from burnin.stages import STAGE_ORDER

@@ -47,7 +47,7 @@ def test_the_rack_views_carry_each_hosts_inventory_profile(tmp_path):
     """The nightly chooses partners of the tested node's profile: the profile is the inventory
     host's (the one the stages load, and the nccl stage soaks by)."""
     from bringup.fleet.store import FleetStore
-    from bringup.inventory import load_rack
+    from bringup.inventory.rack import load_rack
     from burnin.service.nightly import rack_views
     from tests.inventories import write_rack
 

@@ -7,10 +7,10 @@ import re
 from datetime import timedelta
 
 from bringup.fleet.models import utcnow
-from bringup.inventory import load_rack
+from bringup.inventory.rack import load_rack
 from burnin.service.nightly import NightlyRequest, NightlyResult, write_reports
+from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 from tests.unit.burnin.history.writer import PastWriter
-from tests.unit.burnin.test_golden import RACK, FleetRack
 
 
 def test_the_nightly_html_report_has_the_racks_reliability_section(tmp_path):

@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from bringup.profiles import apply_overrides, load_profile
-from bringup.remote import RemoteResult, SshTarget
+from bringup.profiles.load import apply_overrides, load_profile
+from bringup.ssh.fanout import RemoteResult, SshTarget
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import EndOutput, counter_changes, judge_session, measure_session
 from burnin.plan.ib_pairs import PortKey, plan_rounds

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.remote import SshTarget
+from bringup.ssh.fanout import SshTarget
 from burnin.checks.ib_load import IbPortInfo, judge_session, measure_session
 from burnin.plan.ib_pairs import PortKey, plan_rounds
 from burnin.stages import ib as ib_stage
@@ -172,7 +172,7 @@ def test_the_stage_through_slurm_discovers_and_runs_each_round_as_one_job(four_r
     """The whole stage with its scripts run by jobs: discovery (really run on the stand-ins), then
     each round; here Slurm runs no round (the nodes went down after discovery): every node is
     UNKNOWN with Slurm's reason, as an unreachable node over SSH, never a pass."""
-    from bringup.profiles import apply_overrides, load_profile
+    from bringup.profiles.load import apply_overrides, load_profile
     from tests.paths import REPO
 
     profile, _ = load_profile("h100-sxm-8x400g", REPO / "inventories/profiles")
@@ -199,9 +199,9 @@ def test_the_stage_through_slurm_discovers_and_runs_each_round_as_one_job(four_r
 def test_with_the_slurm_launcher_the_ib_stage_is_handed_slurm_jobs(tmp_path, monkeypatch) -> None:
     """`--launcher slurm` gives the ib stage the Slurm job runner for this run's spool; without
     it the stage gets nothing and opens SSH sessions."""
-    from burnin.session import LaunchOptions, RackRunRequest, run_rack
+    from burnin.run.session import LaunchOptions, RackRunRequest, run_rack
     from burnin.stages import runner as runner_mod
-    from tests.unit.burnin.test_golden import RACK, FleetRack
+    from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
     seen = []
     monkeypatch.setattr(

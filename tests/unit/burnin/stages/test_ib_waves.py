@@ -4,7 +4,7 @@ Before, a round opened one SSH session per node all at once: 1,000 threads at 1,
 
 from __future__ import annotations
 
-from bringup.remote import RemoteResult, SshTarget
+from bringup.ssh.fanout import RemoteResult, SshTarget
 from burnin.checks.ib_load import IbPortInfo
 from burnin.plan.ib_pairs import PortKey, plan_rounds
 from burnin.stages import ib as ib_stage

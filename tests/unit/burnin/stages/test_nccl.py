@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 import burnin.stages.nccl as stage
-from bringup.profiles import apply_overrides, load_profile
-from bringup.remote import SshTarget
+from bringup.profiles.load import apply_overrides, load_profile
+from bringup.ssh.fanout import SshTarget
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.result import Verdict
 from burnin.stages.jobs import GroupContext, NodeJob

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from bringup.hostkeys import PinnedKeys
-from bringup.remote import SshTarget
+from bringup.ssh.fanout import SshTarget
+from bringup.ssh.hostkeys import PinnedKeys
 from burnin.stages.nccl import ssh_settings
 
 KEY = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBAAA"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from bringup.capture import MIB
+from bringup.core.cut import MIB
 from bringup.fleet.evidence import CAP_ENV
 from burnin.result import Action, Result, Verdict, critical
 from burnin.stages.batch import Job, build_script, parse_output

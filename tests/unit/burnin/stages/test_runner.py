@@ -10,7 +10,7 @@ from sqlalchemy import event
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import states_of
-from bringup.profiles import Profile
+from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.parsers import ParseError
 from burnin.result import Action, Result, Verdict, critical

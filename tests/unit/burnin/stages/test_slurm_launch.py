@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bringup.errors import BadInput
+from bringup.core.errors import BadInput
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Run
 from bringup.fleet.run_list import list_runs
@@ -22,8 +22,8 @@ from bringup.fleet.store import FleetStore
 from burnin.cli import main as burnin_main
 from burnin.parsers.slurm import parse_sinfo_nodes
 from burnin.result import Result, Verdict
+from burnin.run.session import LaunchOptions, RackRunRequest, run_rack
 from burnin.service.slurm import SlurmError
-from burnin.session import LaunchOptions, RackRunRequest, run_rack
 from burnin.stages import runner as runner_mod
 from burnin.stages import stage_checks
 from burnin.stages.jobs import NodeJob
@@ -45,7 +45,7 @@ from burnin.stages.slurm_launch import (
 from tests.fleet import walk_to
 from tests.paths import REPO
 from tests.profiles import shipped
-from tests.unit.burnin.test_golden import NODES, RACK, FleetRack
+from tests.unit.burnin.golden.test_rules import NODES, RACK, FleetRack
 
 SAMPLES = REPO / "tests" / "fixtures" / "samples"
 

@@ -135,7 +135,7 @@ def test_the_watcher_hands_each_file_over_once_as_it_appears(tmp_path: Path) -> 
 
 
 def test_a_file_over_the_bound_is_not_read(tmp_path: Path, monkeypatch) -> None:
-    """The controller never reads more of one file than a task can write (bringup.capture's rule)."""
+    """The controller never reads more of one file than a task can write (bringup.local.capture's rule)."""
     monkeypatch.setattr(spool_mod, "MAX_FILE_BYTES", 2 * 1024 * 1024)
     with open(tmp_path / "7-node01-gpu.json", "wb") as f:
         f.truncate(3 * 1024 * 1024)  # sparse: nothing is written

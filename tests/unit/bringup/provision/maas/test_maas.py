@@ -13,7 +13,7 @@ import pytest
 import requests
 import yaml
 
-from bringup.credentials import write_secret_file
+from bringup.core.credentials import write_secret_file
 from bringup.fleet.lifecycle import State
 from bringup.provision.backend import ProvisionTarget
 from bringup.provision.maas import (

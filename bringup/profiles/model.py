@@ -1,0 +1,533 @@
+"""The hardware profile as a typed model: every field's type, limits, default and source.
+
+A profile (``inventories/profiles/<name>.yml``) says what a node of one kind must have and the
+thresholds it is judged by (DESIGN.md idea 5). This module is the one place that says which keys
+a profile has: checks read ``profile.ib.hca_count``, never a dotted string, and a default lives
+here, in the field, with the source of its figure in the field's description (REFERENCE.md holds
+the public sources). ``bringup/schemas/profile.schema.json`` is this model's JSON Schema, shipped
+for editors; ``python -m bringup.profiles.load --schema`` writes it.
+
+Types are strict where a typo would otherwise pass as a number: ``count: true`` or
+``rate_gbps: "400"`` are errors, not 1 and 400. Unknown keys are errors too, so a misspelt
+threshold cannot silently fall back to its default. Loading, the file/field problem list and
+``--set`` overrides are in ``bringup/profiles/load.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+BOOT_MODES = ("uefi", "legacy")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+
+
+def _strict(
+    *types: type,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    choices: tuple[str, ...] = (),
+) -> BeforeValidator:
+    """Type and range check with the project's wording (``must be int, got str 'eight'``).
+
+    Runs before pydantic's own validation, so a bool is never taken for a count and a string
+    never for a number. The same limits go into ``Field`` for the JSON Schema."""
+    want = " or ".join(t.__name__ for t in types)
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            raise PydanticCustomError(
+                "wrong_type",
+                "must be {want}, got {got} {value}",
+                {"want": want, "got": type(value).__name__, "value": repr(value)},
+            )
+        if choices and value not in choices:
+            raise PydanticCustomError(
+                "not_a_choice",
+                "must be one of {choices}, got {value}",
+                {"choices": ", ".join(choices), "value": repr(value)},
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        if gt == 0 and le == 1 and not 0 < value <= 1:
+            raise PydanticCustomError(
+                "not_a_fraction", "is a fraction and must be in (0, 1], got {value}", {"value": str(value)}
+            )
+        if ge is not None and le is not None and not ge <= value <= le:
+            raise PydanticCustomError(
+                "out_of_range",
+                "must be from {ge} to {le}, got {value}",
+                {"ge": ge, "le": le, "value": str(value)},
+            )
+        if gt == 0 and value <= 0:
+            raise PydanticCustomError("not_positive", "must be positive, got {value}", {"value": str(value)})
+        if ge == 0 and value < 0:
+            raise PydanticCustomError("negative", "must not be negative, got {value}", {"value": str(value)})
+        if le is not None and value > le:
+            raise PydanticCustomError(
+                "too_big", "must be at most {le}, got {value}", {"le": le, "value": str(value)}
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def _strict_list(value: Any) -> Any:
+    if not isinstance(value, list):
+        raise PydanticCustomError(
+            "wrong_type",
+            "must be list, got {got} {value}",
+            {"got": type(value).__name__, "value": repr(value)},
+        )
+    return value
+
+
+def _regexes(value: tuple[str, ...]) -> tuple[str, ...]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise PydanticCustomError(
+                "bad_regex",
+                "{pattern} is not a regular expression: {why}",
+                {"pattern": repr(pattern), "why": str(exc)},
+            ) from None
+    return value
+
+
+Str = Annotated[str, _strict(str)]
+Bool = Annotated[bool, _strict(bool)]
+PositiveInt = Annotated[int, Field(gt=0), _strict(int, gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0), _strict(int, ge=0)]
+PositiveNumber = Annotated[float, Field(gt=0), _strict(int, float, gt=0)]
+NonNegativeNumber = Annotated[float, Field(ge=0), _strict(int, float, ge=0)]
+Fraction = Annotated[float, Field(gt=0, le=1), _strict(int, float, gt=0, le=1)]
+Percent = Annotated[float, Field(gt=0, le=100), _strict(int, float, gt=0, le=100)]
+StrList = Annotated[tuple[Str, ...], BeforeValidator(_strict_list)]
+
+
+class _Section(BaseModel):
+    """A mapping in the profile: closed (unknown keys are errors), immutable, nulls mean unset."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prepare(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        # ``vbios:`` with no value is "not pinned": the field's default, or "missing" if required.
+        data = {k: v for k, v in data.items() if v is not None}
+        # A required section that is absent is checked as empty, so each required key in it is
+        # reported by its full name (``ib.rate_gbps: missing``), not only ``ib: missing``.
+        for name, info in cls.model_fields.items():
+            if (
+                info.is_required()
+                and isinstance(info.annotation, type)
+                and issubclass(info.annotation, _Section)
+            ):
+                data.setdefault(name, {})
+        return data
+
+
+class Gpu(_Section):
+    model: Str = Field(
+        description='Product name every GPU must report, as `nvidia-smi -q` prints "Product Name" '
+        '(e.g. "NVIDIA H100 80GB HBM3" on HGX H100 SXM5).'
+    )
+    count: PositiveInt = Field(description="GPUs per node (an HGX baseboard holds 8 SXM modules).")
+    memory_gib: PositiveNumber = Field(
+        description="Memory per GPU, GiB (H100 SXM: 81559 MiB total in nvidia-smi -q FB Memory Usage)."
+    )
+    nvlink_links_per_gpu: NonNegativeInt = Field(
+        description="NVLink links each GPU must have active (H100 SXM: 18, NV18 in `nvidia-smi topo -m`). "
+        "0: GPUs without NVLink; the nvlink check is skipped."
+    )
+    nvswitch: Bool = Field(
+        description="GPUs talk over NVSwitch: the fabric manager must run, or CUDA init fails with "
+        '"system not yet initialized" (REFERENCE.md, GPU). Turns on the fabric manager check and role.'
+    )
+
+
+class Link(_Section):
+    gen: PositiveInt = Field(
+        description="PCIe generation the link must reach (5 = 32 GT/s). GPUs drop link speed at idle "
+        "(power saving), so speed is judged under load (REFERENCE.md, PCIe)."
+    )
+    width: PositiveInt = Field(description="PCIe lanes the link must have (16 = x16); judged at idle too.")
+
+
+class OptionalLink(_Section):
+    gen: PositiveInt | None = Field(default=None, description="PCIe generation; unset: not judged.")
+    width: PositiveInt | None = Field(default=None, description="PCIe lanes; unset: not judged.")
+
+
+class Pcie(_Section):
+    gpu: Link = Field(description="Every GPU's link (H100 SXM: Gen5 x16).")
+    nic: Link = Field(description="Every network card's link (ConnectX-7: Gen5 x16).")
+    nvme: OptionalLink = Field(
+        default_factory=OptionalLink,
+        description="Every NVMe drive's link (U.2 data-centre drives: Gen4 x4, vendor datasheets); "
+        "unset: not judged.",
+    )
+
+
+class Ib(_Section):
+    hca_count: NonNegativeInt = Field(
+        description="InfiniBand ports each node must have, of the link layer below (one NDR HCA per GPU "
+        "on a rail-optimised fabric). 0: no InfiniBand; the ib checks and the ib stage are skipped."
+    )
+    rate_gbps: PositiveNumber = Field(
+        description='Rate every port must run at, Gb/s (NDR: ibstat "Rate: 400").'
+    )
+    link_layer: Annotated[Literal[LINK_LAYERS], _strict(str, choices=LINK_LAYERS)] = Field(
+        description="Link layer of the ports judged; ports of the other layer on the same HCAs (a "
+        "BlueField or CX Ethernet port) are listed but are not failures."
+    )
+
+
+def _pin(text: str, unset: str = "not pinned") -> Any:
+    return Field(default=None, description=f"{text} Unset: {unset}.")
+
+
+class Pins(_Section):
+    """Versions: what the checks require and what `bringup configure` installs (playbooks/roles/*)."""
+
+    driver: Str = Field(
+        description="NVIDIA data-centre driver version every node must run (e.g. 535.183.01, branch 535 LTS)."
+    )
+    fabric_manager: Str | None = _pin(
+        "Fabric manager version; it must match the driver exactly.", unset="the driver's version"
+    )
+    cuda: Str | None = _pin("CUDA version the driver reports.")
+    dcgm: Str | None = _pin("DCGM version (3.x and 4.x diag layouts are both parsed).")
+    doca_ofed: Str | None = _pin(
+        "DOCA-OFED / MLNX_OFED version; `ofed_info -s` may add a build suffix (24.04-0.6.6 -> 24.04-0.6.6.0)."
+    )
+    hca_firmware: Str | None = _pin("ConnectX firmware version every IB HCA must run (ibstat).")
+    vbios: Str | None = _pin(
+        "GPU VBIOS version (nvidia-smi -q); one VBIOS across a node is checked regardless."
+    )
+    dcgm_exporter: Str | None = _pin("NVIDIA/dcgm-exporter release (<dcgm>-<exporter> tag scheme).")
+    container_toolkit: Str | None = _pin(
+        "NVIDIA Container Toolkit version (1.16.2 fixes CVE-2024-0132, a container escape)."
+    )
+    nccl: Str | None = _pin("libnccl2 version, built for the pinned CUDA.")
+    nccl_tests: Str | None = _pin("NVIDIA/nccl-tests version, packaged by the site against the pinned NCCL.")
+    perftest: Str | None = _pin("perftest version (ib_write_bw, ib_read_bw).")
+    infiniband_diags: Str | None = _pin("infiniband-diags version (ibstat, perfquery).")
+    pciutils: Str | None = _pin("pciutils version (lspci -vv LnkCap/LnkSta).")
+    stress_ng: Str | None = _pin("stress-ng version.")
+    fio: Str | None = _pin("fio version.")
+    sysbench: Str | None = _pin("sysbench version (memory bandwidth, the host stage).")
+
+
+class Floors(_Section):
+    """Performance a node must reach; a figure below its floor fails the check."""
+
+    ib_write_bw_fraction: Fraction = Field(
+        description="ib_write_bw per direction must reach this fraction of ib.rate_gbps (0.97: one "
+        "operator's fabric alert level, REFERENCE.md InfiniBand)."
+    )
+    ib_write_bw_bidir_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="Bidirectional ib_write_bw floor, Gb/s (>= 720 with GPUDirect on NDR: another "
+        "operator's floor, REFERENCE.md). Unset: only the per-direction floor applies.",
+    )
+    nccl_busbw_single_node_gbps: PositiveNumber = Field(
+        description="all_reduce_perf bus bandwidth within one node at the largest sizes, GB/s (8x H100 "
+        "NVLink: 460, one cloud's floor, ~480 measured; REFERENCE.md NCCL)."
+    )
+    nccl_busbw_multi_node_gbps: PositiveNumber = Field(
+        description="all_reduce_perf bus bandwidth across nodes at the largest sizes, GB/s (8x NDR ring: "
+        "~390 possible; 360 leaves ~8% margin; REFERENCE.md NCCL)."
+    )
+    h2d_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="Host<->device copy floor per GPU and direction, GB/s, for the link pcie.gpu names (48 on "
+        "Gen5 x16, whose raw rate is 63 GB/s: one cloud's H100 floor with nvbandwidth, REFERENCE.md GPU). "
+        "Judged by copy_bandwidth; unset: only the fraction of the node's best applies.",
+    )
+    copy_fraction_of_best: Fraction = Field(
+        default=0.8,
+        description="A GPU's host<->device copy bandwidth must reach this fraction of the best GPU in the "
+        "same node (default 0.8: healthy GPUs of one node spread up to ~9% in a real nvbandwidth run, "
+        "nvbandwidth issue 15; a link trained to half its lanes moves half).",
+    )
+    d2d_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="nvbandwidth GPU<->GPU copy floor, GB/s (335: one cloud's H100 floor). Not judged yet.",
+    )
+    matmul_tflops_fraction_of_best: Fraction = Field(
+        default=0.9,
+        description="A GPU's matmul TFLOP/s under load must reach this fraction of the best GPU in the "
+        "same node (default 0.9: one tool passes a GPU within 10% of the node's best; REFERENCE.md GPU).",
+    )
+    matmul_tflops: PositiveNumber | None = Field(
+        default=None,
+        description="Absolute bf16 dense matmul floor, TFLOP/s (8192^3: ~790 measured on H100 SXM; "
+        "REFERENCE.md GPU). Unset: only the fraction of the node's best applies.",
+    )
+
+
+class Diag(_Section):
+    """How long and how hard the burn-in stages load a node."""
+
+    dcgm_level: Annotated[int, Field(ge=1, le=4), _strict(int, ge=1, le=4)] = Field(
+        description="`dcgmi diag -r N` level: 1 seconds, 2 about 2 min, 3 about 15 min (acceptance), "
+        "4 up to hours (REFERENCE.md GPU)."
+    )
+    stress_minutes: PositiveNumber = Field(
+        default=10,
+        description="Minutes of matmul load per GPU, comparing results bit for bit (silent data "
+        'corruption shows when run "repeatedly, for minutes", REFERENCE.md GPU). Default 10.',
+    )
+    pcie_load_seconds: PositiveNumber = Field(
+        default=20,
+        description="Seconds of GPU load while PCIe link speeds are read: GPUs drop link speed at idle, "
+        "so speed is only judged under load (REFERENCE.md PCIe). Default 20.",
+    )
+    ib_load_seconds: PositiveNumber = Field(
+        default=60,
+        description="Seconds each ib stage round loads every port at once (acceptance runs load for a "
+        "day: REFERENCE.md field lessons). Default 60; across profiles in one run the longest wins.",
+    )
+    ib_rounds: PositiveInt = Field(
+        default=2,
+        description="ib stage rounds: each port meets this many different partners, so a bad port is "
+        "told from a bad partner. Default 2; across profiles in one run the most wins.",
+    )
+    nccl_soak_minutes: NonNegativeNumber = Field(
+        default=60,
+        description="Minutes the nccl stage repeats its tests (at least once; 0 = once). NCCL hangs and "
+        "stalls can take 12-24 h to show (REFERENCE.md field lessons): raise it for acceptance. Default 60.",
+    )
+    nccl_group_size: NonNegativeInt = Field(
+        default=0,
+        description="Nodes per NCCL group: 0 = the whole run in one group; G = groups of G nodes.",
+    )
+    nccl_iteration_timeout_s: PositiveNumber = Field(
+        default=600,
+        description="An NCCL iteration with no progress for this many seconds (after its first result "
+        "row) is a hang: the watchdog stops it. Default 600.",
+    )
+    nccl_tests: Annotated[StrList, Field(min_length=1)] = Field(
+        default=["all_reduce_perf"],
+        description="nccl-tests programs the nccl stage runs (also all_gather_perf, alltoall_perf). "
+        "Default [all_reduce_perf].",
+    )
+
+
+class Host(_Section):
+    """The node as a Linux host: disks, clock, container runtime, kernel log."""
+
+    disk_use_warn_pct: Percent = Field(
+        default=85,
+        description="A filesystem this full (%) is a warning: containers and checkpoints need room "
+        "(operators' usual alert level). Default 85.",
+    )
+    disk_use_fail_pct: Percent = Field(
+        default=95,
+        description="A filesystem this full (%) fails the node: jobs that write logs or pull images "
+        "fail. Default 95.",
+    )
+    max_clock_offset_s: PositiveNumber = Field(
+        default=2,
+        description="Seconds the node's clock may be off the controller's: skew broke HTTPS certificate "
+        "checks on fresh nodes (REFERENCE.md field lessons). Default 2, as the base role's "
+        "base_max_clock_offset_s; `bringup configure` passes it on only when the profile sets it.",
+    )
+    zfs: Bool = Field(
+        default=False,
+        description="The node has a local ZFS pool: the zfs_pool check and the storage role run. Default false.",
+    )
+    container_image: Str = Field(
+        default="nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04",
+        description="Image the container runtime check starts with every GPU (`docker run --gpus all`); "
+        "its CUDA must suit the driver (12.2 = driver 535's CUDA). Default the CUDA 12.2.2 base image.",
+    )
+    kernel_log_allowlist: Annotated[StrList, AfterValidator(_regexes)] = Field(
+        default=[],
+        description="Extra regular expressions of kernel log lines known to be harmless at this site.",
+    )
+
+
+class Hardware(_Section):
+    """What the node itself must report: DIMMs (dmidecode), CPUs (lscpu), NVMe drives (smartctl).
+    Each figure left unset is not judged; a check with none of its figures set does not run."""
+
+    dimm_count: PositiveInt | None = Field(
+        default=None, description="Populated DIMM slots (dmidecode -t memory); fewer = a DIMM missing."
+    )
+    dimm_size_gib: PositiveNumber | None = Field(default=None, description="Size of every DIMM, GiB.")
+    dimm_min_speed_mts: PositiveInt | None = Field(
+        default=None, description="Slowest configured speed a DIMM may run at, MT/s (DDR5-4800 = 4800)."
+    )
+    cpu_model: Str | None = Field(
+        default=None, description="A substring of lscpu's 'Model name' (e.g. 'Xeon(R) Platinum 8480')."
+    )
+    cpu_cores: PositiveInt | None = Field(
+        default=None, description="Physical cores, all sockets together (sockets x cores per socket)."
+    )
+    nvme_count: PositiveInt | None = Field(default=None, description="NVMe drives smartctl --scan lists.")
+    nvme_min_capacity_gb: PositiveNumber | None = Field(
+        default=None, description="Smallest capacity an NVMe drive may have, GB (10^9 bytes, as sold)."
+    )
+    nvme_max_percentage_used: Percent = Field(
+        default=80,
+        description="NVMe 'Percentage Used' (endurance consumed) above which a drive is a warning. "
+        "Default 80: the drive is near its rated writes; 100 and above is worn out (NVMe spec).",
+    )
+
+    def judges_memory(self) -> bool:
+        return any(v is not None for v in (self.dimm_count, self.dimm_size_gib, self.dimm_min_speed_mts))
+
+    def judges_cpu(self) -> bool:
+        return self.cpu_model is not None or self.cpu_cores is not None
+
+
+class HostPerf(_Section):
+    """Host performance floors (the `host` stage): memory bandwidth (sysbench), local NVMe
+    throughput, IOPS and latency (fio) and CPU thermal throttling under a sustained load. Each
+    check runs only when its figures are set; REFERENCE.md "Host (node) tests"."""
+
+    memory_bandwidth_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="Floor of `sysbench memory` read bandwidth over every CPU thread, GB/s (10^9 B/s). "
+        "Unset: memory_bandwidth does not run.",
+    )
+    memory_seconds: PositiveNumber = Field(
+        default=10, description="Seconds sysbench reads memory. Default 10."
+    )
+    memory_block_mib: PositiveInt = Field(
+        default=64,
+        description="Each thread's buffer, MiB: larger than the last-level cache, so DRAM is measured, not "
+        "cache (Xeon 8480: 105 MB L3 per socket, shared by 56 threads). Default 64.",
+    )
+    nvme_directory: Str = Field(
+        default="/var/tmp",
+        description="Directory on local NVMe where fio writes its scratch file (removed afterwards); never "
+        "a raw device. Default /var/tmp; O_DIRECT fails on tmpfs, which fio reports as an error (UNKNOWN).",
+    )
+    nvme_file_gib: PositiveNumber = Field(
+        default=4, description="Size of fio's scratch file, GiB. Default 4."
+    )
+    nvme_seconds: PositiveNumber = Field(
+        default=10, description="Seconds of each fio job (sequential write, sequential read, 4k random read)."
+    )
+    nvme_seq_read_mbps: PositiveNumber | None = Field(
+        default=None,
+        description="Floor of fio sequential read (1 MiB blocks, queue depth 32), MB/s (10^6 B/s).",
+    )
+    nvme_seq_write_mbps: PositiveNumber | None = Field(
+        default=None, description="Floor of fio sequential write (1 MiB blocks, queue depth 32), MB/s."
+    )
+    nvme_randread_iops: PositiveNumber | None = Field(
+        default=None, description="Floor of fio 4 KiB random read IOPS (queue depth 64, one job)."
+    )
+    nvme_randread_p99_us: PositiveNumber | None = Field(
+        default=None, description="Ceiling of the 4 KiB random read 99th-percentile completion latency, us."
+    )
+    cpu_load_seconds: PositiveNumber | None = Field(
+        default=None,
+        description="Seconds of load on every CPU (stress-ng) while the kernel's thermal throttle counters "
+        "are watched. Unset: cpu_throttle does not run.",
+    )
+    cpu_min_load_mhz: PositiveNumber | None = Field(
+        default=None,
+        description="Lowest CPU clock under load (scaling_cur_freq), MHz; below it is a warning. Unset: "
+        "clocks are recorded, not judged.",
+    )
+
+    def judges_memory(self) -> bool:
+        return self.memory_bandwidth_gbps is not None
+
+    def judges_nvme(self) -> bool:
+        return any(
+            v is not None
+            for v in (
+                self.nvme_seq_read_mbps,
+                self.nvme_seq_write_mbps,
+                self.nvme_randread_iops,
+                self.nvme_randread_p99_us,
+            )
+        )
+
+
+class Health(_Section):
+    """`burnin health`, the in-service check Slurm runs on the node (docs/in-service.md)."""
+
+    budget_s: PositiveNumber = Field(
+        default=10,
+        description="Seconds all its checks together may take; a check still running then is UNKNOWN, "
+        "never a pass. Default 10: it must end well inside HealthCheckInterval, and Slurm's "
+        "epilog/prolog wait on it (issue 14).",
+    )
+    drain_on_unknown: Bool = Field(
+        default=False,
+        description="Drain the node when a check is UNKNOWN (could not run, timed out, unparseable) and "
+        "none failed. Default false: a check that cannot look is not proof of a fault, and a "
+        "wedged tool would otherwise drain the whole fleet at once; the verdict still shows in the "
+        "node's metrics.",
+    )
+
+
+class Provisioning(_Section):
+    nic: Str | None = Field(
+        default=None,
+        description="Which NIC PXE-boots, when the host/group var provisioning_nic does not say: "
+        "onboard (default), slot:N[:PORT], fqdd:NIC.Slot.3-1-1 or mac:AA:BB:...",
+    )
+
+
+class Profile(_Section):
+    """A validated hardware profile. ``path`` is where it was read from (not part of the YAML)."""
+
+    model_config = ConfigDict(
+        title="Hardware profile",
+        json_schema_extra={
+            "$comment": "Generated by `python -m bringup.profiles.load --schema`; do not edit."
+        },
+    )
+
+    name: Str = Field(description="The profile's name: its file name without .yml.")
+    description: Str = Field(description="The hardware in one line.")
+    boot_mode: Annotated[Literal[BOOT_MODES], _strict(str, choices=BOOT_MODES)] = Field(
+        description="How the nodes' firmware boots from the network (HGX platforms ship UEFI-only)."
+    )
+    gpu: Gpu
+    pcie: Pcie
+    ib: Ib
+    pins: Pins
+    floors: Floors
+    diag: Diag
+    host: Host = Field(default_factory=Host)
+    hardware: Hardware = Field(default_factory=Hardware)
+    host_perf: HostPerf = Field(default_factory=HostPerf)
+    provisioning: Provisioning = Field(default_factory=Provisioning)
+    health: Health = Field(default_factory=Health)
+
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    def at(self, path: Path | None) -> Profile:
+        """This profile, recorded as read from ``path``."""
+        copy = self.model_copy()
+        copy._path = path
+        return copy
