@@ -15,9 +15,9 @@ Prints, in order:
 - the requests one discovery makes, counted by the fake BMC: as the code runs now (one session,
   ``$expand``), with basic auth on every request, and on the same tree without ``ExpandQuery``;
 - for each N: wall time, client CPU seconds and ms per BMC, requests per BMC (counted by the
-  BMCs), sessions left open, the ratio to one BMC's time; the targets (issue 18): 256 BMCs in
+  BMCs), sessions left open, the ratio to one BMC's time; the targets: 256 BMCs in
   under 1.5x one BMC's time, 1,024 in under 3x;
-- the figures recorded before issue 18 (the same script at commit aa7ae84, the same machine)
+- the figures recorded before Redfish sessions (the same script at commit aa7ae84, the same machine)
   beside them: they are recorded, not measured by this run.
 
 ``--profile N`` discovers one BMC N times in a row, with no latency, and prints the client's
@@ -46,7 +46,7 @@ from bringup.redfish.endpoint import BmcEndpoint, TransportOptions  # noqa: E402
 from bringup.redfish.fanout import Task, default_concurrency, fan_out  # noqa: E402
 
 PASSWORD = "bench-pw"
-# Before issue 18 (commit aa7ae84: requests + urllib3 under the DMTF library, basic auth on
+# Before Redfish sessions (commit aa7ae84: requests + urllib3 under the DMTF library, basic auth on
 # every request, --concurrency 64 by default), this script on the 2-core development machine,
 # load average 13.9, 200 ms per request, dell-idrac9: N -> (concurrency, wall s, x 1 BMC,
 # client CPU ms per BMC). 17 requests per BMC with $expand, 41 without.
@@ -80,7 +80,7 @@ def request_counts(fixture: str, tls: Path | None) -> None:
             discover_endpoint(BmcEndpoint("node0000", url, "root", PASSWORD), opts)
             rows.append((label, fleet.stats()))
     print(
-        f"requests per BMC, fixture {fixture} (counted by the fake BMC; before issue 18: {BEFORE_REQUESTS})"
+        f"requests per BMC, fixture {fixture} (counted by the fake BMC; before sessions: {BEFORE_REQUESTS})"
     )
     kinds = sorted({k for _, s in rows for k in s["by_kind"]})
     print(f"  {'':<40}" + "".join(f"{label[:28]:>30}" for label, _ in rows))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The controller at fleet size: preflight over N simulated SSH nodes (issue 18).
+"""The controller at fleet size: preflight over N simulated SSH nodes.
 
 Usage: .venv/bin/python benchmarks/fleet.py [--counts 100,1000,4000] [--latency 0.2]
        [--concurrency N] [--profile-at 1000] [--top 25]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Loading a rack inventory at fleet size (issue 18): the YAML alone and the whole validated load.
+"""Loading a rack inventory at fleet size: the YAML alone and the whole validated load.
 
 Usage: .venv/bin/python benchmarks/inventory.py [--hosts 1000,10000] [--repeat 5]
 
@@ -13,7 +13,7 @@ settings in `all.vars`, a `file:` password reference, three variables per host; 
 - `load_valid_rack`: what every command that takes `--rack` does (the YAML, the group merge,
   each host's typed model, the duplicate and secret checks, the profiles).
 
-Printed: the median CPU and wall seconds of each. Runs on a tree before issue 18 too (it then
+Printed: the median CPU and wall seconds of each. Runs on a tree before libyaml was used too (it then
 reports the one loader that tree has), which is how the before figures were taken.
 """
 
@@ -75,7 +75,7 @@ def main() -> None:
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; PyYAML {yaml.__version__}, "
         f"libyaml {'present' if yaml.__with_libyaml__ else 'absent'}; "
-        f"load_yaml_file uses {default.__name__ if default else 'the pure-Python loader (before issue 18)'}"
+        f"load_yaml_file uses {default.__name__ if default else 'the pure-Python loader (before libyaml)'}"
     )
     with tempfile.TemporaryDirectory(prefix="bench-inventory-") as tmp:
         for n in (int(x) for x in args.hosts.split(",") if x.strip()):

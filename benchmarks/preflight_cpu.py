@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the controller's CPU goes per node of a preflight, part by part, on one core (issue 18).
+"""Where the controller's CPU goes per node of a preflight, part by part, on one core.
 
 Usage: .venv/bin/python benchmarks/preflight_cpu.py [--nodes 300] [--batch 20]
 

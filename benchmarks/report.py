@@ -21,7 +21,7 @@ functions the commands call (a fresh FleetStore for each, so no cache is warm fr
   burn-in: a move per node), then again (steady state: no moves) for the hostfile and Slurm
   formats, and once more for json and csv (which read and parse every node's ibstat evidence);
 - the exports rendered from that selection: hostfile, Slurm hostlist and exclude list, JSON, CSV;
-- `burnin report`: `collect`, the reliability section `--html` adds (issue 16), `render_html`,
+- `burnin report`: `collect`, the reliability section `--html` adds, `render_html`,
   `render_junit`, and writing both files.
 
 Each step prints its wall time and this process's CPU time (the CPU figure holds when other work
@@ -30,7 +30,7 @@ shares the machine; the wall figure does not).
 For ``--html-nodes`` (one of the sizes) the HTML report is rendered in headless Chromium
 (`--screenshot`), wall time of the whole browser run printed beside that of a blank page (the
 browser's own start), the console captured (`--enable-logging=stderr`: any console message is an
-error), and the screenshot written where the last line says. Target (issue 18): under 3 s, no
+error), and the screenshot written where the last line says. Target: under 3 s, no
 console message, the heat map in the screenshot.
 """
 
@@ -413,7 +413,7 @@ def measure(nodes: int, work: Path, args: argparse.Namespace) -> Path:
 
     rep = timer("report: collect (store reads, judging)", report)
 
-    def reliability() -> Any:  # `burnin report --html` adds issue 16's section (its own reads)
+    def reliability() -> Any:  # `burnin report --html` adds the reliability section (its own reads)
         store = FleetStore(url)
         try:
             return fleet_section(store, RACK, inv, rep.made_at, loaded=rack)

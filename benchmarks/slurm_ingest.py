@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Slurm path's controller at fleet size: what `burnin run --launcher slurm` costs the
-controller per node (issue 18; benchmarks/fleet.py measures the SSH path).
+controller per node (benchmarks/fleet.py measures the SSH path).
 
 Usage: .venv/bin/python benchmarks/slurm_ingest.py [--counts 100,1000,4000]
 

@@ -14,7 +14,7 @@ again); drop it after.
 1. New evidence per preflight: ``--sample`` node-preflights go through ``FleetStore.add_results``
    as the runner saves them, with real tool outputs (tests/fixtures/samples) that differ per node
    and run the way real ones do (timestamps, serials, the kernel log's new lines). Prints the
-   evidence a pre-issue-13 store kept (every result's output in full) and what the store keeps
+   evidence an older store kept (every result's output in full) and what the store keeps
    now (one blob per distinct output, zlib), per node per preflight. Target: under 50 KB.
 2. History: N nodes x R nightly runs (every check of every stage: 20 results per run, 3 events),
    written in bulk; each run's outputs are blobs shared by the rack that night (so the file stays
@@ -137,7 +137,7 @@ def measure_preflight_evidence(store: FleetStore, sample_size: int) -> None:
     one = preflight_outputs(1, 1)
     joined = "".join(sorted(set(one.values()))).encode()
     print(
-        f"   each result's output in full (before issue 13): {raw_all / sample_size / KB:8.1f} KB per node per preflight"
+        f"   each result's output in full (before dedup): {raw_all / sample_size / KB:8.1f} KB per node per preflight"
     )
     print(f"   one copy per distinct output (dedup):          {distinct_raw / sample_size / KB:8.1f} KB")
     print(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lifecycle writes at fleet size: one transaction per move against one per batch (issue 18).
+"""Lifecycle writes at fleet size: one transaction per move against one per batch.
 
 Usage: .venv/bin/python benchmarks/transitions.py [--counts 1000,10000]
 

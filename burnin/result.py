@@ -1,4 +1,4 @@
-"""What a check concludes: a verdict, metrics, and findings that say what to do (DESIGN.md, idea 4).
+"""What a check concludes: a verdict, metrics, and findings that say what to do (docs/design.md, idea 4).
 
 Pure data. A finding's severity decides the verdict; its action tells the operator (or the
 repair workflow) what fixes it. UNKNOWN means the check could not run, timed out or could not

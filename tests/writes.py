@@ -1,4 +1,4 @@
-"""Counting a fleet store's write transactions (issue 18: lifecycle writes batched, not one
+"""Counting a fleet store's write transactions (lifecycle writes batched, not one
 transaction per node): the real engine's own events, nothing stood in for."""
 
 from __future__ import annotations

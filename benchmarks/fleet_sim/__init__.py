@@ -1,4 +1,4 @@
-"""Simulated fleets for controller benchmarks (issue 18): many nodes served by one process.
+"""Simulated fleets for controller benchmarks: many nodes served by one process.
 
 ``ssh``: N SSH endpoints that answer the burn-in stages' batch scripts with recorded outputs.
 ``redfish``: N Redfish BMCs (tests/doubles/redfish_server.py's vendor-shaped fakes) that count

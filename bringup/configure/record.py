@@ -86,7 +86,7 @@ def record_outcomes(
     check: bool,
     full: bool,
 ) -> list[ConfigureResult]:
-    """Write every host's outcome onto its node record in one transaction (issue 18: it was two
+    """Write every host's outcome onto its node record in one transaction (at fleet size; it was two
     per node), each node's software versions, move or event; returns what happened to each.
 
     A move the lifecycle refuses under the lock (another process moved the node since it was

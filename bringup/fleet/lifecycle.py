@@ -1,4 +1,4 @@
-"""The node lifecycle state machine (DESIGN.md, idea 2).
+"""The node lifecycle state machine (docs/design.md, idea 2).
 
     enrolled -> discovered -> provisioning -> provisioned -> configured -> burnin -> golden | failed
     failed -> repair -> burnin          (the nightly re-test of repaired nodes)
@@ -89,7 +89,7 @@ def check_transition(node: str, current: State, target: State) -> None:
         raise IllegalTransition(node, current, target)
 
 
-# -- the gate: which states each step may start from (DESIGN.md, idea 8) ------------------------
+# -- the gate: which states each step may start from (docs/design.md, idea 8) ------------------------
 
 
 class Step(str, Enum):

@@ -1,7 +1,7 @@
 """Tables of the fleet store (SQLAlchemy 2 declarative models).
 
 A node is enrolled by its inventory name and keyed by its chassis serial once discovery
-knows it (DESIGN.md idea 1). Events are the node's history: every lifecycle transition, and
+knows it (docs/design.md, idea 1). Events are the node's history: every lifecycle transition, and
 anything else worth a line (a power action, a changed serial). Runs group the work of one
 command; check results hold verdict, metrics, findings and the raw evidence, so a result can
 be judged again when a threshold changes.

@@ -1,5 +1,5 @@
 """Rack-wide reads for the golden selection and the reports: a fixed number of queries per
-rack, however many nodes it has and however long their history (issue 13: reading each node's
+rack, however many nodes it has and however long their history (reading each node's
 whole history took `burnin golden` over 1,000 nodes x 300 runs most of an hour)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def collector_paused() -> Iterator[None]:
 
     Loading 200,000 results (10,000 nodes) allocates that many ORM objects, none of them garbage,
     and each full collection walks every one alive: with it running the read took 5.5 s instead
-    of 1.9 s, and the HTML report of those results 2.3 s instead of 0.9 s (issue 18). Reference
+    of 1.9 s, and the HTML report of those results 2.3 s instead of 0.9 s. Reference
     counting still frees what is dropped; the collector runs again on leaving."""
     was_on = gc.isenabled()
     gc.disable()

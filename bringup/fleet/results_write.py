@@ -2,7 +2,7 @@
 stored once per distinct output (bringup.fleet.evidence), the rows in one INSERT.
 
 At 1,000 nodes a preflight writes some 16,000 results; built as ORM objects and flushed by the
-unit of work they cost the controller more CPU than the SQL itself (issue 18), so the rows go
+unit of work they cost the controller more CPU than the SQL itself, so the rows go
 in as plain dicts, one executemany. A caller that wants the saved rows back (``as_objects``:
 one node's few results) gets ORM objects instead.
 """

@@ -1,5 +1,5 @@
 """The run ledger: a command that works on nodes opens a run, claims the nodes, keeps a heartbeat,
-and records how it ended, whatever happens (DESIGN.md, idea 2).
+and records how it ended, whatever happens (docs/design.md, idea 2).
 
 - **Claims.** A run claims all its nodes in the transaction that creates it: one ``claims`` row
   per node, the node id its primary key, so a second run's insert fails on SQLite and on

@@ -1,4 +1,4 @@
-"""Lifecycle moves of many nodes in one transaction: ``transition_many`` (issue 18).
+"""Lifecycle moves of many nodes in one transaction: ``transition_many``.
 
 ``FleetStore.transition`` is one transaction per move; a burn-in of 1,000 nodes moved each into
 ``burnin`` and wrote each closing event on its own, and ``burnin golden`` recorded each node

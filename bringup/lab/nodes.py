@@ -2,7 +2,7 @@
 
 A node is as real as the lab needs: its own IP and MAC on the lab bridge, hostname, host key,
 process tree and writable disk (the overlay's upper dir survives stop/start, like a real disk).
-It shares the host's kernel, CPUs and memory. Recipe and timings: shared/LAB.md.
+It shares the host's kernel, CPUs and memory. Recipe and timings: docs/lab.md.
 """
 
 from __future__ import annotations

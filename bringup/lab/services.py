@@ -15,7 +15,7 @@ from bringup.lab.slurm import SlurmService
 def lab_services() -> list[LabService]:
     """The services every lab runs, in start order (stopped in reverse)."""
     return [
-        AptRepoService(),  # the stand-in apt repository (issue 5)
-        NetFaultService(),  # the `unreachable` fault (issue 5)
-        SlurmService(),  # slurmctld/slurmd/munge, mpirun settings (issue 7)
+        AptRepoService(),  # the stand-in apt repository
+        NetFaultService(),  # the `unreachable` fault
+        SlurmService(),  # slurmctld/slurmd/munge, mpirun settings
     ]

@@ -97,7 +97,7 @@ def render_slurm_conf(
         "SlurmdSpoolDir=/var/spool/slurmd",
         f"SlurmdPidFile={SLURMD_PID_FILE}",
         "SlurmdLogFile=/var/log/slurmd.log",
-        # cgroup v1 host, no cgroup mounts in the nodes (LAB.md): no cgroup plugins at all.
+        # cgroup v1 host, no cgroup mounts in the nodes (docs/lab.md): no cgroup plugins at all.
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",

@@ -1,7 +1,7 @@
 """Hardware profiles: read, validate, look up by name, and override with ``--set``.
 
 A profile is ``inventories/profiles/<name>.yml``; its keys, types, limits, defaults and their
-sources are the typed model in ``bringup/profiles/model.py`` (DESIGN.md idea 5). Validation is
+sources are the typed model in ``bringup/profiles/model.py`` (docs/design.md, idea 5). Validation is
 pure and returns every problem at once, each naming the file and the dotted field, as
 ``bringup inventory check`` prints them.
 

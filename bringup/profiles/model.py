@@ -1,9 +1,9 @@
 """The hardware profile as a typed model: every field's type, limits, default and source.
 
 A profile (``inventories/profiles/<name>.yml``) says what a node of one kind must have and the
-thresholds it is judged by (DESIGN.md idea 5). This module is the one place that says which keys
+thresholds it is judged by (docs/design.md, idea 5). This module is the one place that says which keys
 a profile has: checks read ``profile.ib.hca_count``, never a dotted string, and a default lives
-here, in the field, with the source of its figure in the field's description (REFERENCE.md holds
+here, in the field, with the source of its figure in the field's description (docs/reference.md holds
 the public sources). ``bringup/schemas/profile.schema.json`` is this model's JSON Schema, shipped
 for editors; ``python -m bringup.profiles.load --schema`` writes it.
 
@@ -158,14 +158,14 @@ class Gpu(_Section):
     )
     nvswitch: Bool = Field(
         description="GPUs talk over NVSwitch: the fabric manager must run, or CUDA init fails with "
-        '"system not yet initialized" (REFERENCE.md, GPU). Turns on the fabric manager check and role.'
+        '"system not yet initialized" (docs/reference.md, GPU). Turns on the fabric manager check and role.'
     )
 
 
 class Link(_Section):
     gen: PositiveInt = Field(
         description="PCIe generation the link must reach (5 = 32 GT/s). GPUs drop link speed at idle "
-        "(power saving), so speed is judged under load (REFERENCE.md, PCIe)."
+        "(power saving), so speed is judged under load (docs/reference.md, PCIe)."
     )
     width: PositiveInt = Field(description="PCIe lanes the link must have (16 = x16); judged at idle too.")
 
@@ -240,32 +240,32 @@ class Floors(_Section):
 
     ib_write_bw_fraction: Fraction = Field(
         description="ib_write_bw per direction must reach this fraction of ib.rate_gbps (0.97: one "
-        "operator's fabric alert level, REFERENCE.md InfiniBand)."
+        "operator's fabric alert level, docs/reference.md, InfiniBand)."
     )
     ib_write_bw_bidir_gbps: PositiveNumber | None = Field(
         default=None,
         description="Bidirectional ib_write_bw floor, Gb/s (>= 720 with GPUDirect on NDR: another "
-        "operator's floor, REFERENCE.md). Unset: only the per-direction floor applies.",
+        "operator's floor, docs/reference.md, InfiniBand). Unset: only the per-direction floor applies.",
     )
     nccl_busbw_single_node_gbps: PositiveNumber = Field(
         description="all_reduce_perf bus bandwidth within one node at the largest sizes, GB/s (8x H100 "
-        "NVLink: 460, one cloud's floor, ~480 measured; REFERENCE.md NCCL)."
+        "NVLink: 460, one cloud's floor, ~480 measured; docs/reference.md, NCCL)."
     )
     nccl_busbw_multi_node_gbps: PositiveNumber = Field(
         description="all_reduce_perf bus bandwidth across nodes at the largest sizes, GB/s (8x NDR ring: "
-        "~390 possible; 360 leaves ~8% margin; REFERENCE.md NCCL)."
+        "~390 possible; 360 leaves ~8% margin; docs/reference.md, NCCL)."
     )
     h2d_gbps: PositiveNumber | None = Field(
         default=None,
         description="Host<->device copy floor per GPU and direction, GB/s, for the link pcie.gpu names (48 on "
-        "Gen5 x16, whose raw rate is 63 GB/s: one cloud's H100 floor with nvbandwidth, REFERENCE.md GPU). "
+        "Gen5 x16, whose raw rate is 63 GB/s: one cloud's H100 nvbandwidth floor, docs/reference.md, GPU). "
         "Judged by copy_bandwidth; unset: only the fraction of the node's best applies.",
     )
     copy_fraction_of_best: Fraction = Field(
         default=0.8,
         description="A GPU's host<->device copy bandwidth must reach this fraction of the best GPU in the "
         "same node (default 0.8: healthy GPUs of one node spread up to ~9% in a real nvbandwidth run, "
-        "nvbandwidth issue 15; a link trained to half its lanes moves half).",
+        "github.com/NVIDIA/nvbandwidth/issues/15; a link trained to half its lanes moves half).",
     )
     d2d_gbps: PositiveNumber | None = Field(
         default=None,
@@ -274,12 +274,12 @@ class Floors(_Section):
     matmul_tflops_fraction_of_best: Fraction = Field(
         default=0.9,
         description="A GPU's matmul TFLOP/s under load must reach this fraction of the best GPU in the "
-        "same node (default 0.9: one tool passes a GPU within 10% of the node's best; REFERENCE.md GPU).",
+        "same node (default 0.9: one tool passes a GPU within 10% of the best; docs/reference.md, GPU).",
     )
     matmul_tflops: PositiveNumber | None = Field(
         default=None,
         description="Absolute bf16 dense matmul floor, TFLOP/s (8192^3: ~790 measured on H100 SXM; "
-        "REFERENCE.md GPU). Unset: only the fraction of the node's best applies.",
+        "docs/reference.md, GPU). Unset: only the fraction of the node's best applies.",
     )
 
 
@@ -288,22 +288,22 @@ class Diag(_Section):
 
     dcgm_level: Annotated[int, Field(ge=1, le=4), _strict(int, ge=1, le=4)] = Field(
         description="`dcgmi diag -r N` level: 1 seconds, 2 about 2 min, 3 about 15 min (acceptance), "
-        "4 up to hours (REFERENCE.md GPU)."
+        "4 up to hours (docs/reference.md, GPU)."
     )
     stress_minutes: PositiveNumber = Field(
         default=10,
         description="Minutes of matmul load per GPU, comparing results bit for bit (silent data "
-        'corruption shows when run "repeatedly, for minutes", REFERENCE.md GPU). Default 10.',
+        'corruption shows when run "repeatedly, for minutes", docs/reference.md, GPU). Default 10.',
     )
     pcie_load_seconds: PositiveNumber = Field(
         default=20,
         description="Seconds of GPU load while PCIe link speeds are read: GPUs drop link speed at idle, "
-        "so speed is only judged under load (REFERENCE.md PCIe). Default 20.",
+        "so speed is only judged under load (docs/reference.md, PCIe). Default 20.",
     )
     ib_load_seconds: PositiveNumber = Field(
         default=60,
         description="Seconds each ib stage round loads every port at once (acceptance runs load for a "
-        "day: REFERENCE.md field lessons). Default 60; across profiles in one run the longest wins.",
+        "day: docs/reference.md, Field lessons). Default 60; across profiles in one run the longest wins.",
     )
     ib_rounds: PositiveInt = Field(
         default=2,
@@ -313,7 +313,8 @@ class Diag(_Section):
     nccl_soak_minutes: NonNegativeNumber = Field(
         default=60,
         description="Minutes the nccl stage repeats its tests (at least once; 0 = once). NCCL hangs and "
-        "stalls can take 12-24 h to show (REFERENCE.md field lessons): raise it for acceptance. Default 60.",
+        "stalls can take 12-24 h to show (docs/reference.md, Field lessons): raise it for acceptance. "
+        "Default 60.",
     )
     nccl_group_size: NonNegativeInt = Field(
         default=0,
@@ -347,7 +348,7 @@ class Host(_Section):
     max_clock_offset_s: PositiveNumber = Field(
         default=2,
         description="Seconds the node's clock may be off the controller's: skew broke HTTPS certificate "
-        "checks on fresh nodes (REFERENCE.md field lessons). Default 2, as the base role's "
+        "checks on fresh nodes (docs/reference.md, Field lessons). Default 2, as the base role's "
         "base_max_clock_offset_s; `bringup configure` passes it on only when the profile sets it.",
     )
     zfs: Bool = Field(
@@ -402,7 +403,7 @@ class Hardware(_Section):
 class HostPerf(_Section):
     """Host performance floors (the `host` stage): memory bandwidth (sysbench), local NVMe
     throughput, IOPS and latency (fio) and CPU thermal throttling under a sustained load. Each
-    check runs only when its figures are set; REFERENCE.md "Host (node) tests"."""
+    check runs only when its figures are set; docs/reference.md, "Host (node) tests"."""
 
     memory_bandwidth_gbps: PositiveNumber | None = Field(
         default=None,
@@ -474,7 +475,7 @@ class Health(_Section):
         default=10,
         description="Seconds all its checks together may take; a check still running then is UNKNOWN, "
         "never a pass. Default 10: it must end well inside HealthCheckInterval, and Slurm's "
-        "epilog/prolog wait on it (issue 14).",
+        "epilog/prolog wait on it (docs/in-service.md).",
     )
     drain_on_unknown: Bool = Field(
         default=False,

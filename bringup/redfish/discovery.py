@@ -299,7 +299,7 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     nics, ib, fc, notes = nic_result if nic_result else ([], [], [], [])
     warnings += notes
     firmware = sections.read("firmware", lambda: read_firmware(ctx))
-    # Memory, CPUs, drives, PSUs, fans, Bios attributes (issue 17): each part the BMC reports.
+    # Memory, CPUs, drives, PSUs, fans, Bios attributes (for `burnin accept`): each part the BMC reports.
     inventory = sections.read("inventory", lambda: hardware_mod.read_inventory(ctx, chassis or enclosure))
     event_log = sections.read("event_log", lambda: read_event_log(ctx))
     read_at = _now() if event_log is not None else None

@@ -45,7 +45,7 @@ class TransportOptions:
     insecure: bool = False
     allow_http: bool = False  # --allow-http: plain-HTTP BMC addresses allowed for every host
     # One login session per BMC where it has a SessionService (client.py says why); False:
-    # basic auth on every request, as before issue 18 (benchmarks compare the two).
+    # basic auth on every request, as before sessions (benchmarks compare the two).
     sessions: bool = True
 
     def __post_init__(self) -> None:

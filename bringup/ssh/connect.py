@@ -9,7 +9,7 @@ Host keys, never accepted on first sight:
 - ``StrictHostKeyChecking=no`` in the inventory, and nothing recorded: any key (an explicit
   opt-out, warned where the target is made). Recorded keys are checked even then.
 
-What a connection costs the controller is most of the SSH path's CPU at fleet size (issue 18):
+What a connection costs the controller is most of the SSH path's CPU at fleet size (docs/fleet-scale.md):
 the client key file is read once, not once per node and key type; AES-GCM comes first, so no
 packet's MAC is compared in Python; the handshake's time limit is a deadline, not a thread.
 """

@@ -1,4 +1,4 @@
-"""Accepting a hardware delivery (issue 17): the order (bringup/inventory/delivery.py) against what arrived.
+"""Accepting a hardware delivery: the order (bringup/inventory/delivery.py) against what arrived.
 
 ``conformance`` compares, purely, what discovery and the checks found with the order, node by
 node and part by part; the rest of the package (the acceptance run, the soak, the decisions,

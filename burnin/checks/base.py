@@ -1,4 +1,4 @@
-"""The check model (DESIGN.md, idea 3): a check = ``command()`` + ``evaluate(output, profile)``.
+"""The check model (docs/design.md, idea 3): a check = ``command()`` + ``evaluate(output, profile)``.
 
 ``command`` says what to run on a node (a bash script, or None for a check judged from the
 node's record, such as the BMC event log). ``evaluate`` is pure: it parses the output with

@@ -1,7 +1,7 @@
 """GPU checks: inventory, ECC, memory health, versions, NVLink, fabric manager (preflight);
 DCGM diagnostics and the stress load with its silent-data-corruption compare (gpu stage).
 
-Thresholds come from the profile; the figures behind the fixed ones are in REFERENCE.md.
+Thresholds come from the profile; the figures behind the fixed ones are in docs/reference.md, GPU.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from burnin.result import Action, Finding, Result, critical, info, warning
 
 SMI_QUERY = "nvidia-smi -q"
 
-# Lifetime ECC limits one cloud fails a GPU at (REFERENCE.md): DRAM correctable, SRAM correctable.
+# Lifetime ECC limits one cloud fails a GPU at (docs/reference.md, GPU): DRAM correctable, SRAM correctable.
 DRAM_CORRECTABLE_LIMIT = 20_000_000
 SRAM_CORRECTABLE_LIMIT = 10_000
 # Throttle (event) reasons under load that are hardware protecting itself: findings. Idle,
@@ -448,7 +448,7 @@ class DcgmDiag(Check):
         return profile.diag.dcgm_level
 
     def timeout(self, profile: Profile) -> int:
-        # r1 seconds, r2 ~2 min, r3 ~15 min, r4 up to hours (REFERENCE.md), with margin.
+        # r1 seconds, r2 ~2 min, r3 ~15 min, r4 up to hours (docs/reference.md, GPU), with margin.
         return {1: 300, 2: 900, 3: 2700}.get(self.level(profile), 4 * 3600)
 
     def command(self, profile: Profile) -> str:

@@ -1,7 +1,7 @@
 """Host performance checks of the `host` stage: memory bandwidth, local NVMe, CPU throttling.
 
-The node tests large GPU clouds run before a node joins the fleet (REFERENCE.md "Host (node)
-tests"; issue 17): host memory bandwidth with sysbench, local NVMe sequential throughput, random
+The node tests large GPU clouds run before a node joins the fleet (docs/reference.md, "Host
+(node) tests"): host memory bandwidth with sysbench, local NVMe sequential throughput, random
 IOPS and latency with fio, and a sustained load on every CPU watched for thermal throttling.
 Each judges against the profile's ``host_perf`` floors and runs only when they are set.
 

@@ -74,7 +74,7 @@ def parse_record(evidence: str) -> dict[str, Any]:
     return replay_record.parse_record(
         evidence,
         RECORD_MARK,
-        "no ib record in the evidence (the stage keeps one for each node it loaded, since issue 15)",
+        "no ib record in the evidence (the stage keeps one for each node it loaded)",
         {"node": object, "sessions": list},
     )
 

@@ -1,6 +1,6 @@
 """Host hardware inventory checks of the preflight stage: DIMMs, CPUs and NVMe health.
 
-What the node reports about itself against the profile's ``hardware`` figures (issue 17): a
+What the node reports about itself against the profile's ``hardware`` figures: a
 delivery with a DIMM missing, the wrong CPU or a worn or failing NVMe drive is caught before
 any load runs. They sit in preflight, not a stage of their own: each reads firmware tables or a
 log page in well under a second, read-only, like the other preflight checks. Each finding names

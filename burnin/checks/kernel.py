@@ -2,7 +2,7 @@
 GPUs fallen off the bus, IB link flaps and cable events, and unknown error lines.
 
 What each Xid means and needs comes from NVIDIA's Xid catalog and one operator's list of
-hardware Xids (REFERENCE.md, samples/xid_catalog_nvidia_selected.md). "limited by ... link"
+hardware Xids (docs/reference.md, GPU). "limited by ... link"
 lines belong to the PCIe stage, which judges them against the live link.
 """
 
@@ -67,7 +67,7 @@ XID_RULES: dict[int, XidRule] = {
     119: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP RPC timeout: reset the GPU"),
     120: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP error: reset the GPU"),
 }
-# One operator's list of Xids that indicate hardware (REFERENCE.md).
+# One operator's list of Xids that indicate hardware (docs/reference.md, GPU).
 HARDWARE_XIDS = frozenset(
     [48, 56, 57, 58, 62, 63, 64, 92, 94]
     + list(range(68, 78))
@@ -91,7 +91,7 @@ BUILTIN_ALLOWLIST = (
     r"failed to load regulatory\.db",
     r"Direct firmware load for .* failed",
 )
-FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" (REFERENCE.md: 5 or more in 24 h)
+FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" in 24 h (docs/reference.md, InfiniBand)
 
 
 def xid_rule(xid: int) -> XidRule:
@@ -113,7 +113,7 @@ class KernelLog(Check):
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         allow = [re.compile(p) for p in (*BUILTIN_ALLOWLIST, *profile.host.kernel_log_allowlist)]
-        # Text that is not a kernel log is not a clean log (issue 13). An empty output never
+        # Text that is not a kernel log is not a clean log. An empty output never
         # gets here (judge: "printed nothing", UNKNOWN), and that is right: dmesg on a healthy
         # node always prints its boot lines, so nothing means a cleared ring buffer
         # (dmesg -C) or a dmesg that could not read it, and a log nobody can see is not clean.

@@ -2,7 +2,7 @@
 
 ``all_reduce_perf -b 8 -e 8G -f 2 -g N`` sweeps message sizes up to 8 GiB on the node's N GPUs;
 the bus bandwidth of the largest sizes is judged against the profile's single-node floor
-(``floors.nccl_busbw_single_node_gbps``: 460 GB/s on 8x H100, REFERENCE.md NCCL), ``#wrong``
+(``floors.nccl_busbw_single_node_gbps``: 460 GB/s on 8x H100, docs/reference.md, NCCL), ``#wrong``
 and out-of-bounds values are data corruption. The judgement is the nccl stage's
 (burnin/checks/nccl.py ``judge_iteration``); what is single-node here is the floor, the cause
 named, and the culprit: ``nvidia-smi nvlink -s`` is read right after the run, and a GPU with

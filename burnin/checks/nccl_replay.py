@@ -64,7 +64,7 @@ def parse_record(evidence: str) -> dict[str, Any]:
     return replay_record.parse_record(
         evidence,
         RECORD_MARK,
-        "no nccl record in the evidence (the stage keeps one for each node of a soak group, since issue 15)",
+        "no nccl record in the evidence (the stage keeps one for each node of a soak group)",
         {"group": object, "soak": list},
     )
 

@@ -27,7 +27,7 @@ EXIT_ERROR = 3
 
 
 class Percent(click.ParamType):
-    """A share in percent, 0 to 100, its '%' sign optional ('5%' or '5', as issue 14 spells it)."""
+    """A share in percent, 0 to 100, its '%' sign optional ('5%' or '5')."""
 
     name = "N%"
 

@@ -498,7 +498,7 @@ TOOLS: tuple[Tool, ...] = (
         instead="the fabric_manager check reads `systemctl is-active nvidia-fabricmanager`; NVSwitch "
         "errors are judged from the kernel log's SXid lines (kernel_log)",
     ),
-    # ---- host hardware inventory (issue 17) --------------------------------------------------
+    # ---- host hardware inventory -------------------------------------------------------------
     Tool(
         "dmidecode -t memory",
         ("memory_dimms",),
@@ -539,7 +539,7 @@ TOOLS: tuple[Tool, ...] = (
         ("nvme_perf",),
         (mark(r'^\s*"fio version" : "fio-', 3, "'fio version'"),),
     ),
-    # ---- host performance (issue 17): the host stage --------------------------------------------
+    # ---- host performance: the host stage -------------------------------------------------------
     Tool(
         "sysbench memory",
         ("memory_bandwidth",),

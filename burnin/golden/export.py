@@ -26,7 +26,7 @@ from burnin.golden.rules import Decision, GoldenRules, NodeFacts, format_age
 
 FORMATS = ("hostfile", "slurm", "json", "csv")
 # The formats that show each node's GPUs, HCAs and firmware: only they need the ibstat evidence
-# read and parsed, most of the selection's time at 10,000 nodes (issue 18).
+# read and parsed, most of the selection's time at 10,000 nodes.
 HARDWARE_FORMATS = ("json", "csv")
 
 

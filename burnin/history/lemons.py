@@ -60,13 +60,14 @@ class LemonPolicy:
 
 
 SOURCES: dict[str, str] = {
-    "window_days": "issue 16 (burnin lemons --window 28d); Kokolis et al. 2024 (Meta RSC) look back over weeks",
-    "same_part_after_repair": "issue 16: the same component failing again after a repair is a lemon "
-    "whatever its rate; Kokolis et al. 2024: lemon nodes keep failing after repair",
+    "window_days": "the policy (burnin lemons --window 28d); Kokolis et al. 2024 (Meta RSC) look back over "
+    "weeks",
+    "same_part_after_repair": "docs/reliability.md: the same component failing again after a repair is a "
+    "lemon whatever its rate; Kokolis et al. 2024: lemon nodes keep failing after repair",
     "same_part_within_days": "lemons re-fail within days of going back (Kokolis et al. 2024: lemons keep "
     "taking jobs down); at 6.5 per 1,000 node-days one GPU slot of 8 re-fails at random within 14 days of "
     "its repair with p ~ 14 x 6.5e-3 x 0.35/8 = 0.4%, within 28 days twice that (benchmarks/lemons.py)",
-    "same_part_max_chance": "issue 16 keeps a repeat a lemon whatever the node's rate; 'again' is a repeat "
+    "same_part_max_chance": "the policy keeps a repeat a lemon whatever the node's rate; 'again' is a repeat "
     "sooner than chance explains. 0.033 makes one repeat count within 14 days at RSC-2's 2.34 failures per "
     "1,000 node-days (the window that was measured right there) and within 5 days at RSC-1's 6.5, where 14 "
     "days named ~1.3 healthy nodes per 1,000 over 90 days by chance against 12 lemons (benchmarks/lemons.py, "
@@ -79,11 +80,11 @@ SOURCES: dict[str, str] = {
     "node-days a healthy node has 0.18 expected in 28 days, so 4 is ~5e-5 by chance",
     "max_failures": "as max_repairs (times out of the scheduler a signal in Kokolis et al. 2024)",
     "max_drains": "as max_repairs (times drained from the scheduler a signal in Kokolis et al. 2024)",
-    "max_hardware_xids_after_repair": "issue 16 example (Xid 79 x3 after the last repair); Xid counts a "
+    "max_hardware_xids_after_repair": "the policy's example (Xid 79 x3 after the last repair); Xid counts a "
     "signal in Kokolis et al. 2024",
     "max_node_fail_jobs": "Kokolis et al. 2024 (single-node and multi-node job failures caused by the node); "
     "a node failure ends the one job on it, so at 6.5 per 1,000 node-days a healthy node expects 0.18 in "
-    "28 days and 4 is ~5e-5 by chance, as max_repairs; issue 16's example ('4 NODE_FAIL jobs')",
+    "28 days and 4 is ~5e-5 by chance, as max_repairs; the policy's example ('4 NODE_FAIL jobs')",
     "application_xids": "NVIDIA Xid catalog: 13 (graphics engine exception), 31 (MMU fault), 43 (GPU "
     "stopped processing), 45 (preemptive cleanup) are raised by the application, not the hardware",
 }

@@ -269,7 +269,9 @@ def _bus_id(props) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnin-stress", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to load every GPU")
-    parser.add_argument("--size", type=int, default=8192, help="square matrix size (8192: REFERENCE.md)")
+    parser.add_argument(
+        "--size", type=int, default=8192, help="square matrix side (8192: docs/reference.md GPU)"
+    )
     parser.add_argument("--seeds", type=int, default=2, help="distinct input pairs, cycled")
     parser.add_argument("--gpus", default="all", help="comma-separated GPU indices, or all")
     parser.add_argument("--json", action="store_true", help="print one JSON document (the default)")

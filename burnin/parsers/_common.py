@@ -144,7 +144,7 @@ def snake(name: str) -> str:
     return _NOT_SNAKE_RE.sub("_", name.lower()).strip("_")
 
 
-# "Absurd" bounds (issue 13). A figure beyond one of these is not a measurement any tool could
+# "Absurd" bounds. A figure beyond one of these is not a measurement any tool could
 # print, so the text is not trustworthy tool output: a ParseError, never a figure to judge.
 # Bandwidths: 10x the fastest link that exists, so no real figure comes near the bound.
 MAX_LINK_GBPS = 8000.0  # one NIC port, Gb/s: 10x an 800 Gb/s (XDR) port

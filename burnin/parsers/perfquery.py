@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from burnin.parsers._common import parser, split_lines, to_int
 from burnin.parsers.errors import ParseError
 
-# The error counters a burn-in diffs before/after load (REFERENCE.md, InfiniBand).
+# The error counters a burn-in diffs before/after load (docs/reference.md, InfiniBand).
 ERROR_COUNTERS: tuple[str, ...] = (
     "SymbolErrorCounter",
     "LinkErrorRecoveryCounter",

@@ -5,7 +5,7 @@ Two readers give the same tree. ``tree`` makes a node of every line. ``LazyNode`
 children out of the text only when they are asked for, one regex split a level, and makes the
 sections that the GPUs of one output print alike one node, which ``read_once`` reads once: a
 1,000-node preflight judges 1,000 of these outputs, and the parser reads some 40 of a GPU's
-200 lines (issue 18: 2.0 -> 1.0 ms an output). ``read_tree`` takes the lazy reader where the
+200 lines (measured: 2.0 -> 1.0 ms an output). ``read_tree`` takes the lazy reader where the
 lines are indented as nvidia-smi indents them (ASCII, 4 spaces a level), ``tree`` elsewhere; a
 property test holds the two to the same results (tests/unit/burnin/parsers/test_nvidia_smi_lazy.py).
 """

@@ -3,7 +3,7 @@
 Source: NVIDIA "Analyzing Xid catalog" (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
 via the machine-generated mirror in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go
 @4a8de33a3f02e207f39e9023d67125592d599731 (generated 2025-10-29), as transcribed in
-shared/samples/xid_catalog_nvidia_selected.md. NVIDIA revises the catalog per driver branch:
+tests/fixtures/samples/xid_catalog_nvidia_selected.md. NVIDIA revises the catalog per driver branch:
 re-verify against the live catalog before release.
 
 ``bucket`` is NVIDIA's immediate resolution: RESTART_APP (workload only), RESET_GPU (drain +

@@ -298,7 +298,7 @@ def plan_retest(
 
 def plan_waves(round_: Round, bound: int) -> list[Round]:
     """The round in waves of at most ``bound`` nodes, run one after the other, so a round over
-    more nodes than the controller holds sessions for keeps the bound (issue 18).
+    more nodes than the controller holds sessions for keeps the bound.
 
     A session's two ends are always in one wave. Nodes that load each other (a pair, a 3-cycle,
     a pair that differs on some rail: one group, linked by sessions) stay in one wave, so each

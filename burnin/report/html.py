@@ -22,7 +22,7 @@ from burnin.report.problems import excluded_section, links, problems_section
 __all__ = ["CSS", "EXTRA_SECTIONS", "render_html"]
 
 # Sections other modules add to the page, after the built-in ones and in this order: each takes
-# the report and returns its Section, or None to add nothing (issue 16's reliability goes here).
+# the report and returns its Section, or None to add nothing (the reliability section goes here).
 EXTRA_SECTIONS: list[Callable[[RackReport], Section | None]] = []
 
 

@@ -1,4 +1,4 @@
-"""The fleet reliability section of the HTML report (issue 16): the figures of `burnin reliability`
+"""The fleet reliability section of the HTML report: the figures of `burnin reliability`
 with two inline SVG charts, drawn here (no script, nothing fetched):
 
 - failures over time by component: stacked bars, one per day (a week over windows longer than
@@ -231,7 +231,7 @@ def fleet_section(
     """The rack's reliability section for the burn-in report (`burnin report --html`, and the
     nightly's page); from the store alone (Slurm accounting is `burnin reliability`'s).
     ``loaded``: the rack the report already loaded, not read again. The garbage collector waits
-    (issue 18): beside the report's 200,000 results of 10,000 nodes, its passes over the history
+    here: beside the report's 200,000 results of 10,000 nodes, its passes over the history
     read here took 2-3 s of CPU; 0.6 s without them."""
     with collector_paused():
         rel = fleet_reliability(store, rack, WINDOW, inventory_dir, now=now, loaded=loaded)

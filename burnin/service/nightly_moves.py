@@ -1,5 +1,5 @@
 """The nightly's store writes, one transaction per step of the night rather than one per node
-(issue 18): the tested nodes into ``burnin``, the ones that passed back to ``golden``, and the
+(at fleet size): the tested nodes into ``burnin``, the ones that passed back to ``golden``, and the
 night's events (drained, skipped, not run, resumed, kept drained).
 
 ``bringup.fleet.transitions.transition_many`` makes them under the nodes' row locks: a move the

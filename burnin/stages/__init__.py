@@ -31,7 +31,7 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("preflight"),  # cheap, read-only, seconds
     # Host performance (memory bandwidth, local NVMe, CPU throttling under load): minutes, and fio
-    # writes to a disk. An acceptance stage (issue 17), run on request: a VM or a CPU without
+    # writes to a disk. An acceptance stage, run on request: a VM or a CPU without
     # thermal counters can never pass it, and the nightly re-test does not need it.
     Stage("host", on_request=True),
     Stage("gpu"),  # minutes to hours of load

@@ -1,4 +1,4 @@
-"""All checks of a stage on one node in one round trip (DESIGN.md, idea 7).
+"""All checks of a stage on one node in one round trip (docs/design.md, idea 7).
 
 ``build_script`` turns a stage's commands into one bash script; run on the node (over SSH or
 locally) it runs them one after the other, each under ``timeout``, and prints every command's

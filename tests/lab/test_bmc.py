@@ -55,7 +55,7 @@ def _systems(count: int) -> list[BmcSystem]:
 
 
 def _client(system: BmcSystem, port: int, password: str = PASSWORD):
-    # LAB.md traps: default timeout is None (hangs on a dead BMC) and 10 retries of 1 s.
+    # The redfish library's traps (docs/redfish.md): default timeout is None (hangs on a dead BMC) and 10 retries of 1 s.
     client = redfish.redfish_client(
         base_url=bmc_url(system.address, port),
         username=USER,

@@ -160,7 +160,7 @@ def test_results_and_evaluate_again_from_the_store(rack, tmp_path: Path):
         [*base, "evaluate", "--check", "kernel_log", "--profile", "h100-sxm-8x400g", str(saved), "--json"],
     )
     assert json.loads(res.stdout)["verdict"] == "FAIL" and res.exit_code == 1
-    # Without --check the stored dmesg is recognised as a kernel log and judged the same (issue 15).
+    # Without --check the stored dmesg is recognised as a kernel log and judged the same.
     res = CliRunner().invoke(
         burnin_main, [*base, "evaluate", "--profile", "h100-sxm-8x400g", str(saved), "--json"]
     )

@@ -1,4 +1,4 @@
-"""The hardware inventory at discovery against the lab's real sushy-tools BMCs (issue 17 item 2,
+"""The hardware inventory at discovery against the lab's real sushy-tools BMCs (the
 Redfish half): Memory, Processors, Storage, BIOS attributes and Chassis Power as the lab BMC
 serves them (bringup/lab/bmc_inventory.py), the BMC-side faults bmc-dimm-missing and
 bmc-psu-failed, and the node-side dimm-missing that implies the BMC's view; then the lab's order

@@ -1,6 +1,6 @@
 """The host stage (memory_bandwidth, nvme_perf, cpu_throttle) and the node-side faults an
 acceptance needs, on the virtual rack: real SSH, the stand-ins' recorded sysbench, fio, smartctl
-and nvidia-smi outputs (issue 17 item 2).
+and nvidia-smi outputs.
 
 - node01, healthy: memory and NVMe pass; cpu_throttle is UNKNOWN, never a pass, because a lab
   node reads this machine's CPUs, which have no thermal throttle counters (a VM).

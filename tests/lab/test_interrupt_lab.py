@@ -1,4 +1,4 @@
-"""Issue 13, items 1 and 2 on the virtual rack: real `burnin run` processes over real SSH, stopped
+"""Interrupted and concurrent runs on the virtual rack: real `burnin run` processes over real SSH, stopped
 mid-run by Ctrl-C (SIGINT) and by kill -9, a run refused while another holds its nodes, then a
 clean re-run and `burnin golden`: the nodes qualify.
 

@@ -207,7 +207,7 @@ def job_info(lab, job: str) -> dict[str, str]:
 
 
 def test_two_repaired_nodes_are_each_tested_beside_partners_and_only_the_bad_one_blamed(nightly_lab):
-    """Issue 14: node02 (repaired for good) and node03 (still slow in NCCL) in one night, beside
+    """node02 (repaired for good) and node03 (still slow in NCCL) in one night, beside
     the golden node01 and node04. Neither meets the other: the ib stage pairs their ports with the
     partners' only, the nccl stage soaks each in its own group beside a partner. node02 passes on
     its own soak, not from a group node03 failed; node03's group blames node03, not its partner."""
@@ -533,7 +533,7 @@ def test_an_unknown_reservation_is_refused_before_any_node_is_touched(nightly_la
 
 def test_a_reservation_that_leaves_out_nodes_the_night_holds_is_refused_before_any_is_touched(nightly_lab):
     """Inside a reservation nothing is drained: nodes the night would test or hold as partners
-    outside it could take a user's job mid-test. The night is refused, naming them (issue 14)."""
+    outside it could take a user's job mid-test. The night is refused, naming them."""
     lab, store = nightly_lab, nightly_lab["store"]
     no_drain_left(lab)
     name = f"part-{lab['rack']}"

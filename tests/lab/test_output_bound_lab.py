@@ -1,5 +1,5 @@
 """One lab node printing 100 MB: the controller's memory grows by a bounded amount and the node
-gets a clear finding (issue 13: 58 MB of tool output cost the controller 773 MB).
+gets a clear finding (58 MB of tool output cost the controller 773 MB).
 
 The controller runs in a process of its own (tests/lab/flood_controller.py), so its peak
 resident set is its alone; the bound is the issue's, 200 MB over what it held before.
@@ -48,7 +48,7 @@ def test_a_node_printing_100_mb_costs_the_controller_a_bounded_amount(lab):
     assert out["cut"].startswith("output cut at 16.0 MB: 95.4 MB printed")
     assert out["kept"] == 16 * 1024 * 1024 and out["tail"] == "\ndone\n"  # the tail is the latest
     assert out["grew_mib"] < BOUND_MIB
-    # The same read with a bound above the output (as before issue 13: everything kept), for scale.
+    # The same read with a bound above the output (as before output was bounded: everything kept), for scale.
     whole = controller("raw", node.ip, str(state.ssh_key), str(128 * 1024 * 1024))
     print(f"the same, everything kept: +{whole['grew_mib']:.0f} MiB")
     assert not whole["cut"] and whole["kept"] == 100_000_006

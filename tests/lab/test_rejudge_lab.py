@@ -1,4 +1,4 @@
-"""`burnin rejudge` on a real lab burn-in (issue 15 item 5).
+"""`burnin rejudge` on a real lab burn-in.
 
 Four nodes, node03 with a degraded IB port (mlx5_3 at ~60% of line rate). The ib stage runs
 with a floor of half the line rate (400 Gb/s both ways), so every port passes. Then the lab is taken down (no node

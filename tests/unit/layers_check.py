@@ -63,7 +63,7 @@ SIZE_ALLOWLIST: dict[str, str] = {
         "format drift between driver versions; splitting scatters the format knowledge"
     ),
     "burnin.checks.gpu": (
-        "the GPU domain's checks, one module per domain (DESIGN.md); if it grows, the stress-load "
+        "the GPU domain's checks, one module per domain (docs/design.md, idea 3); if it grows, the stress-load "
         "judging (_sdc/_tflops/_throttle findings) is the part to move out"
     ),
 }

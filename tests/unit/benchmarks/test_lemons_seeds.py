@@ -1,4 +1,4 @@
-"""benchmarks/lemons.py measures on held-out seeds by default (issue 16): the policy's chance bound
+"""benchmarks/lemons.py measures on held-out seeds by default: the policy's chance bound
 was tuned on seeds 101-103, and docs/reliability.md's table was measured on 301-303, so a plain
 run reproduces the table, and the help and the printed header say which seeds tuned the policy."""
 

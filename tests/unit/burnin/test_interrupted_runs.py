@@ -1,4 +1,4 @@
-"""Issue 13, item 1: an interrupted burn-in run must not strand its nodes.
+"""An interrupted burn-in run must not strand its nodes.
 
 A real burn-in run in its own process (tests/unit/burnin/slow_run.py) is stopped mid-check,
 once with SIGINT (Ctrl-C) and once with kill -9; a clean re-run then passes and `burnin golden`

@@ -1,4 +1,4 @@
-"""Runs that end, one run per node, pinned SSH host keys, the latest-result index (issue 13).
+"""Runs that end, one run per node, pinned SSH host keys, the latest-result index.
 
 - runs: how a run ended (status, end_reason) and whose it is (controller host and pid, a
   heartbeat), so a run whose controller died is found and marked abandoned;

@@ -1,4 +1,4 @@
-"""Evidence stored once per distinct output, compressed, apart from the results (issue 13).
+"""Evidence stored once per distinct output, compressed, apart from the results.
 
 - evidence_blobs: one row per distinct text (sha256 unique), zlib-compressed;
 - check_results.evidence_id points at its blob; check_results.evidence_pruned_at says when

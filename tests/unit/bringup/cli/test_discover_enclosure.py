@@ -1,4 +1,4 @@
-"""`bringup discover` on a Cisco S3260 enclosure (issue 19): its two server nodes, one BMC
+"""`bringup discover` on a Cisco S3260 enclosure: its two server nodes, one BMC
 each, are two nodes keyed by their own chassis; a SEL that could not be fully read says so
 in the table and the JSON; a BMC managing both systems serves two hosts through bmc_system."""
 

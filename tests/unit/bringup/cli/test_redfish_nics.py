@@ -1,5 +1,5 @@
 """`bringup discover`'s table says which provisioning NIC each rule chose and why, or that none
-was chosen (issue 19); the C240 and HPE OCP-only trees of tests/fixtures/redfish/, served over HTTP."""
+was chosen; the C240 and HPE OCP-only trees of tests/fixtures/redfish/, served over HTTP."""
 
 from __future__ import annotations
 

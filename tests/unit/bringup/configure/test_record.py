@@ -193,7 +193,7 @@ def test_a_golden_node_cut_short_after_a_change_needs_a_new_burn_in(store):
 
 
 def test_the_record_step_is_one_transaction_and_a_refused_move_loses_no_other(store, first):
-    """Issue 18: each host's outcome was up to two transactions (its software versions, then its
+    """Each host's outcome was up to two transactions (its software versions, then its
     move or event). Now the run's outcomes are one. node02 retired by an operator after the run
     read it: its move to configured is refused, it stays retired, said in its result; the other
     three are recorded as before."""

@@ -1,4 +1,4 @@
-"""The YAML loader (issue 18): libyaml's parser where PyYAML has it (an inventory of 10,000 hosts
+"""The YAML loader: libyaml's parser where PyYAML has it (an inventory of 10,000 hosts
 took 2 s with the pure-Python one), and every refusal of bringup.core.yamlio holding on each parser:
 duplicate keys named with both lines, the alias and merge caps, nesting too deep, the size cap,
 non-UTF-8 text, the !vault tag. Each test runs the real loader over a real file or text."""

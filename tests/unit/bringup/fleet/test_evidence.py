@@ -1,4 +1,4 @@
-"""Evidence: capped, content-addressed, compressed, read only when asked, pruned (issue 13)."""
+"""Evidence: capped, content-addressed, compressed, read only when asked, pruned."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _blobs(store: FleetStore) -> int:
 
 
 def test_the_shared_nvidia_smi_q_is_stored_once(store_url):
-    """Issue 13: four checks read one `nvidia-smi -q`; it was stored four times, uncompressed."""
+    """Four checks read one `nvidia-smi -q`; it was stored four times, uncompressed."""
     store = _store(store_url)
     checks = ("gpu_inventory", "gpu_ecc", "gpu_memory", "gpu_versions")
     rows = [{"stage": "preflight", "check": c, "verdict": "PASS", "evidence": SMI_Q} for c in checks]
@@ -132,7 +132,7 @@ def _history(store: FleetStore, names: list[str], runs: int) -> None:
 
 @pytest.mark.parametrize("nodes", [2, 12])
 def test_a_racks_latest_results_are_one_query_and_read_no_evidence(store_url, nodes):
-    """Issue 13: latest_results read a node's whole history with its evidence, node by node."""
+    """latest_results read a node's whole history with its evidence, node by node."""
     store = _store(store_url, nodes)
     names = [f"gpu{i:03d}" for i in range(1, nodes + 1)]
     _history(store, names, runs=5)

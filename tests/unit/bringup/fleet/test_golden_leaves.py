@@ -1,4 +1,4 @@
-"""Issue 13, item 2: a golden node that fails a check leaves golden at once, in the transaction
+"""A golden node that fails a check leaves golden at once, in the transaction
 that saves the result, with the finding as the reason (before, it stayed golden, and in the
 exported hostfile, until the next `burnin golden`)."""
 

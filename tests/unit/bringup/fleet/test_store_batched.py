@@ -1,4 +1,4 @@
-"""FleetStore.add_results_many: the results of many nodes in one transaction (issue 18).
+"""FleetStore.add_results_many: the results of many nodes in one transaction.
 
 At 1,000 nodes the burn-in wrote one transaction per node and one query per output; what a
 fan-out has in at one moment is now one write. It must keep what add_results promised: all or

@@ -1,4 +1,4 @@
-"""Issue 13: the fleet database holds the whole fleet's history (BMC addresses, serials,
+"""The fleet database holds the whole fleet's history (BMC addresses, serials,
 findings): created by the tool, it and its directory are for its owner only."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""transition_many: many nodes' lifecycle moves in one transaction, with one move's rules (issue 18).
+"""transition_many: many nodes' lifecycle moves in one transaction, with one move's rules.
 
 A burn-in of 1,000 nodes wrote one transaction per node for the move into ``burnin`` and one per
 closing event, and ``burnin golden`` one per move. A batch must keep what ``transition`` promised:

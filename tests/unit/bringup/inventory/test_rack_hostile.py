@@ -1,4 +1,4 @@
-"""Issue 13: hostile or careless inventories. Each defect reproduced on the code before the fix:
+"""Hostile or careless inventories. Each defect reproduced on the code before the fix:
 provisioning settings injected into dnsmasq/iPXE, a host defined twice, a YAML alias bomb,
 an oversized or non-UTF-8 file, more secret-like variable names written in plaintext."""
 

@@ -1,4 +1,4 @@
-"""Reading outputs with a memory bound (issue 13: 58 MB of tool output cost 773 MB)."""
+"""Reading outputs with a memory bound (58 MB of tool output cost 773 MB)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def test_shipped_profiles_are_valid():
 
 
 def test_every_figure_in_shipped_profiles_says_where_it_comes_from():
-    """DESIGN.md idea 5: each threshold carries its provenance as a comment on its line."""
+    """docs/design.md, idea 5: each threshold carries its provenance as a comment on its line."""
     for path in (REPO / "inventories" / "profiles").glob("*.yml"):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             body = line.split("#", 1)[0]

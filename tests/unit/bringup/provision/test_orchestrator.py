@@ -414,7 +414,7 @@ def test_cli_run_then_rerun_changes_nothing(env, monkeypatch):
     assert [(n.name, n.state, n.updated_at) for n in store.list_nodes()] == before
 
 
-# -- a provisioning NIC discovery could not choose (issue 19) ----------------------------------
+# -- a provisioning NIC discovery could not choose ---------------------------------------------
 
 
 def discover_from_fixture(store: FleetStore, name: str, fixture: str) -> dict:
@@ -481,7 +481,7 @@ def test_cli_warns_about_plain_http_bmcs(env, monkeypatch):
 
 
 def test_a_report_with_no_serial_and_no_mac_fails_the_node_and_its_ip_is_not_taken(env):
-    # issue 13: such a report reconciled as a match and its ip became the node's address.
+    # Such a report reconciled as a match and its ip became the node's address.
     _, inv, store = env
     discover(store)
 

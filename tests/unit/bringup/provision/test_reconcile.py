@@ -63,7 +63,7 @@ def test_placeholder_serials_are_no_serial_and_so_a_mismatch():
 
 
 def test_a_report_with_no_serial_and_no_mac_is_a_mismatch_never_a_match():
-    # issue 13: such a report reconciled as a match, and its ip became the node's address.
+    # Such a report reconciled as a match, and its ip became the node's address.
     r = reconcile({"ip": "10.9.9.9"}, serials=["SN1"], macs=[MAC1, MAC2], provisioning_mac=MAC1, uuid=UUID)
     assert not r.ok and r.matched == []
     assert [f.kind for f in r.findings] == ["serial-missing", "macs-missing"]

@@ -1,4 +1,4 @@
-"""Issue 19, defect 5: Dell pre-change checks follow the links the Manager gives, and a check
+"""Dell pre-change checks follow the links the Manager gives, and a check
 that cannot run is said (an event), or refuses the change (``bmc_require_prechecks``).
 
 The iDRAC is tests/fixtures/redfish/dell-idrac9-lc405.json: Links.Oem.Dell.Jobs at

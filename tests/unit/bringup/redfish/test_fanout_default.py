@@ -1,4 +1,4 @@
-"""The default concurrency of the BMC commands (issue 18 item 4): a rack of 256 is one wave,
+"""The default concurrency of the BMC commands: a rack of 256 is one wave,
 not four waves of 64; a fleet larger than the bound is worked on MAX_CONCURRENCY at a time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hardware inventory at discovery (issue 17 item 2, Redfish half): Memory, Processors,
+"""The hardware inventory at discovery (the Redfish half): Memory, Processors,
 Drives, power supplies, fans and Bios attributes of Dell, HPE and Supermicro shapes, served over
 real HTTP from tests/fixtures/redfish/hardware/; a resource a BMC lacks is "not reported"."""
 

@@ -1,4 +1,4 @@
-"""The provisioning NIC and Ethernet-only MACs on the BMC shapes of issue 19: a Cisco UCS C240 M5
+"""The provisioning NIC and Ethernet-only MACs on real BMC shapes: a Cisco UCS C240 M5
 (LOM ports L.1/L.2 listed after the VIC's 3.2), an HPE DL360 Gen10 Plus (iLO 5: agent-filled
 EthernetInterfaces without placement, the OCP 3.0 card listed first, placement only in the OEM
 BaseNetworkAdapters), the same HPE with only its OCP card, and a Cisco S3260 node's SIOC VIC whose

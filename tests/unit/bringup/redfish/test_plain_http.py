@@ -1,4 +1,4 @@
-"""Issue 19, defect 1: a plain-HTTP BMC is refused unless allowed, and never recorded as TLS.
+"""A plain-HTTP BMC is refused unless allowed, and never recorded as TLS.
 
 Real HTTP against tests/doubles/redfish_server.py (served without TLS), a real inventory, the
 fleet store.

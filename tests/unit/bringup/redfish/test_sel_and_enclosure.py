@@ -1,4 +1,4 @@
-"""Issue 19, defects 4 and 6, on a Cisco UCS S3260-shaped tree served over HTTP
+"""The event log and the enclosure, on a Cisco UCS S3260-shaped tree served over HTTP
 (tests/fixtures/redfish/cisco-ucs-s3260*.json): the SEL is read for real (severities that only
 an entry's own resource holds, Cisco's timestamp form, what was not read said so) and a node of
 a multi-node enclosure is keyed by its own chassis, not the enclosure's."""

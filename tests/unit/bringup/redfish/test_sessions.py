@@ -1,4 +1,4 @@
-"""One Redfish session per BMC (issue 18 item 4): login once, the token on every request after
+"""One Redfish session per BMC: login once, the token on every request after
 it, logout at the end; basic auth where a BMC has no sessions; a refused login is that BMC's
 error and the others carry on. One kept-alive connection per BMC. Real HTTP against
 tests/doubles/redfish_server.py."""

@@ -71,7 +71,7 @@ def test_wrong_password_is_authentication_failed_without_the_password(logs):
 
 
 def test_connecting_is_one_authenticated_get_and_no_session_probe(monkeypatch):
-    # Issue 19: every BMC got a 404 on SessionService/Sessions and an unauthenticated GET of
+    # Every BMC got a 404 on SessionService/Sessions and an unauthenticated GET of
     # the service root. With the root protected here, an unauthenticated GET would show.
     monkeypatch.setattr(redfish_server, "PUBLIC", frozenset())
     bmc = fake()

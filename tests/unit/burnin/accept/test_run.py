@@ -135,7 +135,7 @@ def test_a_dead_controllers_acceptance_is_decided_without_running_anything_again
 
 
 def test_the_decisions_are_one_transaction_and_a_refused_move_loses_no_other(site):
-    """Issue 18: each node's decision was its own transactions (its event, then its move to
+    """Each node's decision was its own transactions (its event, then its move to
     failed). Now the acceptance's decisions are one. A rejected node in repair cannot move to
     failed: it stays there, its decision recorded; a rejected node already failed is not moved."""
     _inv, store = site

@@ -1,4 +1,4 @@
-"""Issue 19: a BMC event log that discovery could not fully read (``event_log_unread``) is not
+"""A BMC event log that discovery could not fully read (``event_log_unread``) is not
 judged clean by the preflight's bmc_event_log check: UNKNOWN, unless what was read fails."""
 
 from __future__ import annotations

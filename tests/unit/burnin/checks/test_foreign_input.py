@@ -1,4 +1,4 @@
-"""Issue 13, "Inputs": each check recognises its own tool's output, so anything else is UNKNOWN.
+"""Each check recognises its own tool's output, so anything else is UNKNOWN.
 
 The defects it reproduced: kernel_log passed any text; the `nvidia-smi -q` checks passed when
 the GPU blocks disagreed with "Attached GPUs" (concatenated or cut output).

@@ -60,7 +60,7 @@ def test_degraded_two_nodes_fails_against_the_multi_node_floor():
 
 
 def test_single_node_a100_passes_a100_floor_fails_h100_floor():
-    assert judge_output(A100_OK, 228).verdict is Verdict.PASS  # REFERENCE.md: A100 8 GB floor 228
+    assert judge_output(A100_OK, 228).verdict is Verdict.PASS  # docs/reference.md, NCCL: A100 8 GB floor 228
     assert judge_output(A100_OK, busbw_floor(PROFILE, 1)).verdict is Verdict.FAIL
 
 

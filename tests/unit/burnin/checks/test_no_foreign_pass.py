@@ -1,4 +1,4 @@
-"""Issue 13's property test: over every check, no input that is not the check's own tool output
+"""The property test: over every check, no input that is not the check's own tool output
 gets PASS. Each check must recognise its tool's output (a marker line, a header, a JSON shape),
 so anything else is UNKNOWN (or a finding), never a clean bill of health.
 

@@ -1,5 +1,5 @@
 """A failing GPU or HCA is named by its serial / node GUID, so a vendor's RMA desk can find the part
-(issue 17 item 2): the GPU checks put nvidia-smi's 'Serial Number' in the message and the metrics,
+(for RMA): the GPU checks put nvidia-smi's 'Serial Number' in the message and the metrics,
 the IB check ibstat's 'Node GUID'."""
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ CASES = [
     ),
     (LAB / "systemctl_is_active_inactive_SYNTHETIC.txt", "fabric_manager", (), "FAIL", {"RECONFIGURE"}),
     (LAB / "nvidia_smi_L_8xh100_DERIVED.txt", "container_gpu", (), "PASS", set()),
-    # host stage (issue 17): this dev VM's figures, judged against themselves and the H100 floors
+    # host stage: this dev VM's figures, judged against themselves and the H100 floors
     (
         SHARED / "sysbench_memory_read_local_64m_2threads_kvm.txt",
         "memory_bandwidth",

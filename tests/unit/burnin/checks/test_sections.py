@@ -1,4 +1,4 @@
-"""``sections`` cuts a multi-part output at its mark lines with str.find (issue 18: walking every
+"""``sections`` cuts a multi-part output at its mark lines with str.find (walking every
 line of a 900-line output cost the controller 0.15 ms a node); it must cut exactly where a walk
 over ``str.splitlines`` cuts, for every line ending str.splitlines knows."""
 

@@ -62,7 +62,7 @@ def test_reliability_json_from_a_given_rate_reproduces_the_study(fleet):
 
 def test_reliability_json_reproduces_the_studys_hourly_checkpoint_example(fleet):
     """The study's other worked example: 16,000 GPUs, a checkpoint every 60 minutes and a 5-minute
-    restart give E[ETTR] about 0.7 (the model gives 0.68: within 5%, as issue 16 asks)."""
+    restart give E[ETTR] about 0.7 (the model gives 0.68: within 5% of the study's figure)."""
     res = fleet.run(
         "reliability", "--rack", RACK, "--failure-rate", "6.5", "--job-gpus", "16000",
         "--checkpoint", "60m", "--restart", "5m", "--json",

@@ -69,7 +69,7 @@ def _revalidate(tmp_path, monkeypatch, value: str):
 
 
 def test_revalidate_takes_a_percentage_with_or_without_its_sign(tmp_path, monkeypatch):
-    """Issue 14 spells it `--revalidate N%`: '5%' was 'not a valid float range'."""
+    """Operators write `--revalidate N%`: '5%' was 'not a valid float range'."""
     for value, pct in (("5%", 5.0), ("5", 5.0), ("12.5%", 12.5), ("100%", 100.0), ("0", 0.0)):
         res, asked = _revalidate(tmp_path / value.replace("%", "pct"), monkeypatch, value)
         assert asked == [pct] and res.exit_code == EXIT_ERROR, (value, res.output)

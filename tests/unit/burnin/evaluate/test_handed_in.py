@@ -1,4 +1,4 @@
-"""`burnin evaluate` without --check (issue 15): no input that is not a recognisable output of a
+"""`burnin evaluate` without --check: no input that is not a recognisable output of a
 tool gets PASS, the evidence-only checks refuse other tools' outputs as the stage checks do, and
 the command (click's runner) says which tool it recognised, reads stdin, and answers a binary
 file UNKNOWN (in --json too), never a traceback."""
@@ -155,7 +155,7 @@ def test_cli_unrecognised_file_is_unknown(tmp_path: Path) -> None:
 
 
 def test_cli_answers_a_binary_file_unknown(tmp_path: Path) -> None:
-    """Issue 15: garbage or binary input is UNKNOWN, never a traceback; --json prints its document."""
+    """Garbage or binary input is UNKNOWN, never a traceback; --json prints its document."""
     saved = tmp_path / "core.bin"
     saved.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
     res = _run(str(saved))
@@ -191,7 +191,7 @@ def test_cli_unknown_check_is_an_error_listing_the_checks(tmp_path: Path) -> Non
     assert res.exit_code == 1 and "unknown check 'nope'" in res.output and "perftest_bw" in res.output
 
 
-# ---- the issue's defects, through the command (each failed on the code before issue 15) ----------
+# ---- the issue's defects, through the command (each failed on the code before the fix) -----------
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ def test_a_bare_stress_report_is_judged_by_gpu_stress_named_or_not() -> None:
         assert any("silent data corruption" in f["message"] for f in evaluation.findings())
 
 
-# ---- issue 15: --format=csv,noheader rows without --check -----------------------------------------
+# ---- --format=csv,noheader rows without --check -----------------------------------------
 
 # Rows of common --query-gpu fields as nvidia-smi prints them with noheader (units or nounits).
 NOHEADER = {

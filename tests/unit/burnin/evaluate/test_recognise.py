@@ -1,4 +1,4 @@
-"""`burnin evaluate` recognises every tool's output (issue 15, item 1).
+"""`burnin evaluate` recognises every tool's output.
 
 Every sample in tests/fixtures/samples is recognised as its tool and judged as INDEX.md says;
 the table below is the expectation for each, and INDEX.md is read so that a sample added
@@ -81,7 +81,7 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     ),
     "ib_write_bw_server_roce_waiting_partial.txt": ("ib_write_bw / ib_read_bw (perftest)", "UNKNOWN", ()),
     "ibnetdiscover_p_edr.txt": ("ibnetdiscover -p", "UNKNOWN", ()),
-    # host hardware (issue 17): a QEMU guest's or this dev VM's figures stand in for the profile's
+    # host hardware: a QEMU guest's or this dev VM's figures stand in for the profile's
     "dmidecode_t_memory_qemu_1dimm.txt": (
         "dmidecode -t memory",
         "PASS",
@@ -98,7 +98,7 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     "smartctl_j_a_nvme_spare_below_threshold_SYNTHETIC.json": ("smartctl -j", "FAIL", ()),
     "nvme_smart_log_json_qemu_nvme.json": ("nvme smart-log -o json", "UNKNOWN", ()),
     "fio_json_randrw_4k_tmpfs_psync.json": ("fio --output-format=json", "UNKNOWN", ()),
-    # host performance (issue 17): this dev VM's figures, or its own figures set as the floors
+    # host performance: this dev VM's figures, or its own figures set as the floors
     "sysbench_memory_read_local_64m_2threads_kvm.txt": ("sysbench memory", "FAIL", ()),
     "sysbench_memory_fatal_bad_option.txt": ("sysbench memory", "UNKNOWN", ()),
     "fio_json_seqwrite_seqread_randread_ext4_libaio.json": (
@@ -198,7 +198,7 @@ EXPECT: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
     "slurm_22_05_sinfo_N_state_user_time_reason_idle.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_scontrol_show_job_o_burnin.txt": (None, "UNKNOWN", ()),  # burnin run --launcher slurm
     "slurm_22_05_scontrol_show_reservation_o.txt": (None, "UNKNOWN", ()),  # burnin nightly --reservation
-    # Slurm accounting (issue 16): read by the history signals, judged by no check
+    # Slurm accounting: read by the history signals, judged by no check
     "slurm_22_05_sacct_parsable2_node_fail_requeued.txt": (None, "UNKNOWN", ()),
     "slurm_22_05_sacctmgr_list_event_node_down.txt": (None, "UNKNOWN", ()),
     "sysfs_pci_link_speed_width_format_reference.txt": (None, "UNKNOWN", ()),

@@ -1,5 +1,5 @@
 """`burnin golden` reads a rack in a fixed number of queries, however many nodes it has and however
-long their history (issue 13: it read each node's whole history with its evidence, node by node:
+long their history (it read each node's whole history with its evidence, node by node:
 about an hour for 1,000 nodes x 300 runs)."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _selects(statements: list[str]) -> int:
 
 
 def test_golden_with_moves_reads_a_fixed_number_of_queries(tmp_path):
-    """Issue 18: after recording the moves, `burnin golden` re-read each moved node's record and
+    """After recording the moves, `burnin golden` re-read each moved node's record and
     whole history, node by node (three more queries per node: 13 s of 43 at 10,000 nodes)."""
     counts = {}
     for nodes in (2, 7):
@@ -124,7 +124,7 @@ def test_golden_with_moves_reads_a_fixed_number_of_queries(tmp_path):
 
 
 def test_a_hostfile_or_slurm_selection_reads_no_evidence(tmp_path):
-    """Issue 18: every selection read and parsed each golden node's ibstat evidence, which only the
+    """Every selection read and parsed each golden node's ibstat evidence, which only the
     json and csv exports show (at 10,000 nodes most of `burnin golden`'s time)."""
     store, rack = _rack(tmp_path, 3, 1)
     seen, sel = _statements(

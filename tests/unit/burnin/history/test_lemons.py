@@ -168,7 +168,7 @@ def test_the_same_part_failing_long_after_its_repair_is_chance_not_a_lemon(past)
 
 
 def test_a_repeat_ten_days_after_its_repair_is_chance_at_the_published_rate(past):
-    # issue 16's precision at 6.5 failures per 1,000 node-days: a healthy node's GPU re-failing
+    # The policy's precision at 6.5 failures per 1,000 node-days: a healthy node's GPU re-failing
     # 10 days after its repair (by chance: 10 x 5.85e-3 = 5.9%, over the bound 3.3%) was named
     past.fail("gpu001", day(20), "GPU 5")
     past.repair("gpu001", day(19), "GPU 5 replaced")

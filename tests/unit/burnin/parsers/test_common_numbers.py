@@ -1,4 +1,4 @@
-"""The parsers' integer reading takes a whole run of digits without a regex (issue 18: it runs
+"""The parsers' integer reading takes a whole run of digits without a regex (it runs
 some 30 times per GPU of every `nvidia-smi -q`); it must read every value as the regexes do."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The kernel-log parser's shortcuts (issue 18: it was a tenth of a preflight's controller CPU)
+"""The kernel-log parser's shortcuts (it was a tenth of a preflight's controller CPU)
 read every line as the regexes do: a line is matched only against the prefixes its first
 character can start, a regex is skipped only when its words are not in the line, and
 ``read_kernel_log`` reads the lines once for both the count and the events."""

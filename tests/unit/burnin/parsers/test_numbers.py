@@ -1,4 +1,4 @@
-"""Issue 13: non-finite and absurd numbers in tool output are parse errors, never figures.
+"""Non-finite and absurd numbers in tool output are parse errors, never figures.
 
 perftest's --out_json accepted `Infinity` and `1e999` as a bandwidth, which then passed the
 floor. One helper in burnin/parsers/_common.py (``number``) reads every float the parsers take

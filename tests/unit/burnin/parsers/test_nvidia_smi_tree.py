@@ -1,4 +1,4 @@
-"""The `nvidia-smi -q` tree reads 'Key : value' lines without a regex now (issue 18: the parse
+"""The `nvidia-smi -q` tree reads 'Key : value' lines without a regex now (the parse
 was most of a preflight's judging at 1,000 nodes); it must read every line as the regex did."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ NVLINK_PIECES = ["GPU ", "GPU", "0", ": ", "H100 ", "(UUID: GPU-1)", "all links 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(NVLINK_PIECES), max_size=8).map("".join))
 def test_nvlink_lines_read_as_the_regexes_read_them(line):
-    """`nvlink -s` is read without a regex for most lines (issue 18): the same GPU lines and the
+    """`nvlink -s` is read without a regex for most lines: the same GPU lines and the
     same 'all links are inactive' lines as the regexes, in any case and any script."""
     assert _all_inactive(line) == bool(_ALL_INACTIVE_RE.search(line))
     m = _GPU_LINE_RE.match(line.strip())

@@ -160,7 +160,7 @@ def test_two_rounds_give_every_port_two_partners(n):
 
 
 def test_two_nodes_under_test_meet_golden_partners_never_each_other():
-    """Issue 14: a nightly's two repaired nodes (node01, node04) beside two golden partners. Without
+    """A nightly's two repaired nodes (node01, node04) beside two golden partners. Without
     partners the circle method pairs node01 with node04 in round 1; with them each port under
     test meets a partner's in every round, a different one each round."""
     ports = full(4)

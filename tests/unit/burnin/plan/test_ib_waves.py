@@ -1,4 +1,4 @@
-"""The ib stage's rounds in waves (burnin.plan.ib_pairs.plan_waves, issue 18): a round over more
+"""The ib stage's rounds in waves (burnin.plan.ib_pairs.plan_waves): a round over more
 nodes than the controller's bound runs as waves of at most that many nodes; a session's two
 ends are in one wave, and nodes that load each other stay together."""
 

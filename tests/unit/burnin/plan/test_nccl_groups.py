@@ -179,7 +179,7 @@ def test_an_intermittent_node_is_never_cleared_and_no_healthy_node_blamed():
     assert loc.done
 
 
-# --- anchors given beforehand (a nightly's golden partners, issue 14) ----------------------
+# --- anchors given beforehand (a nightly's golden partners) -----------------------------
 
 
 def test_anchored_groups_one_per_node_under_test():
@@ -199,7 +199,7 @@ def test_anchored_groups_one_per_node_under_test():
 
 
 def test_two_nodes_under_test_beside_two_anchors_blame_the_bad_one_only():
-    """Issue 14: without anchors the four soak as one group and node s2 is judged from a group s1
+    """Without anchors the four soak as one group and node s2 is judged from a group s1
     failed; with them each soaks beside an anchor, s1's group blames s1 alone, the anchors are
     never a trial's subject except to give the one beside s1 a run of its own."""
     nodes = ["s1", "s2", "g1", "g2"]

@@ -1,4 +1,4 @@
-"""Issue 18: the reliability section `burnin report --html` adds loaded the rack's inventory a
+"""The reliability section `burnin report --html` adds loaded the rack's inventory a
 second time (6.6 s of the section at 10,000 nodes, `benchmarks/report.py`); it now takes the rack
 the report already loaded."""
 

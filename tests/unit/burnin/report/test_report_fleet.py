@@ -1,4 +1,4 @@
-"""The HTML report at fleet size, in a real browser (issue 18): a few hundred generated nodes render
+"""The HTML report at fleet size, in a real browser: a few hundred generated nodes render
 in headless Chromium without a console message, the IB heat map has a cell per node and rail, the
 matrix shows one page of rows, failures first, and its filters (given in the link) pick the rows."""
 

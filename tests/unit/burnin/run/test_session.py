@@ -42,7 +42,7 @@ def test_a_local_run_needs_a_profile_or_a_node(tmp_path):
 
 
 def test_a_node_moved_after_the_gate_is_skipped_with_why_and_the_others_enter_burnin(tmp_path, monkeypatch):
-    """Issue 18: the moves into burnin are one transaction (one per node before). A node another
+    """The moves into burnin are one transaction (one per node before). A node another
     process moved after the gate admitted it is refused there, under the lock: it comes back
     skipped with the refusal, and the others still enter burn-in and run."""
     fleet = FleetRack(tmp_path)

@@ -1,4 +1,4 @@
-"""Issue 18: the nightly's lifecycle writes were one transaction per node (each tested node into
+"""The nightly's lifecycle writes were one transaction per node (each tested node into
 burnin, each back to golden, each drained/resumed/not-run event); now one per step of the night,
 on a real store. A move refused because the node is elsewhere is returned, the others made."""
 

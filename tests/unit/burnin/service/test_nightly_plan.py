@@ -47,7 +47,7 @@ def test_repaired_nodes_are_tested_with_idle_golden_partners():
 
 def test_nodes_the_night_holds_outside_its_reservation_are_named():
     """Inside a reservation nothing is drained: a partner or a revalidated node the reservation
-    does not cover could take a user's job mid-test (issue 14)."""
+    does not cover could take a user's job mid-test."""
     views = [
         view("n01", "golden", "2026-11-20T00:00:00"),
         view("n02", "repair"),
@@ -84,7 +84,7 @@ IDLE_RACK = (
 
 
 def test_partners_scale_with_the_nodes_tested_at_least_two():
-    """Issue 14: one golden partner per tested node (at least two) by default, so every repaired
+    """One golden partner per tested node (at least two) by default, so every repaired
     node gets its own partner in each ib round and its own nccl group; --partners N caps it."""
     slurm = {n.name: n for n in parse_sinfo_nodes(IDLE_RACK)}
     golden = [NodeView(f"g{i:02d}", "golden", slurm[f"g{i:02d}"]) for i in range(1, 7)]
@@ -227,7 +227,7 @@ def two_profile_rack(**states: str) -> list[NodeView]:
 
 
 def test_partners_are_of_the_tested_nodes_profile():
-    """Issue 14 follow-up: in rack order r01 (profile b) would get g01 and g02, both of profile a:
+    """In rack order r01 (profile b) would get g01 and g02, both of profile a:
     its nccl soak (profile b alone) would have no anchor and fall back to grouping the suspects
     together. Each profile's tested nodes get partners of their own profile, as many as
     partner_count says for that profile's tested nodes."""

@@ -130,7 +130,7 @@ def test_a_drain_seen_before_does_not_fail_a_node_made_golden_since(store):
 
 
 def test_a_syncs_writes_are_one_transaction_and_a_refused_move_loses_no_other(store, monkeypatch):
-    """Issue 18: each drained node cost two transactions (its move to failed, its drain event).
+    """Each drained node cost two transactions (its move to failed, its drain event).
     Now the sync's moves and events are one. An operator who retires node03 after sync read the
     states makes its move to failed refused under the lock: it stays retired, its drain is still
     recorded, and node01's move and every other drain are made (the refusal raised before)."""

@@ -309,7 +309,7 @@ def run_with_partners(nodes: list[str], partners: set[str], progress=None):
 
 
 def test_two_repaired_nodes_meet_golden_partners_never_each_other(monkeypatch):
-    """Issue 14: a nightly re-tests node01 (a bad port left) and node04 (repaired for good) beside
+    """A nightly re-tests node01 (a bad port left) and node04 (repaired for good) beside
     the golden node02 and node03. Each round pairs every port under test with a partner's, never
     with the other suspect's: node04 passes on its own evidence and node01's port is blamed by
     the two partners it failed with, without a re-test round."""

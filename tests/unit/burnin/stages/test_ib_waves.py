@@ -1,4 +1,4 @@
-"""The ib stage's rounds keep the controller's bound (issue 18): a round over more nodes than the
+"""The ib stage's rounds keep the controller's bound: a round over more nodes than the
 bound runs in waves, each node once per wave with all its servers and clients in one script.
 Before, a round opened one SSH session per node all at once: 1,000 threads at 1,000 nodes."""
 

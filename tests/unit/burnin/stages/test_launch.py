@@ -368,7 +368,7 @@ def test_default_settings_are_frozen():
 
 
 def test_run_watched_keeps_a_flood_to_its_bound_and_says_so():
-    """Issue 13: a launch's output was kept whole, however much it printed."""
+    """A launch's output was kept whole, however much it printed."""
     from bringup.core.cut import MIB
 
     flood = (

@@ -164,7 +164,7 @@ def test_slow_node_is_the_culprit_the_others_pass(fake):
 
 
 def test_two_repaired_nodes_soak_apart_each_beside_golden_partners(fake):
-    """Issue 14: a nightly re-tests node01 (still slow) and node02 (repaired for good) beside the
+    """A nightly re-tests node01 (still slow) and node02 (repaired for good) beside the
     golden node03 and node04. Each soaks in its own group padded with a partner, so node02 passes
     its own soak, never judged from a group node01 failed, and the failing group blames node01."""
     run, launches, progress = fake

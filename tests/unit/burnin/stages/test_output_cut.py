@@ -1,4 +1,4 @@
-"""An output over the cap: its head and tail come back marked, the check is told (issue 13)."""
+"""An output over the cap: its head and tail come back marked, the check is told."""
 
 from __future__ import annotations
 

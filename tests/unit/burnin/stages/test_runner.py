@@ -135,7 +135,7 @@ class FailsOnProfile(Echo):
 
 
 def test_the_closing_moves_are_one_transaction_and_a_refused_one_loses_no_other(monkeypatch, store) -> None:
-    """Issue 18: each node's closing write (its move to failed, or its `burnin` event) was a
+    """Each node's closing write (its move to failed, or its `burnin` event) was a
     transaction of its own; now they are one. An operator who retires a node during the run
     after the runner read the states makes that node's move to failed refused under the lock: it
     stays retired, and the other nodes are still closed."""
@@ -195,7 +195,7 @@ def test_the_closing_moves_are_one_transaction_and_a_refused_one_loses_no_other(
 
 
 def test_a_group_stage_is_told_the_partners_and_a_plain_run_has_none(monkeypatch, store) -> None:
-    """Issue 14: the nightly's golden partners reach the group stages (the ib pairs, the nccl
+    """The nightly's golden partners reach the group stages (the ib pairs, the nccl
     anchors) through their context; a run without partners hands them none, as before."""
     seen = []
 

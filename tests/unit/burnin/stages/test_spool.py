@@ -164,7 +164,7 @@ def test_a_file_moves_to_ingested_only_after_its_consumer_committed_it(tmp_path:
 
 
 def test_files_come_in_lists_the_consumer_commits_whole_and_move_only_after(tmp_path: Path) -> None:
-    """Issue 18: the Slurm path's ingest was one transaction per node; the watcher now hands over
+    """The Slurm path's ingest was one transaction per node; the watcher now hands over
     what is in as lists (one transaction each), and a list's files move to ingested/ only once
     the consumer asks for the next list, that is once it has committed this one."""
     nodes = ["node01", "node02", "node03"]

@@ -1,4 +1,4 @@
-"""Issue 13: rack variables that reach dnsmasq.conf (dnsmasq runs as root), the iPXE script or
+"""Rack variables that reach dnsmasq.conf (dnsmasq runs as root), the iPXE script or
 cloud-init are validated by type; a newline can no longer inject a line of its own.
 
 Each case renders through the real renderers (dnsmasq.render_config, scripts.install_script,
