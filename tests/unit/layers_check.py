@@ -81,8 +81,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "vocabulary and pure judging",
         (
             "bringup.core",  # errors, problems, YAML reading, credential references, output cuts
-            "bringup.profiles.load",
-            "bringup.inventory.rack",  # what an operator writes: rack inventories, delivery orders
+            "bringup.profiles",
+            "bringup.inventory",  # what an operator writes: rack inventories, delivery orders
             "bringup.fleet.lifecycle",
             "bringup.ssh.hostkeys",
             "bringup.configure.outcome",
@@ -90,7 +90,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.parsers",
             "burnin.checks",
             "burnin.plan",
-            "burnin.evaluate.handed_in",
+            "burnin.evaluate",
             "burnin.service.health",
             "burnin.service.nightly_plan",
             "burnin.service.reasons",
@@ -139,7 +139,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "bringup.configure",
             "burnin.run",
             "burnin.stages",
-            "burnin.golden.rules",
+            "burnin.golden",
             "burnin.service",
             "burnin.history",
             "burnin.accept",
