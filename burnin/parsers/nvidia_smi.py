@@ -95,6 +95,12 @@ class GpuQuery:
     clocks_event_reasons: dict[str, bool]
     fabric_state: str | None  # "Completed", "In Progress", ...; None when N/A
     fabric_status: str | None  # "Success", ...
+    # Multi-node NVLink (GB200/GB300 NVL72, drivers 550+): the NVLink domain the GPU joined,
+    # its health summary ("Healthy", ...) and bandwidth ("Full", "Degraded"); None when N/A.
+    fabric_clique_id: str | None
+    fabric_cluster_uuid: str | None
+    fabric_health: str | None
+    fabric_bandwidth: str | None
     temperature_c: int | None
     power_draw_w: float | None
     power_limit_w: float | None
@@ -238,8 +244,19 @@ def _ecc_mode(node: Node | None) -> tuple[str | None, str | None]:
     return _pair(node, "Current", "Pending", clean)
 
 
-def _fabric(node: Node | None) -> tuple[str | None, str | None]:
-    return _pair(node, "State", "Status", clean)
+def _fabric(node: Node | None) -> tuple[str | None, ...]:
+    if node is None:
+        return (None,) * 6
+    health = node.find("Health")
+    summary, bandwidth = _pair(health, "Summary", "Bandwidth", clean)
+    return (
+        clean(node.get("State")),
+        clean(node.get("Status")),
+        clean(node.get("CliqueId")),
+        clean(node.get("ClusterUUID")),
+        summary,
+        bandwidth,
+    )
 
 
 def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
@@ -247,7 +264,9 @@ def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
     power = g.find("GPU Power Readings", "Power Readings")
     reset_required, drain_and_reset = read_once(g.find("GPU Reset Status"), _reset_status)
     ecc_mode_current, ecc_mode_pending = read_once(g.find("ECC Mode"), _ecc_mode)
-    fabric_state, fabric_status = read_once(g.find("Fabric"), _fabric)
+    fabric_state, fabric_status, clique_id, cluster_uuid, fabric_health, fabric_bandwidth = read_once(
+        g.find("Fabric"), _fabric
+    )
     volatile, aggregate = read_once(g.find("ECC Errors"), _ecc_errors)
     rows = read_once(g.find("Remapped Rows"), _remapped_rows)
     reasons = read_once(g.find("Clocks Event Reasons", "Clocks Throttle Reasons"), _reasons)
@@ -277,6 +296,10 @@ def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
         clocks_event_reasons=dict(reasons),
         fabric_state=fabric_state,
         fabric_status=fabric_status,
+        fabric_clique_id=clique_id,
+        fabric_cluster_uuid=cluster_uuid,
+        fabric_health=fabric_health,
+        fabric_bandwidth=fabric_bandwidth,
         temperature_c=to_int(g.get("Temperature", "GPU Current Temp")),
         power_draw_w=to_float(power.get("Power Draw|Instantaneous Power Draw|Average Power Draw"))
         if power

@@ -388,3 +388,70 @@ def test_table(sample, name, driver, cuda, persistence):
     assert t.gpus[0].memory_total_mib == 81559
     assert t.gpus[0].mig_mode == "Disabled"
     assert t.no_running_processes
+
+
+# The Fabric section as drivers 550+ print it for multi-node NVLink: the block a GPU showed while
+# its registration hung, pasted in https://github.com/NVIDIA/gpu-operator/issues/2511 (driver
+# 580.159.04), and a GB200 GPU's domain as gpud logged it (https://github.com/leptonai/gpud/pull/1106).
+FABRIC_IN_PROGRESS = """\
+    Fabric
+        State                                          : In Progress
+        Status                                         : N/A
+        CliqueId                                       : N/A
+        ClusterUUID                                    : N/A
+        Health
+            Summary                                    : N/A
+            Bandwidth                                  : N/A
+            Route Recovery in progress                 : N/A
+            Route Unhealthy                            : N/A
+            Access Timeout Recovery                    : N/A
+            Incorrect Configuration                    : N/A
+            Partition Assigned                         : N/A
+"""
+FABRIC_JOINED = """\
+    Fabric
+        State                             : Completed
+        Status                            : Success
+        CliqueId                          : 4026
+        ClusterUUID                       : 9c6f5af3-53bf-49b5-a436-b66766c413c3
+        Health
+            Summary                       : Healthy
+            Bandwidth                     : Full
+"""
+H100_FABRIC = (
+    "    Fabric\n"
+    "        State                             : Completed\n"
+    "        Status                            : Success\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        (FABRIC_IN_PROGRESS, ("In Progress", None, None, None, None, None)),
+        (
+            FABRIC_JOINED,
+            ("Completed", "Success", "4026", "9c6f5af3-53bf-49b5-a436-b66766c413c3", "Healthy", "Full"),
+        ),
+    ],
+)
+def test_query_fabric_domain_and_health(sample, block, expected):
+    text = sample("nvidia_smi_q_8xh100_535_183.txt").replace(H100_FABRIC, block, 1)
+    q = parse_query(text)
+    assert q.problems == ()
+    g = q.gpus[0]
+    fabric = (
+        g.fabric_state,
+        g.fabric_status,
+        g.fabric_clique_id,
+        g.fabric_cluster_uuid,
+        g.fabric_health,
+        g.fabric_bandwidth,
+    )
+    assert fabric == expected
+    # the other GPUs keep the H100's own section: state and status, no NVLink domain
+    assert (q.gpus[1].fabric_state, q.gpus[1].fabric_clique_id, q.gpus[1].fabric_health) == (
+        "Completed",
+        None,
+        None,
+    )
