@@ -7,7 +7,9 @@ must give none, and a bogus check in a throwaway registry shows that each proper
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
@@ -74,6 +76,52 @@ def _field(model: type[BaseModel], dotted: str) -> bool:
 def field_problems(checks: Iterable[Check], model: type[BaseModel] = ProfileModel) -> list[str]:
     """Every profile field a check says it judges is a field of the profile model."""
     return [f"{c.name}: no profile field {f!r}" for c in checks for f in c.judges if not _field(model, f)]
+
+
+def _profile_reads(function: Callable[..., object]) -> set[str]:
+    """The ``profile.a.b`` chains a function's own code reads (not those of what it calls)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    chains = set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if parts and isinstance(node, ast.Name) and node.id == "profile":
+            chains.add(".".join(reversed(parts)))
+    # ast.walk meets profile.a.b's inner profile.a too: keep the whole chains
+    return {c for c in chains if not any(other.startswith(c + ".") for other in chains)}
+
+
+def _model_path(model: type[BaseModel], dotted: str) -> str:
+    """The longest start of ``dotted`` that names something in the profile model
+    ('hardware.judges_memory' -> 'hardware': a method reads the section)."""
+    known = []
+    for name in dotted.split("."):
+        info = model.model_fields.get(name)
+        if info is None:
+            break
+        known.append(name)
+        if not (isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)):
+            break
+        model = info.annotation
+    return ".".join(known)
+
+
+def undeclared_reads(checks: Iterable[Check], model: type[BaseModel] = ProfileModel) -> list[str]:
+    """What a check's own evaluate() and applies() read of the profile is among the fields it
+    declares it judges (a whole section read is covered by any field of it)."""
+    problems = []
+    for c in checks:
+        for method in ("applies", "evaluate"):
+            function = getattr(type(c), method)
+            if function is getattr(Check, method, None):
+                continue
+            for chain in sorted(_profile_reads(function)):
+                path = _model_path(model, chain)
+                if path and not any(f == path or f.startswith(path + ".") for f in c.judges):
+                    problems.append(f"{c.name}.{method} reads profile.{path}, not in its judges")
+    return problems
 
 
 def reach_problems(checks: Iterable[Check]) -> list[str]:
@@ -187,6 +235,10 @@ def test_every_judged_field_is_in_the_profile_model() -> None:
     assert field_problems(REGISTRY) == []
 
 
+def test_what_a_check_reads_of_the_profile_it_declares_it_judges() -> None:
+    assert undeclared_reads(REGISTRY) == []
+
+
 def test_every_check_runs_somewhere() -> None:
     assert reach_problems(REGISTRY) == []
 
@@ -288,6 +340,29 @@ def test_a_field_not_in_the_profile_model_is_reported() -> None:
         "bogus: no profile field 'pcie.gpu.speed'",
         "bogus: no profile field 'nope.count'",
     ]
+
+
+class _ReadsTheModel(_Bogus):
+    def applies(self, profile: Profile) -> bool:
+        return profile.hardware.judges_cpu()
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        wanted = profile.gpu.model
+        return Result.judged(self.name, metrics={"model": wanted, "links": profile.pcie.gpu})
+
+
+def test_a_profile_read_not_declared_is_reported() -> None:
+    def registry(judges: tuple[str, ...]) -> Registry:
+        r = Registry()
+        r.register(type("Bogus", (_ReadsTheModel,), {"judges": judges}))
+        return r
+
+    assert undeclared_reads(registry(("gpu.count",))) == [
+        "bogus.applies reads profile.hardware, not in its judges",
+        "bogus.evaluate reads profile.gpu.model, not in its judges",
+        "bogus.evaluate reads profile.pcie.gpu, not in its judges",
+    ]
+    assert undeclared_reads(registry(("gpu.model", "pcie.gpu.gen", "hardware.cpu_model"))) == []
 
 
 def test_a_check_nothing_runs_is_reported() -> None:
