@@ -1,40 +1,36 @@
-"""Every check, by name. One module per domain; each check = command() + evaluate()."""
+"""Every check, by name. One module per domain; each check = command() + evaluate(), declaring its
+stages, service, the tools it reads and the profile fields it judges (burnin.checks.base.Check),
+and registering itself where it is defined (burnin.checks.registry). A new domain module is one
+line here; a new check in a module is nothing here."""
 
 from __future__ import annotations
 
-from burnin.checks import copy_bandwidth, gpu, host, host_perf, ib, inventory, kernel, nccl_local, pcie
+# Imported for their registrations. The order is the order their checks run within a stage (a
+# module's checks in the order it defines them), so isort leaves it alone.
+# isort: off
+from burnin.checks import gpu  # noqa: F401
+from burnin.checks import kernel  # noqa: F401
+from burnin.checks import ib  # noqa: F401
+from burnin.checks import host  # noqa: F401
+from burnin.checks import inventory  # noqa: F401
+from burnin.checks import host_perf  # noqa: F401
+from burnin.checks import nccl_local  # noqa: F401
+from burnin.checks import copy_bandwidth  # noqa: F401
+from burnin.checks import pcie  # noqa: F401
+
+# Checks only `burnin evaluate` applies (to an operator's saved output): no stage runs them.
+from burnin.checks import gpu_evidence  # noqa: F401
+from burnin.checks import pcie_lspci  # noqa: F401
+from burnin.checks import ib_evidence  # noqa: F401
+from burnin.checks import nccl_evidence  # noqa: F401
+
+# isort: on
 from burnin.checks.base import Check
+from burnin.checks.registry import REGISTRY
 
-_CHECKS: list[Check] = [
-    # preflight: cheap, read-only, seconds
-    gpu.GpuInventory(),
-    gpu.GpuEcc(),
-    gpu.GpuMemoryHealth(),
-    gpu.GpuVersions(),
-    gpu.Nvlink(),
-    gpu.FabricManager(),
-    kernel.KernelLog(),
-    ib.IbPorts(),
-    host.OfedVersion(),
-    host.DiskUsage(),
-    host.ZfsPool(),
-    host.ClockOffset(),
-    host.ContainerRuntime(),
-    host.BmcEventLog(),
-    inventory.MemoryInventory(),
-    inventory.CpuInventory(),
-    inventory.NvmeHealthCheck(),
-    # host: minutes of memory, disk and CPU load against the profile's host_perf floors
-    host_perf.MemoryBandwidth(),
-    host_perf.NvmePerf(),
-    host_perf.CpuThrottle(),
-    # gpu: minutes to hours of load
-    gpu.DcgmDiag(),
-    gpu.GpuStress(),
-    nccl_local.NcclLocal(),
-    copy_bandwidth.CopyBandwidthCheck(),
-    # pcie: links at idle and under load
-    pcie.PcieLinks(),
-]
+__all__ = ["ALL_CHECKS", "EVIDENCE_CHECKS", "REGISTRY"]
 
-ALL_CHECKS: dict[str, Check] = {c.name: c for c in _CHECKS}
+# The checks the stages run (each stage takes those declaring it, in this order).
+ALL_CHECKS: dict[str, Check] = REGISTRY.stage_run()
+# The checks only `burnin evaluate` applies; no stage sends their commands to a node.
+EVIDENCE_CHECKS: dict[str, Check] = REGISTRY.evaluate_only()

@@ -5,6 +5,11 @@ node's record, such as the BMC event log). ``evaluate`` is pure: it parses the o
 burnin.parsers and judges it against the hardware profile. ``judge`` wraps it so that a
 check that could not run, timed out, or produced something unparseable is UNKNOWN with the
 reason, and no exception ever escapes: a bug in a check must never read as a pass.
+
+A check also declares, on its class, where it runs and what it reads and judges (``stages``,
+``service``, ``reads``, ``judges``), and registers itself where it is defined
+(burnin.checks.registry): the stages, `burnin health` and `burnin evaluate` take their checks
+from those declarations, never from a list of names.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar
 
 from bringup.profiles.load import Profile
@@ -38,14 +44,39 @@ class CommandOutput:
     cut: str = ""
 
 
+class Service(Enum):
+    """Whether `burnin health` runs a check on a node in service (burnin.service.health)."""
+
+    NEVER = "never"
+    ALWAYS = "always"  # cheap, read-only, safe beside a running job
+    ON_REQUEST = "on request"  # only when asked (--container): it loads the GPUs or pulls an image
+
+
 class Check(ABC):
     name: ClassVar[str]
-    stage: ClassVar[str]
     description: ClassVar[str]
+    # -- what the check declares about itself (burnin.checks.registry derives every list from these)
+    # The single-node stages (burnin.stages.STAGES) that run it, in the order of their commands
+    # within a stage; () for a check only `burnin evaluate` applies to a handed-in output.
+    stages: ClassVar[tuple[str, ...]] = ()
+    service: ClassVar[Service] = Service.NEVER  # whether `burnin health` runs it
+    # The tools (names as burnin.evaluate.markers spells them) whose saved output `burnin evaluate`
+    # recognises and hands to this check; () when its output is no tool's a file can be told by.
+    reads: ClassVar[tuple[str, ...]] = ()
+    # The profile fields (dotted, as in bringup.profiles.model: "gpu.count") its verdict holds the
+    # node to, or that decide whether it applies; not those that only shape its command.
+    judges: ClassVar[tuple[str, ...]] = ()
+    # Derived: the stage its results are filed under, its first ("" for an evaluate-only check).
+    stage: ClassVar[str] = ""
     timeout_s: ClassVar[int] = 60
     # Exit codes that mean "the tool ran and its output is to be judged" (ibstat exits 255
     # after printing good data, dcgmi non-zero when a test fails): the check decides.
     judge_any_rc: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "stages" in cls.__dict__:
+            cls.stage = cls.stages[0] if cls.stages else ""
 
     def applies(self, profile: Profile) -> bool:
         """Whether the profile's hardware has what this check looks at (no NVSwitch, no ZFS...)."""

@@ -16,6 +16,7 @@ from typing import Any
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.load import stress_shell
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nvbandwidth import D2H, H2D, CopyBandwidth, CopyGpu, parse_copy_bandwidth
 from burnin.result import Action, Finding, Result, critical
@@ -36,9 +37,12 @@ def link_gbytes(gen: int, width: int) -> float | None:
     return round(_GT_S[gen] * width * _EFFICIENCY[gen] / 8, 1)
 
 
+@register
 class CopyBandwidthCheck(Check):
     name = "copy_bandwidth"
-    stage = "gpu"
+    stages = ("gpu",)
+    reads = ("nvbandwidth / bandwidthTest",)
+    judges = ("pcie.gpu.gen", "pcie.gpu.width", "floors.h2d_gbps", "floors.copy_fraction_of_best")
     description = "host-to-device and device-to-host copy bandwidth of every GPU (nvbandwidth)"
     timeout_s = 600
     judge_any_rc = True  # nvbandwidth exits 1 after a CUDA error, burnin-stress 2: the output says

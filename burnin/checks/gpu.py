@@ -12,8 +12,9 @@ from collections import Counter
 from functools import lru_cache
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.base import Check, CommandOutput, Service, section_mark, sections
 from burnin.checks.load import stress_shell
+from burnin.checks.registry import register
 from burnin.parsers import ParseError, load_json
 from burnin.parsers._common import MAX_GPU_TFLOPS, number
 from burnin.parsers.dcgmi import DCGM_ERRORS, parse_diag
@@ -67,15 +68,19 @@ def _parse_query_cached(text: str) -> SmiQuery:
 class SmiQueryCheck(Check):
     """A preflight check that reads `nvidia-smi -q` (run once per node, shared)."""
 
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("nvidia-smi -q",)
     timeout_s = 90  # nvidia-smi -q on 8 GPUs takes seconds; a wedged driver takes forever
 
     def command(self, profile: Profile) -> str:
         return SMI_QUERY
 
 
+@register
 class GpuInventory(SmiQueryCheck):
     name = "gpu_inventory"
+    service = Service.ALWAYS
+    judges = ("gpu.count", "gpu.model")
     description = "GPU count and model as the profile says; no GPU waiting for a reset"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -130,8 +135,10 @@ class GpuInventory(SmiQueryCheck):
         return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
 
 
+@register
 class GpuEcc(SmiQueryCheck):
     name = "gpu_ecc"
+    service = Service.ALWAYS
     description = "ECC enabled (current and pending); no uncorrected errors; lifetime counts under limits"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -198,8 +205,11 @@ class GpuEcc(SmiQueryCheck):
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
 
 
+@register
 class GpuMemoryHealth(SmiQueryCheck):
     name = "gpu_memory"
+    service = Service.ALWAYS
+    reads = ("nvidia-smi -q", "nvidia-smi -q -d")
     description = "row remapping (pending or failed) and retired pages"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -260,8 +270,10 @@ class GpuMemoryHealth(SmiQueryCheck):
         return Result.judged(self.name, findings, {"gpus": len(q.gpus)}, incomplete="; ".join(q.problems))
 
 
+@register
 class GpuVersions(SmiQueryCheck):
     name = "gpu_versions"
+    judges = ("pins.driver", "pins.vbios")
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -323,9 +335,12 @@ class GpuVersions(SmiQueryCheck):
         return Result.judged(self.name, findings, metrics)
 
 
+@register
 class Nvlink(Check):
     name = "nvlink"
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("nvidia-smi nvlink -s",)
+    judges = ("gpu.count", "gpu.nvlink_links_per_gpu")
     description = "every NVLink of every GPU active and at full speed"
     timeout_s = 60
 
@@ -397,9 +412,12 @@ class Nvlink(Check):
         )
 
 
+@register
 class FabricManager(Check):
     name = "fabric_manager"
-    stage = "preflight"
+    stages = ("preflight",)
+    service = Service.ALWAYS
+    judges = ("gpu.nvswitch",)
     description = "nvidia-fabricmanager running (NVSwitch systems: without it CUDA cannot start)"
     timeout_s = 20
     judge_any_rc = True  # systemctl is-active exits 3 for inactive: that is the answer
@@ -438,9 +456,11 @@ class FabricManager(Check):
 # -- gpu stage ------------------------------------------------------------------------------
 
 
+@register
 class DcgmDiag(Check):
     name = "dcgm_diag"
-    stage = "gpu"
+    stages = ("gpu",)
+    reads = ("dcgmi diag",)
     description = "DCGM diagnostics at the profile's level (dcgmi diag -r N -j)"
     judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
 
@@ -526,9 +546,12 @@ THROTTLE_SAMPLER = (
 )
 
 
+@register
 class GpuStress(Check):
     name = "gpu_stress"
-    stage = "gpu"
+    stages = ("gpu",)
+    reads = ("burnin-stress",)
+    judges = ("gpu.count", "floors.matmul_tflops", "floors.matmul_tflops_fraction_of_best")
     description = (
         "matmul load on every GPU: bit-identical results (silent data corruption), TFLOP/s, throttling"
     )

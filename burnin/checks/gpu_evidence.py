@@ -20,6 +20,7 @@ from typing import Any
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.gpu import THROTTLE_SAMPLER, throttle_findings
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.gpu_burn import parse_gpu_burn
 from burnin.parsers.nvidia_smi import ThrottleSample, parse_query_gpu_csv, parse_throttle_samples
@@ -119,9 +120,12 @@ def _throttle_samples(rows: list[dict[str, str | None]]) -> list[ThrottleSample]
     return parse_throttle_samples("\n".join(lines)) if lines else []
 
 
+@register
 class GpuQueryCsv(Check):
     name = "gpu_query_csv"
-    stage = "gpu"  # judged offline only (burnin evaluate)
+    stages = ()  # no stage: judged offline only (burnin evaluate)
+    reads = ("nvidia-smi --query-gpu CSV",)
+    judges = ("pcie.gpu.gen", "pcie.gpu.width")
     description = "nvidia-smi --query-gpu CSV: PCIe link width and reachable generation, throttle reasons"
 
     def command(self, profile: Profile) -> str:
@@ -150,9 +154,12 @@ class GpuQueryCsv(Check):
         return Result.judged(self.name, findings, metrics)
 
 
+@register
 class GpuBurnLog(Check):
     name = "gpu_burn"
-    stage = "gpu"  # judged offline only (burnin evaluate); the gpu stage runs burnin-stress
+    stages = ()  # no stage: judged offline only (burnin evaluate); the gpu stage runs burnin-stress
+    reads = ("gpu-burn",)
+    judges = ("gpu.count",)
     description = "gpu-burn log: every GPU ran, made progress, had no error, and the summary says OK"
     judge_any_rc = True  # gpu-burn exits 0 with FAULTY GPUs: the log decides
 

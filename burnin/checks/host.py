@@ -8,16 +8,52 @@ import shlex
 from datetime import datetime, timezone
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput
+from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.registry import register
 from burnin.parsers import ParseError, load_json
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x
 from burnin.parsers.nvidia_smi import parse_gpu_list
 from burnin.result import Action, Finding, Result, critical, info, warning
 
 
+@register
+class OfedVersion(Check):
+    name = "ofed_version"
+    stages = ("preflight",)
+    reads = ("ofed_info -s",)
+    judges = ("pins.doca_ofed", "ib.hca_count")
+    description = "DOCA-OFED / MLNX_OFED version matches the profile's pin (ofed_info -s)"
+    timeout_s = 20
+
+    def applies(self, profile: Profile) -> bool:
+        return bool(profile.pins.doca_ofed) and profile.ib.hca_count > 0
+
+    def command(self, profile: Profile) -> str:
+        return "ofed_info -s"
+
+    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        pin = str(profile.pins.doca_ofed)
+        version = parse_ofed_version(output.stdout)
+        findings = []
+        # ofed_info prints the pin plus a build suffix (24.04-0.6.6 -> 24.04-0.6.6.0): a prefix match.
+        if not (version.version == pin or version.version.startswith(pin + ".")):
+            findings.append(
+                critical(
+                    f"OFED {version.version} installed, the profile pins {pin}",
+                    Action.RECONFIGURE,
+                    output.stdout.strip(),
+                )
+            )
+        return Result.judged(self.name, findings, {"ofed": version.version, "flavour": version.flavour})
+
+
+@register
 class DiskUsage(Check):
     name = "disk_usage"
-    stage = "preflight"
+    stages = ("preflight",)
+    service = Service.ALWAYS
+    reads = ("df -Pk",)
+    judges = ("host.disk_use_warn_pct", "host.disk_use_fail_pct")
     description = "every real filesystem below the profile's use limits (df)"
     timeout_s = 30
 
@@ -56,9 +92,12 @@ class DiskUsage(Check):
         return Result.judged(self.name, findings, metrics)
 
 
+@register
 class ZfsPool(Check):
     name = "zfs_pool"
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("zpool status -x",)
+    judges = ("host.zfs",)
     description = "ZFS pools healthy (zpool status -x), on profiles with a pool"
     timeout_s = 30
 
@@ -95,9 +134,11 @@ class ZfsPool(Check):
         return Result.judged(self.name, findings, {"pools_healthy": False})
 
 
+@register
 class ClockOffset(Check):
     name = "clock_offset"
-    stage = "preflight"
+    stages = ("preflight",)
+    judges = ("host.max_clock_offset_s",)
     description = "the node's clock agrees with this machine's (TLS breaks on skewed clocks)"
     timeout_s = 10
 
@@ -138,9 +179,13 @@ class ClockOffset(Check):
         return Result.judged(self.name, findings, {"offset_s": round(offset, 3)})
 
 
+@register
 class ContainerRuntime(Check):
     name = "container_gpu"
-    stage = "preflight"
+    stages = ("preflight",)
+    service = Service.ON_REQUEST
+    reads = ("nvidia-smi -L",)
+    judges = ("gpu.count",)
     description = "the container runtime can start a GPU container that sees every GPU"
     timeout_s = 180  # a first pull of the CUDA base image
 
@@ -170,39 +215,12 @@ class ContainerRuntime(Check):
         return Result.judged(self.name, findings, {"gpus_in_container": len(gpus)})
 
 
-class OfedVersion(Check):
-    name = "ofed_version"
-    stage = "preflight"
-    description = "DOCA-OFED / MLNX_OFED version matches the profile's pin (ofed_info -s)"
-    timeout_s = 20
-
-    def applies(self, profile: Profile) -> bool:
-        return bool(profile.pins.doca_ofed) and profile.ib.hca_count > 0
-
-    def command(self, profile: Profile) -> str:
-        return "ofed_info -s"
-
-    def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        pin = str(profile.pins.doca_ofed)
-        version = parse_ofed_version(output.stdout)
-        findings = []
-        # ofed_info prints the pin plus a build suffix (24.04-0.6.6 -> 24.04-0.6.6.0): a prefix match.
-        if not (version.version == pin or version.version.startswith(pin + ".")):
-            findings.append(
-                critical(
-                    f"OFED {version.version} installed, the profile pins {pin}",
-                    Action.RECONFIGURE,
-                    output.stdout.strip(),
-                )
-            )
-        return Result.judged(self.name, findings, {"ofed": version.version, "flavour": version.flavour})
-
-
+@register
 class BmcEventLog(Check):
     """Judged from the node's record: the event log that `bringup discover` read from the BMC."""
 
     name = "bmc_event_log"
-    stage = "preflight"
+    stages = ("preflight",)
     description = "no new critical entries in the BMC's event log since the last run (from discovery)"
 
     def command(self, profile: Profile) -> None:

@@ -17,6 +17,7 @@ import statistics
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.cpu_load import parse_clock_samples, parse_stress_ng_brief, parse_throttle_counts
 from burnin.parsers.hardware import FioJob, parse_fio_json
@@ -32,9 +33,12 @@ _FREQ_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"
 CLOCK_SAMPLE_S = 5
 
 
+@register
 class MemoryBandwidth(Check):
     name = "memory_bandwidth"
-    stage = "host"
+    stages = ("host",)
+    reads = ("sysbench memory",)
+    judges = ("host_perf.memory_bandwidth_gbps", "host_perf.memory_seconds")
     description = (
         "host memory read bandwidth over every CPU thread reaches the profile's floor (sysbench memory)"
     )
@@ -94,9 +98,17 @@ class MemoryBandwidth(Check):
         return Result.judged(self.name, findings, metrics)
 
 
+@register
 class NvmePerf(Check):
     name = "nvme_perf"
-    stage = "host"
+    stages = ("host",)
+    reads = ("fio --output-format=json",)
+    judges = (
+        "host_perf.nvme_seq_read_mbps",
+        "host_perf.nvme_seq_write_mbps",
+        "host_perf.nvme_randread_iops",
+        "host_perf.nvme_randread_p99_us",
+    )
     description = (
         "local NVMe sequential read/write throughput, 4 KiB random read IOPS and p99 latency reach the "
         "profile's floors (fio on a scratch file)"
@@ -187,9 +199,12 @@ def _fio_evidence(jobs: dict[str, FioJob]) -> str:
     )
 
 
+@register
 class CpuThrottle(Check):
     name = "cpu_throttle"
-    stage = "host"
+    stages = ("host",)
+    reads = ("cpu_throttle (thermal counters + stress-ng)",)
+    judges = ("host_perf.cpu_load_seconds", "host_perf.cpu_min_load_mhz")
     description = (
         "a sustained load on every CPU raises no thermal throttle counter (stress-ng, "
         "/sys/devices/system/cpu/cpu*/thermal_throttle); clocks under load recorded"

@@ -7,15 +7,20 @@ Disabled in ibstat: they are filtered by link layer, never counted as IB failure
 from __future__ import annotations
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput
+from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.ibstat import parse_ibstat
 from burnin.result import Action, Finding, Result, critical, info
 
 
+@register
 class IbPorts(Check):
     name = "ib_ports"
-    stage = "preflight"
+    stages = ("preflight",)
+    service = Service.ALWAYS
+    reads = ("ibstat",)
+    judges = ("ib.hca_count", "ib.rate_gbps", "ib.link_layer", "pins.hca_firmware")
     description = "IB ports: count, Active/LinkUp, rate, HCA firmware pin (ibstat)"
     timeout_s = 30
     judge_any_rc = True  # ibstat exits 255 after printing good data when one device vanished

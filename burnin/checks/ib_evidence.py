@@ -23,6 +23,7 @@ from typing import Any
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.ib_load import floor_gbps
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import ERROR_COUNTERS, is_saturated, parse_perfquery
 from burnin.parsers.perftest import (
@@ -117,9 +118,12 @@ def _judge_report(report: PerftestReport, floor: float, bidir_floor: float | Non
     return findings
 
 
+@register
 class PerftestBandwidth(Check):
     name = "perftest_bw"
-    stage = "ib"  # judged offline only (burnin evaluate); the ib stage pairs ports itself
+    stages = ()  # no stage: judged offline only (burnin evaluate); the ib stage pairs ports itself
+    reads = ("ib_write_bw / ib_read_bw (perftest)",)
+    judges = ("ib.rate_gbps", "floors.ib_write_bw_fraction", "floors.ib_write_bw_bidir_gbps")
     description = "ib_write_bw / ib_read_bw / ib_send_bw output: bandwidth at the largest size against the per-port floor"
     judge_any_rc = True
 
@@ -158,9 +162,11 @@ class PerftestBandwidth(Check):
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
 
 
+@register
 class PerfqueryCounters(Check):
     name = "perfquery_counters"
-    stage = "ib"  # judged offline only (burnin evaluate); the ib stage diffs counters around its load
+    stages = ()  # no stage: judged offline only (burnin evaluate); the ib stage diffs counters around its load
+    reads = ("perfquery",)
     description = "perfquery -x / -E: error counters of each port (a single read: warnings, not a rise)"
 
     def command(self, profile: Profile) -> str:

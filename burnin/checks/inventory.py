@@ -13,6 +13,7 @@ import re
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.hardware import NvmeHealth, parse_dmidecode_memory, parse_lscpu, parse_smartctl_nvme
 from burnin.result import Action, Finding, Result, critical, warning
@@ -20,9 +21,12 @@ from burnin.result import Action, Finding, Result, critical, warning
 GIB_MIB = 1024
 
 
+@register
 class MemoryInventory(Check):
     name = "memory_dimms"
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("dmidecode -t memory",)
+    judges = ("hardware.dimm_count", "hardware.dimm_size_gib", "hardware.dimm_min_speed_mts")
     description = "every DIMM slot the profile expects is populated, at its size and speed (dmidecode)"
     timeout_s = 30
 
@@ -106,9 +110,12 @@ class MemoryInventory(Check):
         return Result.judged(self.name, findings, metrics)
 
 
+@register
 class CpuInventory(Check):
     name = "cpu_inventory"
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("lscpu",)
+    judges = ("hardware.cpu_model", "hardware.cpu_cores")
     description = "the CPU model and the number of physical cores are the profile's (lscpu -J)"
     timeout_s = 20
 
@@ -158,9 +165,12 @@ class CpuInventory(Check):
 _SCAN_LINE = re.compile(r"^(/dev/\S+) -d (\S+) # ", re.MULTILINE)
 
 
+@register
 class NvmeHealthCheck(Check):
     name = "nvme_health"
-    stage = "preflight"
+    stages = ("preflight",)
+    reads = ("smartctl -j",)
+    judges = ("hardware.nvme_count", "hardware.nvme_min_capacity_gb", "hardware.nvme_max_percentage_used")
     description = (
         "every NVMe drive present, large enough, no critical warning, spare above threshold (smartctl -j)"
     )

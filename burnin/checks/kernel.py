@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput
+from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.registry import register
 from burnin.parsers.kernel_log import (
     AerEvent,
     FallenOffBusEvent,
@@ -102,9 +103,13 @@ def xid_rule(xid: int) -> XidRule:
     return XidRule(Severity.WARNING, Action.MONITOR, "not on the hardware list")
 
 
+@register
 class KernelLog(Check):
     name = "kernel_log"
-    stage = "preflight"
+    stages = ("preflight",)
+    service = Service.ALWAYS
+    reads = ("dmesg / journalctl -k",)
+    judges = ("host.kernel_log_allowlist",)
     description = "kernel log: Xid/SXid, AER, GPUs off the bus, IB link flaps, unknown error lines"
     timeout_s = 30
 

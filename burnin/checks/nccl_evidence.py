@@ -13,13 +13,17 @@ from __future__ import annotations
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.nccl import busbw_floor, judge_iteration
+from burnin.checks.registry import register
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.result import Result, Verdict
 
 
+@register
 class NcclTestsOutput(Check):
     name = "nccl_tests"
-    stage = "nccl"  # judged offline only (burnin evaluate); the nccl stage launches its own runs
+    stages = ()  # no stage: judged offline only (burnin evaluate); the nccl stage launches its own runs
+    reads = ("nccl-tests",)
+    judges = ("floors.nccl_busbw_single_node_gbps", "floors.nccl_busbw_multi_node_gbps")
     description = (
         "nccl-tests output: busbw of the largest sizes against the single- or multi-node floor, #wrong"
     )

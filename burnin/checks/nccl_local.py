@@ -20,6 +20,7 @@ import statistics
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.nccl import judge_iteration
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, parse_nccl_tests
 from burnin.parsers.nvidia_smi import parse_nvlink_status
@@ -30,9 +31,11 @@ SLOW_CAUSE = "a bad NVLink, NVSwitch or GPU in this node"
 SLOW_LINK_FRACTION = 0.5  # a link under half the node's typical speed is degraded (as the nvlink check)
 
 
+@register
 class NcclLocal(Check):
     name = "nccl_local"
-    stage = "gpu"
+    stages = ("gpu",)
+    judges = ("gpu.count", "gpu.nvlink_links_per_gpu", "floors.nccl_busbw_single_node_gbps")
     description = (
         "all_reduce_perf across the node's GPUs (-g N) over NVLink: busbw at the largest sizes, #wrong"
     )

@@ -16,6 +16,7 @@ from bringup.profiles.load import Profile
 from burnin import onnode
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.load import stress_shell
+from burnin.checks.registry import register
 from burnin.parsers import ParseError, load_json
 from burnin.parsers.kernel_log import parse_kernel_log
 from burnin.parsers.sysfs import parse_aer_counters, parse_link_speed, parse_link_width, speed_to_gen
@@ -117,9 +118,20 @@ def _reading(link: Link) -> str:
     return f"{link.bdf} {speed} x{link.width} (capable {top}); upstream {path}"
 
 
+@register
 class PcieLinks(Check):
     name = "pcie_links"
-    stage = "pcie"
+    stages = ("pcie",)
+    reads = ("burnin PCIe collector (sysfs)",)
+    judges = (
+        "gpu.count",
+        "pcie.gpu.gen",
+        "pcie.gpu.width",
+        "pcie.nic.gen",
+        "pcie.nic.width",
+        "pcie.nvme.gen",
+        "pcie.nvme.width",
+    )
     description = "GPU, NIC and NVMe links: width at idle, speed under load, AER errors, kernel 'limited by'"
 
     def load_seconds(self, profile: Profile) -> float:

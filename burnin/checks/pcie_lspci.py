@@ -15,6 +15,7 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
+from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.lspci import LspciDevice, parse_lspci_vv
 from burnin.parsers.sysfs import speed_to_gen
@@ -113,9 +114,19 @@ def judge_device(dev: LspciDevice, kind: str, profile: Profile) -> list[Finding]
     return findings
 
 
+@register
 class LspciLinks(Check):
     name = "pcie_lspci"
-    stage = "pcie"  # judged offline only (burnin evaluate); the pcie stage reads sysfs (pcie_links)
+    stages = ()  # no stage: judged offline only (burnin evaluate); the pcie stage reads sysfs (pcie_links)
+    reads = ("lspci -vv",)
+    judges = (
+        "pcie.gpu.gen",
+        "pcie.gpu.width",
+        "pcie.nic.gen",
+        "pcie.nic.width",
+        "pcie.nvme.gen",
+        "pcie.nvme.width",
+    )
     description = "lspci -vv: each GPU, NIC and NVMe link's width (and NIC/NVMe speed) against the profile"
 
     def command(self, profile: Profile) -> str:

@@ -138,7 +138,7 @@ def checks_cmd(ctx: click.Context, profile_name: str | None) -> None:
     out = table("checks", "stage", "check", "what it looks at")
     for stage in ALL_STAGES:
         checks = (
-            stage_checks(stage, profile) if profile else [c for c in ALL_CHECKS.values() if c.stage == stage]
+            stage_checks(stage, profile) if profile else [c for c in ALL_CHECKS.values() if stage in c.stages]
         )
         for c in checks:
             out.add_row(stage, c.name, c.description)

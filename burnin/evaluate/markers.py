@@ -1,10 +1,11 @@
-"""The tools `burnin evaluate` knows (pure): the lines each prints, weighted, and the checks that
-judge its output. burnin.evaluate.recognise scores a text against them.
+"""The tools `burnin evaluate` knows (pure): the lines each prints, weighted. burnin.evaluate.recognise
+scores a text against them.
 
 Weights: 3 is a line only that tool prints, 2 a characteristic line, 1 a weak sign (see
-burnin.evaluate.recognise). A tool with no check is still listed, so that its output is recognised and the
-answer says what to run instead. Nothing here imports a check: the names are resolved by
-burnin.evaluate.handed_in.
+burnin.evaluate.recognise). Which checks judge a tool's output each check declares itself (Check.reads,
+by the names here); burnin.evaluate.recognise joins the two. A tool no check reads is still listed, so
+that its output is recognised and the answer says what to run instead. Nothing here imports a
+check.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from dataclasses import dataclass
 
 from burnin.parsers import ParseError
 from burnin.parsers.kernel_log import require_kernel_log
-
-SMI_Q_CHECKS = ("gpu_inventory", "gpu_ecc", "gpu_memory", "gpu_versions")
 
 
 @dataclass(frozen=True)
@@ -33,13 +32,15 @@ def mark(pattern: str, weight: int, what: str, flags: int = 0) -> Marker:
 @dataclass(frozen=True)
 class Tool:
     name: str  # 'nvidia-smi -q', as the answer names it
-    checks: tuple[str, ...]  # the checks that judge its output; () = recognised, not judged
     markers: tuple[Marker, ...] = ()
     # Extra signs that a pattern cannot express (a kernel log is a proportion of its lines).
     detect: Callable[[str], list[tuple[int, str]]] | None = None
     instead: str = ""  # for a tool no check judges: what to run to get a judged output
     section: str = ""  # wrap a bare output in this burnin section before judging it
     includes: tuple[str, ...] = ()  # tools whose lines this tool prints too (gpu-burn: nvidia-smi -L's)
+    # The checks that judge its output, filled by burnin.evaluate.recognise from the checks' declarations
+    # (Check.reads); () here, and () there for a tool recognised but judged by no check.
+    checks: tuple[str, ...] = ()
 
 
 def _kernel_lines(text: str) -> list[tuple[int, str]]:
@@ -129,7 +130,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- nvidia-smi --------------------------------------------------------------------------
     Tool(
         "nvidia-smi -q",
-        SMI_Q_CHECKS,
         (
             mark(r"^=+NVSMI LOG=+\s*$", 3, "the 'NVSMI LOG' banner"),
             mark(r"^Attached GPUs\s*:\s*\d+", 3, "'Attached GPUs'"),
@@ -145,7 +145,6 @@ TOOLS: tuple[Tool, ...] = (
         # `nvidia-smi -q -d PAGE_RETIREMENT` (or ROW_REMAPPER, ECC...): one section per GPU, no
         # product name; the memory-health check reads it, the inventory checks have nothing to read.
         "nvidia-smi -q -d",
-        ("gpu_memory",),
         (
             mark(r"^=+NVSMI LOG=+\s*$", 3, "the 'NVSMI LOG' banner"),
             mark(r"^Attached GPUs\s*:\s*\d+", 3, "'Attached GPUs'"),
@@ -159,7 +158,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi nvlink -s",
-        ("nvlink",),
         (
             mark(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>)", 3, "'Link N: xx GB/s' lines"),
             mark(
@@ -170,7 +168,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi -L",
-        ("container_gpu",),
         (
             mark(r"^GPU \d+: .+ \(UUID: GPU-[0-9a-fA-F-]+\)\s*$", 2, "'GPU N: <name> (UUID: GPU-...)' lines"),
             mark(r"^\s+MIG \S+\s+Device\s+\d+: \(UUID: MIG-", 2, "'MIG ... Device N' lines"),
@@ -178,7 +175,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi --query-gpu CSV",
-        ("gpu_query_csv",),
         (
             mark(r"--query-gpu=", 2, "the --query-gpu command line"),
             mark(_SAMPLER_ROWS, 2, "throttle-sampler rows (noheader)"),
@@ -187,7 +183,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi (default table)",
-        (),
         (
             mark(r"^\|\s*NVIDIA-SMI \d+\.\d+", 3, "the 'NVIDIA-SMI' table title"),
             mark(r"Persistence-M\s*\|", 2, "the 'Persistence-M' column"),
@@ -196,7 +191,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi topo -m",
-        (),
         (
             mark(r"^\s+GPU0\s+(?:GPU1|NIC0|mlx5_0|CPU Affinity)", 3, "the topology matrix header"),
             mark(r"^\s*Legend:\s*$", 2, "the 'Legend:' of the matrix"),
@@ -205,7 +199,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvidia-smi -q -x (XML)",
-        (),
         (
             mark(r"^<!DOCTYPE nvidia_smi_log\b", 3, "the 'nvidia_smi_log' DOCTYPE"),
             mark(r"^<nvidia_smi_log>", 3, "the <nvidia_smi_log> root"),
@@ -216,7 +209,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- DCGM --------------------------------------------------------------------------------
     Tool(
         "dcgmi diag",
-        ("dcgm_diag",),
         (
             mark(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", 3, "the 'Diagnostic | Result' table header"),
             mark(
@@ -231,7 +223,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "dcgmi discovery -l",
-        (),
         (
             mark(r"^\d+ GPUs? found\.\s*$", 3, "'N GPUs found.'"),
             mark(r"^\d+ NvSwitch(?:es)? found\.\s*$", 3, "'N NvSwitches found.'"),
@@ -243,7 +234,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "dcgmi nvlink",
-        (),
         (
             mark(r"^\|\s*NvLink Link Status\s*\|", 3, "the 'NvLink Link Status' title (--link-status)"),
             mark(r"^Key: Up=U, Down=D", 3, "the 'Key: Up=U, Down=D' legend"),
@@ -259,7 +249,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- kernel log ---------------------------------------------------------------------------
     Tool(
         "dmesg / journalctl -k",
-        ("kernel_log",),
         (
             mark(r"NVRM: Xid \(|SXid \(|\bpcieport\b|\bmlx5_core\b", 1, "kernel driver messages"),
             # dmesg's own prefixes: "[  12.345678]", "kern  :warn  : ", "kernel: ", "<4>", ISO, -T, journalctl -k
@@ -276,7 +265,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- PCIe ---------------------------------------------------------------------------------
     Tool(
         "lspci -vv",
-        ("pcie_lspci",),
         (
             mark(r"^\s*LnkSta:\s+Speed", 3, "'LnkSta:' lines"),
             mark(r"^\s*LnkCap:\s+Port #", 3, "'LnkCap:' lines"),
@@ -285,7 +273,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "burnin PCIe collector (sysfs)",
-        ("pcie_links",),
         (
             mark(r"^@@burnin-section (?:idle|load\d+|after)\s*$", 3, "burnin's PCIe sections"),
             mark(r'"current_link_speed"\s*:', 2, "sysfs link fields in JSON"),
@@ -295,7 +282,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- InfiniBand ---------------------------------------------------------------------------
     Tool(
         "ibstat",
-        ("ib_ports",),
         (
             mark(r"^CA '[^']+'\s*$", 3, "\"CA 'mlx5_N'\" lines"),
             mark(r"^\s+CA type:", 2, "'CA type:'"),
@@ -304,7 +290,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "ibstatus",
-        (),
         (
             mark(r"^Infiniband device '[^']+' port \d+ status:", 3, "'Infiniband device ... status:' lines"),
             mark(r"^\s+phys state:\s+\d:", 2, "'phys state: N:'"),
@@ -313,7 +298,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "ibv_devinfo",
-        (),
         (
             mark(r"^hca_id:\s", 3, "'hca_id:' lines"),
             mark(r"^\s+state:\s+PORT_\w+", 2, "'state: PORT_...'"),
@@ -322,13 +306,11 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "ibnetdiscover -p",
-        (),
         (mark(r"^(?:CA|SW)\s+\d+\s+\d+\s+0x[0-9a-f]{16}\s+\d+x\s", 3, "'CA/SW lid port guid 4x ...' rows"),),
         instead="the ib stage reads the fabric map; no check judges it alone",
     ),
     Tool(
         "sysfs /sys/class/infiniband",
-        (),
         (
             mark(
                 r"^\w+/ports/\d+/(?:counters/\w+|state|phys_state|rate):\s",
@@ -340,7 +322,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "mlxlink",
-        (),
         (
             mark(r"^Operational Info\s*\n-{8,}\s*$", 3, "the 'Operational Info' block"),
             mark(r"^Troubleshooting Info\s*\n-{8,}\s*$", 3, "the 'Troubleshooting Info' block"),
@@ -350,7 +331,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "ib_write_bw / ib_read_bw (perftest)",
-        ("perftest_bw",),
         (
             mark(r"^\s{2,}\S.*(?:BW|Latency) Test\s*$", 3, "a perftest title ('RDMA_Write BW Test')"),
             mark(r"#bytes\s+#iterations\s+(?:BW peak|t_min)", 3, "the '#bytes #iterations' table header"),
@@ -368,7 +348,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "perfquery",
-        ("perfquery_counters",),
         (
             mark(
                 r"^#\s*[\w ]*counters:\s*Lid\s+\d+\s+port\s+(?:\d+|all)",
@@ -386,7 +365,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- NCCL ---------------------------------------------------------------------------------
     Tool(
         "nccl-tests",
-        ("nccl_tests",),
         (
             mark(r"^# nccl-tests version", 3, "'# nccl-tests version'"),
             mark(r"^# nThread \d+ nGpus \d+", 3, "the '# nThread N nGpus N' line"),
@@ -403,7 +381,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- GPU load -----------------------------------------------------------------------------
     Tool(
         "gpu-burn",
-        ("gpu_burn",),
         (
             mark(r"proc'd:", 3, "progress lines ('proc'd: N (X Gflop/s)')"),
             mark(r"^Tested \d+ GPUs:", 3, "'Tested N GPUs:'"),
@@ -415,7 +392,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "burnin-stress",
-        ("gpu_stress",),
         (
             mark(r'"tool"\s*:\s*"burnin-stress"', 3, "a burnin-stress report"),
             mark(r"^@@burnin-section (?:stress|throttle)\s*$", 3, "burnin's stress sections"),
@@ -425,7 +401,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- copy bandwidth ---------------------------------------------------------------------
     Tool(
         "nvbandwidth / bandwidthTest",
-        ("copy_bandwidth",),
         (
             mark(r"^nvbandwidth Version: v?\d", 3, "the 'nvbandwidth Version:' header"),
             mark(r"^memcpy (?:CE|SM) (?:CPU|GPU)\(row\)", 3, "a 'memcpy CE CPU(row) -> GPU(column)' title"),
@@ -445,7 +420,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- host ---------------------------------------------------------------------------------
     Tool(
         "df -Pk",
-        ("disk_usage",),
         (
             mark(
                 r"^Filesystem\s+1024-blocks\s+Used\s+Available\s+Capacity\s+Mounted on",
@@ -457,7 +431,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "ofed_info -s",
-        ("ofed_version",),
         (
             mark(
                 r"^(?:MLNX_OFED_LINUX|OFED-internal|DOCA[\w]*|mlnx-ofa_kernel)-[\w.\-]+:?\s*$",
@@ -468,7 +441,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "zpool status -x",
-        ("zfs_pool",),
         (
             mark(r"^all pools are healthy\s*$", 3, "'all pools are healthy'"),
             mark(r"^\s*pool: \S+", 2, "'pool:' lines"),
@@ -479,14 +451,12 @@ TOOLS: tuple[Tool, ...] = (
     # is-active prints for any unit, not the fabric manager's answer (a property test drew it).
     Tool(
         "systemctl is-active",
-        (),
         detect=_systemctl_state,
         instead="a lone unit state does not say which unit it is: for `systemctl is-active "
         "nvidia-fabricmanager` give --check fabric_manager",
     ),
     Tool(
         "nv-fabricmanager log",
-        (),
         (
             mark(
                 r"^\[[A-Z][a-z]{2} \d\d \d{4} \d\d:\d\d:\d\d\] \[(?:INFO|WARNING|ERROR|FATAL|DEBUG)\] \[tid \d+\] ",
@@ -501,7 +471,6 @@ TOOLS: tuple[Tool, ...] = (
     # ---- host hardware inventory -------------------------------------------------------------
     Tool(
         "dmidecode -t memory",
-        ("memory_dimms",),
         (
             mark(r"^# dmidecode \d", 3, "the '# dmidecode' banner"),
             mark(r"^Handle 0x[0-9A-Fa-f]+, DMI type 17,", 3, "a 'DMI type 17' record"),
@@ -510,7 +479,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "lscpu",
-        ("cpu_inventory",),
         (
             mark(r"^\s*Core\(s\) per socket:\s+\d+", 3, "'Core(s) per socket:'"),
             mark(r'"field":\s*"Core\(s\) per socket:"', 3, "lscpu -J's 'Core(s) per socket' field"),
@@ -519,7 +487,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "smartctl -j",
-        ("nvme_health",),
         (
             mark(r'^\s*"nvme_smart_health_information_log":', 3, "'nvme_smart_health_information_log'"),
             mark(r'^\s*"smartctl": \{', 2, "a 'smartctl' object"),
@@ -527,7 +494,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "nvme smart-log -o json",
-        (),
         (
             mark(r'^\s*"avail_spare":', 2, "'avail_spare'"),
             mark(r'^\s*"spare_thresh":', 2, "'spare_thresh'"),
@@ -536,13 +502,11 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "fio --output-format=json",
-        ("nvme_perf",),
         (mark(r'^\s*"fio version" : "fio-', 3, "'fio version'"),),
     ),
     # ---- host performance: the host stage -------------------------------------------------------
     Tool(
         "sysbench memory",
-        ("memory_bandwidth",),
         (
             mark(r"^sysbench \d+\.\d+\S* \(using ", 3, "the 'sysbench VERSION (using ...)' banner"),
             mark(r"^Running memory speed test", 3, "'Running memory speed test'"),
@@ -551,7 +515,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "cpu_throttle (thermal counters + stress-ng)",
-        ("cpu_throttle",),
         (
             mark(
                 r"^/sys/devices/system/cpu/cpu\d+/thermal_throttle/\w+_throttle_count:\d+$",
@@ -569,7 +532,6 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "stress-ng --metrics-brief",
-        (),
         (
             mark(
                 r"^stress-ng: (?:info|metrc):\s+\[\d+\] dispatching hogs:",
@@ -581,11 +543,3 @@ TOOLS: tuple[Tool, ...] = (
         instead="the cpu_throttle check's output (burnin run --stages host): the load alone shows no throttling",
     ),
 )
-
-
-def tool_names() -> list[str]:
-    return [t.name for t in TOOLS]
-
-
-def find_tool(name: str) -> Tool | None:
-    return next((t for t in TOOLS if t.name == name), None)

@@ -9,16 +9,32 @@ the stronger evidence wins); two tools with the same best score are ambiguous, a
 or unrecognised text is judged by nobody (UNKNOWN, never a pass). A tool is recognised only
 with a marker of weight 2 or more: weak signs alone are not enough.
 
-The registry of tools, their markers and the checks that judge each is burnin.evaluate.markers.
+The tools and their markers are burnin.evaluate.markers; the checks that judge each are those that
+declare they read it (Check.reads), joined to the tools here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from burnin.evaluate.markers import TOOLS, Tool, find_tool, tool_names
+from burnin.checks import REGISTRY
+from burnin.evaluate import markers as tool_markers
+from burnin.evaluate.markers import Tool
 
 __all__ = ["TOOLS", "Candidate", "Recognition", "Tool", "find_tool", "recognise", "tool_names"]
+
+# Every tool with the checks that read it, in the order they are registered ('nvidia-smi -q':
+# gpu_inventory, gpu_ecc, gpu_memory, gpu_versions).
+TOOLS: tuple[Tool, ...] = tuple(replace(t, checks=REGISTRY.readers(t.name)) for t in tool_markers.TOOLS)
+
+
+def tool_names() -> list[str]:
+    return [t.name for t in TOOLS]
+
+
+def find_tool(name: str) -> Tool | None:
+    return next((t for t in TOOLS if t.name == name), None)
+
 
 MIN_STRONGEST = 2  # a tool needs at least one marker of this weight to be recognised
 # Recognition reads a long text's head and tail only: a 64 MiB dmesg is recognised as fast as a

@@ -15,26 +15,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from bringup.profiles.load import Profile
-from burnin.checks import ALL_CHECKS
+from burnin.checks import REGISTRY
 from burnin.checks.base import Check, CommandOutput, judge
 from burnin.parsers import ParseError
 from burnin.parsers.kernel_log import require_kernel_log
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.service.reasons import health_reason
 
-# Cheap, read-only, safe beside a running job: GPU inventory, ECC and row-remap state, the
-# kernel log (new lines only), IB port state, the fabric manager, disk space.
-HEALTH_CHECKS = (
-    "gpu_inventory",
-    "gpu_ecc",
-    "gpu_memory",
-    "kernel_log",
-    "ib_ports",
-    "fabric_manager",
-    "disk_usage",
-)
-# Starts a container on every GPU: only when asked (--container), it may pull an image.
-CONTAINER_CHECK = "container_gpu"
+# Each check says whether it runs here (Check.service): ALWAYS for the cheap, read-only ones safe
+# beside a running job (GPU inventory, ECC and row-remap state, the kernel log - new lines only -,
+# IB port state, the fabric manager, disk space); ON_REQUEST for the container check, which
+# starts a container on every GPU and may pull an image: only when asked (--container).
+HEALTH_CHECKS: tuple[str, ...] = tuple(c.name for c in REGISTRY.in_service())
 KERNEL_CHECK = "kernel_log"
 
 EXIT_IN_SERVICE = 0  # every check passed or warned, or UNKNOWN the profile does not drain for
@@ -43,9 +35,9 @@ EXIT_CANNOT_START = 3  # no profile, no state dir: nothing was judged (2 is clic
 
 
 def health_checks(profile: Profile, container: bool = False) -> list[Check]:
-    """The checks `burnin health` runs on a node of this profile."""
-    names = [*HEALTH_CHECKS, *([CONTAINER_CHECK] if container else [])]
-    return [ALL_CHECKS[n] for n in names if ALL_CHECKS[n].applies(profile)]
+    """The checks `burnin health` runs on a node of this profile (with ``container``, those it
+    runs only when asked too), in the order they are registered."""
+    return [c for c in REGISTRY.in_service(on_request=container) if c.applies(profile)]
 
 
 def commands_of(checks: Sequence[Check], profile: Profile) -> dict[str, list[Check]]:

@@ -3,7 +3,7 @@
 Single-node stages first (cheap to expensive), multi-node ones after: a node that fails its
 preflight never costs a GPU diagnostic, and a node whose GPUs fail never joins a fabric test.
 
-A single-node stage is the checks (burnin.checks) whose ``stage`` is its name, sent to each
+A single-node stage is the checks (burnin.checks) that declare it in ``stages``, sent to each
 node as one batch; a group stage runs across every node still in the run at once
 (burnin.stages.ib, burnin.stages.nccl). burnin.stages.runner runs both kinds.
 """
@@ -63,8 +63,9 @@ def is_group_stage(stage: str) -> bool:
 
 
 def stage_checks(stage: str, profile: Profile) -> list[Check]:
-    """The checks of a single-node stage that apply to this profile's hardware, in a stable order."""
-    return [c for c in ALL_CHECKS.values() if c.stage == stage and c.applies(profile)]
+    """The checks declaring this single-node stage that apply to this profile's hardware, in the
+    order they are registered (burnin.checks)."""
+    return [c for c in ALL_CHECKS.values() if stage in c.stages and c.applies(profile)]
 
 
 def group_stages() -> dict[str, GroupStage]:

@@ -6,6 +6,7 @@ file UNKNOWN (in --json too), never a traceback."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,24 @@ OWN = {
 
 def test_every_evidence_check_says_which_samples_are_its_own() -> None:
     assert sorted(OWN) == sorted(EVIDENCE_CHECKS)
+
+
+@pytest.mark.parametrize("check", sorted(EVIDENCE_CHECKS))
+def test_an_evidence_checks_own_samples_are_those_of_the_tools_it_reads(check: str) -> None:
+    """OWN agrees with the check's declaration (Check.reads): each of its own samples is
+    recognised as a tool it reads (or as no tool: a reference text), and each sample recognised
+    as a tool it reads is its own."""
+    reads = EVIDENCE_CHECKS[check].reads
+    own = {name for name in SAMPLES if name.startswith(OWN[check])}
+    tools = _recognised_tools()
+    assert reads and own
+    assert sorted(n for n in own if tools[n] not in (None, *reads)) == []
+    assert sorted(n for n in SAMPLES if tools[n] in reads and n not in own) == []
+
+
+@cache
+def _recognised_tools() -> dict[str, str | None]:
+    return {name: (r.tool.name if (r := recognise(text)).tool else None) for name, text in SAMPLES.items()}
 
 
 @pytest.mark.parametrize("check", sorted(EVIDENCE_CHECKS))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bringup.lab.standins import SAMPLES_DIR
-from burnin.checks import ALL_CHECKS
-from burnin.checks.base import CommandOutput
+from burnin.checks import ALL_CHECKS, REGISTRY
+from burnin.checks.base import CommandOutput, Service
 from burnin.result import Action, Result, Verdict, critical, warning
 from burnin.service.health import (
     EXIT_DRAIN,
@@ -18,6 +18,7 @@ from burnin.service.health import (
     over_budget,
 )
 from tests.profiles import shipped
+from tests.unit.burnin.checks.test_registry import service_problems
 
 PROFILE = shipped()
 KERNEL = ALL_CHECKS["kernel_log"]
@@ -33,25 +34,28 @@ XID79 = recording("dmesg_iso_xid79_gpu0_DERIVED.txt")  # stamped a day after the
 
 
 def test_the_cheap_checks_run_and_the_container_only_when_asked():
+    """The checks declared for service (Check.service) that apply, in registry order; those
+    declared on request only with --container (each property fails on a bogus check:
+    tests/unit/burnin/checks/test_registry.py)."""
+    assert service_problems(REGISTRY) == []
     names = [c.name for c in health_checks(PROFILE)]
-    assert names == [
-        "gpu_inventory",
-        "gpu_ecc",
-        "gpu_memory",
-        "kernel_log",
-        "ib_ports",
-        "fabric_manager",
-        "disk_usage",
-    ]
+    assert names == [c.name for c in REGISTRY if c.service is Service.ALWAYS and c.applies(PROFILE)]
+    assert "container_gpu" not in names
     assert "container_gpu" in [c.name for c in health_checks(PROFILE, container=True)]
     no_switch = shipped("gpu.nvswitch=false")
     assert "fabric_manager" not in [c.name for c in health_checks(no_switch)]
 
 
 def test_one_nvidia_smi_for_three_checks_and_limits_within_the_budget():
-    plan = commands_of(health_checks(PROFILE), PROFILE)
-    assert [c.name for c in plan["nvidia-smi -q"]] == ["gpu_inventory", "gpu_ecc", "gpu_memory"]
-    assert len(plan) == 5
+    checks = health_checks(PROFILE)
+    plan = commands_of(checks, PROFILE)
+    # Each check once, under its own command; one command per distinct command line.
+    assert sorted(c.name for cs in plan.values() for c in cs) == sorted(c.name for c in checks)
+    assert all(c.command(PROFILE) == cmd for cmd, cs in plan.items() for c in cs)
+    assert len(plan) == len({c.command(PROFILE) for c in checks})
+    # The service checks reading `nvidia-smi -q` share one run of it.
+    smi_q = [c.name for c in checks if "nvidia-smi -q" in c.reads]
+    assert len(smi_q) > 1 and [c.name for c in plan["nvidia-smi -q"]] == smi_q
     assert command_limit(plan["nvidia-smi -q"], PROFILE, 10) == 10  # its own 90 s, cut to the budget
     assert command_limit(plan["systemctl is-active nvidia-fabricmanager"], PROFILE, 60) == 20
 
