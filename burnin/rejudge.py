@@ -36,13 +36,13 @@ from bringup.fleet.store import FleetStore
 from bringup.profiles import Profile, apply_overrides, find_profile
 from burnin.checks import ib_replay, nccl_replay
 from burnin.checks.base import CommandOutput, judge
+from burnin.checks.cut import told_of_cut
 from burnin.checks.ib_load import CHECK as IB_CHECK
 from burnin.checks.nccl import SOAK_CHECK
 from burnin.evaluate import judging_checks
 from burnin.parsers import ParseError
 from burnin.result import Finding, Result, Verdict, verdict_of
 from burnin.stages import is_group_stage
-from burnin.stages.cut import told_of_cut
 from burnin.stages.runner import EXIT_MARK, STDERR_MARK, result_row
 
 _CUT = re.compile(r"\[\.\.\. (output cut at [^\n]*?), the head and the tail are \.\.\.\]")

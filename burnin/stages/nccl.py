@@ -38,6 +38,7 @@ from typing import Any
 
 from bringup.profiles import Profile
 from bringup.remote import openssh_known_hosts
+from burnin.checks.cut import told_of_cut
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
 from burnin.checks.nccl_replay import record_text, soak_run
 from burnin.launch import (
@@ -53,7 +54,6 @@ from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
-from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import GroupContext, GroupResults
 
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
