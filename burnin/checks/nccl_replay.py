@@ -18,10 +18,10 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks import replay_record
+from burnin.checks.cut import told_of_cut
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak
 from burnin.parsers import ParseError
 from burnin.result import PASSING, Result, Verdict, info
-from burnin.stages.cut import told_of_cut
 
 RECORD_MARK = "@@burnin-nccl-record v1"
 

@@ -29,6 +29,7 @@ from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles.load import Profile
 from burnin.result import PASSING, Verdict, verdict_of, worst
 from burnin.stages import STAGE_ORDER, parse_stages
+from burnin.stages.group import applies
 
 DEFAULT_MAX_AGE = timedelta(days=7)
 # Only these states may be (or become) golden; every other one is a reason on its own.
@@ -82,14 +83,15 @@ def format_age(age: timedelta) -> str:
 
 
 def required_stages(profile: Profile | None, override: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The stages a node must pass: ``override`` as given, else STAGE_ORDER (less ``ib`` for a
-    profile without InfiniBand HCAs)."""
+    """The stages a node must pass: ``override`` as given, else STAGE_ORDER less the group
+    stages that do not apply to its profile (burnin.stages.group: ``ib`` for a profile without
+    InfiniBand HCAs)."""
     if override:
         return tuple(s for s in STAGE_ORDER if s in override) + tuple(
             s for s in override if s not in STAGE_ORDER
         )
-    if profile is not None and profile.ib.hca_count == 0:
-        return tuple(s for s in STAGE_ORDER if s != "ib")
+    if profile is not None:
+        return tuple(s for s in STAGE_ORDER if applies(s, profile))
     return STAGE_ORDER
 
 

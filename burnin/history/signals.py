@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from burnin.stages.group import GROUP_STAGES
+
 TRANSITION = "transition"
 DRAIN_EVENT = "slurm_drain"  # burnin.service.sync.DRAIN_EVENT (not imported: sync is an I/O edge)
 FAILED = "failed"
@@ -39,7 +41,12 @@ _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _DIMM = re.compile(r"\bDIMM\b|\bmemory\b", re.IGNORECASE)
 # "GPU 7 (0000:ca:00.0, serial ...)": a GPU finding that names both its index and its PCIe address
 _GPU_AT = re.compile(r"^GPU\s+(\d+)\s*\(\s*((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
-_STAGE_COMPONENT = {"gpu": "gpu", "ib": "hca_port", "pcie": "pcie"}
+# The part a finding blames when its subject names none: by its stage (a group stage says its own).
+_STAGE_COMPONENT = {
+    "gpu": "gpu",
+    "pcie": "pcie",
+    **{s.name: s.component for s in GROUP_STAGES if s.component is not None},
+}
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ from bringup.fleet.reads import collector_paused
 from burnin.golden.rules import Decision, NodeFacts, StageStatus, decide, gather, rows_by_stage, stage_status
 from burnin.result import PASSING, Verdict
 from burnin.stages import STAGE_ORDER
+from burnin.stages.group import PORT_CHART, SOAK_CHART, drawn_as
 
-IB_STAGE, IB_CHECK = "ib", "ib_bandwidth"
-NCCL_STAGE, NCCL_CHECK = "nccl", "nccl_soak"
 EVIDENCE_LIMIT = 6000  # characters of raw evidence per result in a report; the store keeps more
 # The worst problems whose raw evidence a report carries; the rest are listed with their findings
 # and the command that shows theirs (a fleet with a few hundred warnings stays a readable page).
@@ -114,10 +113,17 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _drawn_row(rows: Sequence[Any], chart: str) -> Any | None:
+    """The latest result of the group stage whose report section draws ``chart``, if any."""
+    stage = drawn_as(chart)
+    return None if stage is None else next((r for r in rows if stage.owns(r.stage, r.check)), None)
+
+
 def _ib_ports(rows: Sequence[Any]) -> dict[str, Any]:
-    """The latest ib/ib_bandwidth result's metrics per port: {port: {"gbps": ...}} (also accepted
-    under a "ports" key); anything else in the metrics is ignored."""
-    row = next((r for r in rows if r.stage == IB_STAGE and r.check == IB_CHECK), None)
+    """The latest ib/ib_bandwidth result's metrics per port (the stage drawn as PORT_CHART):
+    {port: {"gbps": ...}} (also accepted under a "ports" key); anything else in the metrics is
+    ignored."""
+    row = _drawn_row(rows, PORT_CHART)
     if row is None or not isinstance(row.metrics, dict):
         return {}
     ports = row.metrics.get("ports") if isinstance(row.metrics.get("ports"), dict) else row.metrics
@@ -153,7 +159,9 @@ def ib_bars(node: str, rows: Sequence[Any], floor: float | None) -> list[IbPortB
 
 
 def nccl_series(node: str, rows: Sequence[Any], floor: float | None) -> NcclSeries | None:
-    row = next((r for r in rows if r.stage == NCCL_STAGE and r.check == NCCL_CHECK), None)
+    """The bus bandwidth of each iteration of the latest nccl/nccl_soak result (the stage drawn
+    as SOAK_CHART), and the floor it was judged against."""
+    row = _drawn_row(rows, SOAK_CHART)
     if row is None or not isinstance(row.metrics, dict):
         return None
     points = []
@@ -181,11 +189,10 @@ def nccl_series(node: str, rows: Sequence[Any], floor: float | None) -> NcclSeri
     )
 
 
-def _floors(fact: NodeFacts) -> tuple[float | None, float | None]:
-    p = fact.profile
-    if p is None:
-        return None, None
-    return p.ib.rate_gbps * p.floors.ib_write_bw_fraction, p.floors.nccl_busbw_multi_node_gbps
+def _floor(fact: NodeFacts, chart: str) -> float | None:
+    """The floor the stage drawn as ``chart`` holds this node's profile to (None: none known)."""
+    stage = drawn_as(chart)
+    return None if stage is None or fact.profile is None else stage.report_floor(fact.profile)
 
 
 def _stages(stages: Sequence[str], rows: Sequence[Any], decision: Decision) -> dict[str, StageStatus]:
@@ -221,10 +228,9 @@ def build_report(
                 list(fact.rows),
             )
         )
-        ib_floor, nccl_floor = _floors(fact)
-        ib += ib_bars(fact.name, fact.rows, ib_floor)
+        ib += ib_bars(fact.name, fact.rows, _floor(fact, PORT_CHART))
         missing += ib_unmeasured(fact.name, fact.rows)
-        series = nccl_series(fact.name, fact.rows, nccl_floor)
+        series = nccl_series(fact.name, fact.rows, _floor(fact, SOAK_CHART))
         if series is not None:
             nccl.append(series)
     return RackReport(rack, made_at, store, stages, nodes, ib, nccl, ib_missing=missing)

@@ -1,9 +1,10 @@
 """The rack report as one self-contained HTML page: inline CSS, inline SVG drawn here, one small
 inline script (the matrix's filters and paging, admitted by its hash), nothing fetched.
 
-Sections, failures first: the excluded nodes and why; the InfiniBand heat map (nodes against
-rails, coloured by bandwidth against the floor); NCCL bus bandwidth over the soak; the
-node-by-stage matrix (filters, paging); every failure's findings and evidence; then any
+Sections, failures first: the excluded nodes and why; each group stage's section, in stage
+order, as the stage asks (burnin.stages.group: the InfiniBand heat map, nodes against rails
+coloured by bandwidth against the floor; NCCL bus bandwidth over the soak); the node-by-stage
+matrix (filters, paging); every failure's findings and evidence; then any
 ``EXTRA_SECTIONS``. The page shell (``burnin.report.page``) is shared with other reports.
 """
 
@@ -18,8 +19,16 @@ from burnin.report.matrix import MATRIX_CSS, matrix_section
 from burnin.report.nccl import nccl_chart
 from burnin.report.page import CSS, Section, esc, render_page
 from burnin.report.problems import excluded_section, links, problems_section
+from burnin.stages.group import GROUP_STAGES, PORT_CHART, SOAK_CHART
 
 __all__ = ["CSS", "EXTRA_SECTIONS", "render_html"]
+
+# What draws each chart a group stage's report section asks for (burnin.stages.group), from the
+# report's figures for that stage's results.
+CHARTS: dict[str, Callable[[RackReport], str]] = {
+    PORT_CHART: lambda report: heat_map(report.ib, report.ib_missing, [n.name for n in report.nodes]),
+    SOAK_CHART: lambda report: nccl_chart(report.nccl),
+}
 
 # Sections other modules add to the page, after the built-in ones and in this order: each takes
 # the report and returns its Section, or None to add nothing (the reliability section goes here).
@@ -51,12 +60,7 @@ def _render(report: RackReport, extra: Sequence[Section]) -> str:
     )
     sections = [
         excluded_section(report),
-        Section(
-            "ib",
-            "InfiniBand bandwidth: nodes against rails",
-            heat_map(report.ib, report.ib_missing, [n.name for n in report.nodes]),
-        ),
-        Section("nccl", "NCCL bus bandwidth over the soak", nccl_chart(report.nccl)),
+        *(Section(s.name, s.report.title, CHARTS[s.report.chart](report)) for s in GROUP_STAGES if s.report),
         matrix_section(report, links(report)),
         problems_section(report),
     ]

@@ -4,11 +4,12 @@ stored evidence, without running anything on any node.
 Each node is judged with its profile, with the run's own ``--set`` items applied and then the
 new ones (``bringup.profiles.load.apply_overrides``, as `burnin run --set` applies them), so what
 changes is what the new items change. Single-node checks judge their kept output again
-(stdout, stderr and a non-zero exit status, as burnin.stages.runner keeps them); the ib stage
-is replayed as a whole from the records its nodes keep (burnin.checks.ib_replay), the nccl
-stage per soak group (burnin.checks.nccl_replay). A result that cannot be judged again (its
-evidence pruned or never kept, a run from before the records were kept, an nccl group the stage
-localised with trials, a check the first run could not judge) says why and is never a pass.
+(stdout, stderr and a non-zero exit status, as burnin.stages.runner keeps them); a group stage
+judges its own results again from the records its nodes keep (``GroupStage.replay`` in
+burnin/stages/group.py: the ib stage as a whole, the nccl stage per soak group). A result
+that cannot be judged again (its evidence pruned or never kept, a run from before the records
+were kept, an nccl group the stage localised with trials, a check the first run could not
+judge) says why and is never a pass.
 
 The re-judged verdicts are recorded as new results of a new run of kind ``rejudge`` (params:
 ``of_run``, ``set``, ``run_set``), through the run ledger; it claims no node (it runs nothing
@@ -34,15 +35,12 @@ from bringup.fleet.models import CheckResult, Node
 from bringup.fleet.runs import RUNNING, run_ledger
 from bringup.fleet.store import FleetStore
 from bringup.profiles.load import Profile, apply_overrides, find_profile
-from burnin.checks import ib_replay, nccl_replay
 from burnin.checks.base import CommandOutput, judge
-from burnin.checks.ib_load import CHECK as IB_CHECK
-from burnin.checks.nccl import SOAK_CHECK
+from burnin.checks.cut import told_of_cut
 from burnin.evaluate.handed_in import judging_checks
-from burnin.parsers import ParseError
 from burnin.result import Finding, Result, Verdict, verdict_of
 from burnin.stages import is_group_stage
-from burnin.stages.cut import told_of_cut
+from burnin.stages.group import GROUP_STAGES, GroupStage, owner
 from burnin.stages.runner import EXIT_MARK, STDERR_MARK, result_row
 
 _CUT = re.compile(r"\[\.\.\. (output cut at [^\n]*?), the head and the tail are \.\.\.\]")
@@ -237,7 +235,7 @@ def rejudge_run(
     texts = store.evidence_of([r for r, _, _ in rows])
     out = Rejudgement(run_id, tuple(overrides), run_set)
     newest = _newest_times(store, {node for _, node, _ in rows})
-    ib_rows: list[tuple[CheckResult, str]] = []
+    group_rows: list[tuple[GroupStage, CheckResult]] = []
     for row, node, _ in rows:
         evidence = None if row.evidence_pruned_at else texts.get(row.id)
         item = Rejudged(
@@ -255,11 +253,9 @@ def rejudge_run(
         profile = profiles[node]
         if isinstance(profile, str):
             out.items.append(_with(item, cannot=profile))
-        elif row.stage == "ib" and row.check == IB_CHECK:
-            ib_rows.append((row, node))
-            out.items.append(item)  # judged below, with the other nodes' records
-        elif row.stage == "nccl" and row.check == SOAK_CHECK:
-            out.items.append(_rejudge_nccl(item, row, profile))
+        elif (stage := owner(row.stage, row.check)) is not None:
+            group_rows.append((stage, row))
+            out.items.append(item)  # judged below, by its stage, with the other nodes' records
         elif is_group_stage(row.stage):
             out.items.append(_with(item, cannot=f"no rejudge for the {row.stage} stage's {row.check}"))
         elif why := _cannot_single(row, evidence):
@@ -267,7 +263,7 @@ def rejudge_run(
         else:
             assert evidence is not None
             out.items.append(_with(item, new=rejudge_output(row.check, evidence, profile)))
-    _rejudge_ib(out, ib_rows, profiles)
+    _rejudge_groups(out, group_rows, profiles)
     if record and any(i.new is not None and not i.superseded for i in out.items):
         _record(store, run.rack, out)
     return out
@@ -282,46 +278,29 @@ def _with(item: Rejudged, **changes: Any) -> Rejudged:
     return Rejudged(**{**item.__dict__, **changes})
 
 
-def _rejudge_ib(
-    out: Rejudgement, rows: list[tuple[CheckResult, str]], profiles: dict[str, Profile | str]
+def _rejudge_groups(
+    out: Rejudgement, rows: list[tuple[GroupStage, CheckResult]], profiles: dict[str, Profile | str]
 ) -> None:
-    """The ib stage replayed from every node's record at once (a session spans two nodes)."""
-    if not rows:
-        return
-    records: dict[str, dict[str, Any]] = {}
-    cannot: dict[int, str] = {}
-    for row, node in rows:
-        item = next(i for i in out.items if i.result_id == row.id)
-        if item.evidence is None:
-            cannot[row.id] = _cannot_single(row, None)
-            continue
-        try:
-            records[node] = ib_replay.parse_record(item.evidence)
-        except ParseError as exc:
-            cannot[row.id] = str(exc)
+    """Each group stage's results judged again by the stage, from every node's record at once
+    (an ib session spans two nodes, an nccl record holds its soak group)."""
     usable = {n: p for n, p in profiles.items() if not isinstance(p, str)}
-    judged = (
-        ib_replay.replay({n: doc for n, doc in records.items() if n in usable}, usable) if records else {}
-    )
-    for index, item in enumerate(out.items):
-        if item.check != IB_CHECK or item.stage != "ib" or item.cannot:
-            continue
-        if item.result_id in cannot:
-            out.items[index] = _with(item, cannot=cannot[item.result_id])
-        elif item.node in judged:
-            out.items[index] = _with(item, new=judged[item.node])
-        else:
-            out.items[index] = _with(item, cannot="no ib record for this node")
-
-
-def _rejudge_nccl(item: Rejudged, row: CheckResult, profile: Profile) -> Rejudged:
-    """The node's soak group judged again from the record in its evidence (per group)."""
-    if item.evidence is None:
-        return _with(item, cannot=_cannot_single(row, None))
-    try:
-        return _with(item, new=nccl_replay.replay(nccl_replay.parse_record(item.evidence), profile))
-    except ParseError as exc:
-        return _with(item, cannot=str(exc))
+    at = {item.result_id: index for index, item in enumerate(out.items)}
+    for stage in GROUP_STAGES:
+        mine = [row for of, row in rows if of is stage]
+        evidence: dict[str, str] = {}
+        for row in mine:
+            item = out.items[at[row.id]]
+            if item.evidence is None:
+                out.items[at[row.id]] = _with(item, cannot=_cannot_single(row, None))
+            else:
+                evidence[item.node] = item.evidence
+        judged = stage.replay(evidence, usable) if evidence else {}
+        for row in mine:
+            item = out.items[at[row.id]]
+            if item.cannot:
+                continue
+            new = judged.get(item.node, f"no {stage.name} record for this node")
+            out.items[at[row.id]] = _with(item, cannot=new) if isinstance(new, str) else _with(item, new=new)
 
 
 def _record(store: FleetStore, rack: str | None, out: Rejudgement) -> None:

@@ -23,8 +23,7 @@ from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles.load import apply_overrides, find_profile
 from bringup.ssh.fanout import default_concurrency, target_for_node
 from burnin.result import Verdict
-from burnin.stages.ib_slurm import SETTING as IB_SCRIPTS
-from burnin.stages.ib_slurm import SlurmScripts
+from burnin.stages.group import GROUP_STAGES
 from burnin.stages.jobs import BurninOutcome, NodeJob, StageOutcome
 from burnin.stages.launch import group_settings
 from burnin.stages.runner import BurninRun, record_for
@@ -163,7 +162,8 @@ def run_rack(
         if slurm is not None:
             on_line = progress.on_group_progress if progress is not None else None
             runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)
-            settings[IB_SCRIPTS] = SlurmScripts(slurm, run.id, on_line)  # the ib stage's rounds too
+            for stage in GROUP_STAGES:  # what each group stage needs to run through Slurm too
+                settings.update(stage.slurm_settings(slurm, run.id, on_line))
         outcomes = _execute(runner, jobs, progress)
         run.finish("failed" if any(o.verdict is Verdict.FAIL for o in outcomes) else "done")
     return skipped + outcomes

@@ -5,7 +5,9 @@ preflight never costs a GPU diagnostic, and a node whose GPUs fail never joins a
 
 A single-node stage is the checks (burnin.checks) that declare it in ``stages``, sent to each
 node as one batch; a group stage runs across every node still in the run at once
-(burnin.stages.ib, burnin.stages.nccl). burnin.stages.runner runs both kinds.
+(burnin.stages.ib, burnin.stages.nccl). burnin.stages.runner runs both kinds. The modules
+above the stages ask a group stage what they need of it (how it runs, when it applies, how its
+evidence is judged again, its report section) through its object in burnin.stages.group.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from bringup.core.errors import BadInput
 from bringup.profiles.load import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
-from burnin.stages.jobs import GroupStage
+from burnin.stages.jobs import GroupRun
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str
-    group: bool = False  # runs across nodes at once (a GroupStage), not a batch per node
+    group: bool = False  # runs across nodes at once (burnin.stages.group), not a batch per node
     # Run only when named (--stages, golden_stages, burnin accept): not in STAGE_ORDER.
     on_request: bool = False
 
@@ -68,9 +70,10 @@ def stage_checks(stage: str, profile: Profile) -> list[Check]:
     return [c for c in ALL_CHECKS.values() if stage in c.stages and c.applies(profile)]
 
 
-def group_stages() -> dict[str, GroupStage]:
-    """Group stage name -> its runner. Imported here, not at the top: single-node runs (and
-    `burnin --help`) never load the launchers."""
+def group_stages() -> dict[str, GroupRun]:
+    """Group stage name -> its entry point, what the runner calls (and ``GroupStage.run``).
+    Imported here, not at the top: single-node runs (and `burnin --help`) never load the
+    launchers."""
     from burnin.stages.ib import run_ib_stage
     from burnin.stages.nccl import run_nccl_stage
 

@@ -382,7 +382,7 @@ def _judge_round(
 
 
 def run_ib_stage(ctx: GroupContext) -> GroupResults:
-    """The GroupStage for ``ib`` (burnin/stages/jobs.py)."""
+    """The ``ib`` stage's entry point (burnin/stages/jobs.py ``GroupRun``; the stage: burnin/stages/group.py)."""
     results: GroupResults = {}
     jobs = {}
     for job in ctx.jobs:

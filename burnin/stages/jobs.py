@@ -77,4 +77,5 @@ class GroupContext:
             self.on_progress(line)
 
 
-GroupStage = Callable[[GroupContext], GroupResults]
+# A group stage's entry point (burnin.stages.group_stages; the stage as an object: burnin.stages.group).
+GroupRun = Callable[[GroupContext], GroupResults]

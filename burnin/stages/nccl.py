@@ -38,13 +38,13 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from bringup.ssh.fanout import openssh_known_hosts
+from burnin.checks.cut import told_of_cut
 from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
 from burnin.checks.nccl_replay import record_text, soak_run
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
-from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import GroupContext, GroupResults
 from burnin.stages.launch import (
     LaunchError,

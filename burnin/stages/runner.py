@@ -25,10 +25,10 @@ from bringup.local.capture import run_bounded
 from bringup.profiles.load import Profile
 from bringup.ssh.fanout import fan_out_batches
 from burnin.checks.base import Check, CommandOutput, judge
+from burnin.checks.cut import told_of_cut
 from burnin.result import Result, Severity, Verdict, worst
 from burnin.stages import group_stages, is_group_stage, stage_checks
 from burnin.stages.batch import Job, build_script, job_keys, parse_output
-from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import BurninOutcome, GroupContext, NodeJob, StageOutcome
 
 # The node's own time limit on top of its checks' (connecting, the shell, the framing).

@@ -6,9 +6,9 @@ import subprocess
 
 from bringup.core.cut import MIB
 from bringup.fleet.evidence import CAP_ENV
+from burnin.checks.cut import told_of_cut
 from burnin.result import Action, Result, Verdict, critical
 from burnin.stages.batch import Job, build_script, parse_output
-from burnin.stages.cut import told_of_cut
 from burnin.stages.jobs import NodeJob
 from burnin.stages.runner import BurninRun
 from tests.unit.burnin.stages.test_runner import PROFILE, Echo, store, use_checks  # noqa: F401 - fixture

@@ -1,4 +1,8 @@
-"""A result judged on an output whose middle was cut (bringup/local/capture.py): what it may claim."""
+"""A result judged on an output whose middle was cut (bringup/local/capture.py): what it may claim.
+
+Pure judging (layer 1, docs/architecture.md): the runner, `burnin rejudge` and the nccl
+stage's record replay (burnin.checks.nccl_replay) all apply it.
+"""
 
 from __future__ import annotations
 
