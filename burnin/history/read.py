@@ -14,6 +14,7 @@ from sqlalchemy import or_, select
 from bringup.fleet.models import CheckResult, Event, utcnow
 from bringup.fleet.store import FleetStore
 from burnin.history.signals import KERNEL_CHECK, NodeSignals, node_signals
+from burnin.stages.group import stage_components
 
 _CHUNK = 500
 
@@ -58,6 +59,7 @@ def read_signals(
                 .order_by(CheckResult.id)
             ).scalars():
                 results.setdefault(r.node_id, []).append(r)
+    components = stage_components()
     signals = {
         n.name: node_signals(
             n.name,
@@ -68,6 +70,7 @@ def read_signals(
             current=n.state,
             enrolled=n.created_at,
             hardware=n.hardware,
+            components=components,
         )
         for node_id, n in nodes.items()
     }

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from burnin.stages.group import GROUP_STAGES
-
 TRANSITION = "transition"
 DRAIN_EVENT = "slurm_drain"  # burnin.service.sync.DRAIN_EVENT (not imported: sync is an I/O edge)
 FAILED = "failed"
@@ -41,12 +39,10 @@ _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _DIMM = re.compile(r"\bDIMM\b|\bmemory\b", re.IGNORECASE)
 # "GPU 7 (0000:ca:00.0, serial ...)": a GPU finding that names both its index and its PCIe address
 _GPU_AT = re.compile(r"^GPU\s+(\d+)\s*\(\s*((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
-# The part a finding blames when its subject names none: by its stage (a group stage says its own).
-_STAGE_COMPONENT = {
-    "gpu": "gpu",
-    "pcie": "pcie",
-    **{s.name: s.component for s in GROUP_STAGES if s.component is not None},
-}
+# The part a finding blames when its subject names none, by its stage: the single-node stages'
+# here; a group stage says its own (GroupStage.component), and the caller that reads the store
+# adds those (burnin/history/read.py), so this pure module stays below the stages' layer.
+STAGE_COMPONENTS: Mapping[str, str] = {"gpu": "gpu", "pcie": "pcie"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +129,9 @@ class NodeSignals:
         return out
 
 
-def classify(subject: str, stage: str = "") -> tuple[str, str]:
+def classify(
+    subject: str, stage: str = "", components: Mapping[str, str] = STAGE_COMPONENTS
+) -> tuple[str, str]:
     """A finding's subject -> (component kind, part); the stage decides when the subject is silent."""
     subject = (subject or "").strip()
     if m := _GPU.match(subject):
@@ -144,7 +142,7 @@ def classify(subject: str, stage: str = "") -> tuple[str, str]:
         return "hca_port", f"{m.group(1)} port {m.group(2)}"
     if _BDF.match(subject):
         return "pcie", subject.split()[0]
-    return _STAGE_COMPONENT.get(stage, "other"), subject or stage or "node"
+    return components.get(stage, "other"), subject or stage or "node"
 
 
 def gpu_serials(hardware: Mapping[str, Any] | None) -> dict[str, str]:
@@ -157,7 +155,9 @@ def gpu_serials(hardware: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def component_failures(
-    results: Iterable[Any], hardware: Mapping[str, Any] | None = None
+    results: Iterable[Any],
+    hardware: Mapping[str, Any] | None = None,
+    components: Mapping[str, str] = STAGE_COMPONENTS,
 ) -> list[ComponentFailure]:
     """The critical findings of FAIL results, one per (result, part). A GPU named by its PCIe
     address (the kernel log's "GPU 0000:ca:00.0") is the slot another finding of the node names
@@ -173,7 +173,7 @@ def component_failures(
         for f in r.findings or []:
             if f.get("severity") != "critical":
                 continue
-            kind, part = classify(str(f.get("subject", "")), r.stage)
+            kind, part = classify(str(f.get("subject", "")), r.stage, components)
             if kind == "gpu":
                 part = slots.get(_bdf(part.removeprefix("GPU ")), part)
             if part in serials:
@@ -256,6 +256,7 @@ def node_signals(
     current: str,
     enrolled: datetime | None = None,
     hardware: Mapping[str, Any] | None = None,
+    components: Mapping[str, str] = STAGE_COMPONENTS,
 ) -> NodeSignals:
     """Every signal of one node over [start, end] from its events and results."""
     events = sorted((e for e in events if e.time <= end), key=lambda e: (e.time, e.id or 0))
@@ -270,7 +271,7 @@ def node_signals(
         elif e.kind == DRAIN_EVENT:
             sig.drains.append(Drain(e.time, e.reason, src))
     window = sorted((r for r in results if start <= r.time <= end), key=lambda r: (r.time, r.id or 0))
-    sig.components = component_failures(window, hardware)
+    sig.components = component_failures(window, hardware, components)
     sig.xids = xid_counts(window)
     sig.time_in_state = time_in_state(events, start, end, current, enrolled)
     return sig

@@ -30,6 +30,7 @@ from bringup.profiles.load import Profile
 from burnin.checks import ib_replay, nccl_replay
 from burnin.checks.ib_load import CHECK as IB_BANDWIDTH
 from burnin.checks.nccl import SOAK_CHECK
+from burnin.history.signals import STAGE_COMPONENTS
 from burnin.parsers import ParseError
 from burnin.result import Result
 from burnin.stages import ALL_STAGES, group_stages
@@ -162,6 +163,12 @@ class NcclStage(GroupStage):
 GROUP_STAGES: tuple[GroupStage, ...] = tuple(
     sorted((IbStage(), NcclStage()), key=lambda s: ALL_STAGES.index(s.name))
 )
+
+
+def stage_components() -> dict[str, str]:
+    """The part a finding of each stage blames when it names none: the single-node stages' (the
+    history's own table) and each group stage's."""
+    return {**STAGE_COMPONENTS, **{s.name: s.component for s in GROUP_STAGES if s.component is not None}}
 
 
 def group_stage(name: str) -> GroupStage | None:

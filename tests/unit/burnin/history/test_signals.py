@@ -11,6 +11,7 @@ from bringup.fleet.models import utcnow
 from bringup.fleet.store import FleetStore
 from burnin.history.read import read_signals
 from burnin.history.signals import classify, gpu_serials
+from burnin.stages.group import stage_components
 from tests.unit.burnin.history.writer import PastWriter
 
 NOW = utcnow().replace(microsecond=0)
@@ -89,7 +90,13 @@ def test_a_retired_node_stops_counting_node_days(past):
     ],
 )
 def test_a_finding_subject_names_its_component(subject, stage, expected):
-    assert classify(subject, stage) == expected
+    assert classify(subject, stage, stage_components()) == expected
+
+
+def test_a_group_stage_component_comes_from_the_stage_not_the_history():
+    """The pure history knows the single-node stages; the group stages' parts come with the call."""
+    assert classify("", "ib") == ("other", "ib")
+    assert classify("", "ib", stage_components()) == ("hca_port", "ib")
 
 
 def test_a_gpu_slot_gets_its_serial_from_the_hardware_record():
