@@ -58,7 +58,7 @@ def logs(caplog):
 
 def test_wrong_password_is_authentication_failed_without_the_password(logs):
     # Basic auth (no session): the first protected GET checks the password. With a session the
-    # login does (test_sessions.py).
+    # login does (test_client_sessions.py).
     bmc = fake()
     with serving(bmc), pytest.raises(AuthenticationFailed) as info:
         client = RedfishClient(ep(bmc.url, "wrong-Q9-password"), fast(sessions=False))
