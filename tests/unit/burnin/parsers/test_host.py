@@ -7,7 +7,6 @@ import pytest
 from burnin.parsers import ParseError
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x
 
-
 DF = """Filesystem     1024-blocks       Used  Available Capacity Mounted on
 /dev/nvme0n1p2   959862832  123456789  787564321      14% /
 tmpfs             65842216          0   65842216       0% /dev/shm
