@@ -54,17 +54,12 @@ UNMIRRORED: dict[str, str] = {
     "bringup/provision/backend.py": "the backend interface: through its two backends and the orchestrator "
     "(tests/unit/bringup/provision/test_orchestrator.py, tests/unit/bringup/provision/pxe/test_backend.py, "
     "tests/unit/bringup/provision/maas/test_backend.py)",
-    "bringup/provision/maas/client.py": "the pure-parts section of tests/unit/bringup/provision/maas/test_backend.py "
-    "(oauth_header, ApiKey, api_base) and the backend against the MAAS double there",
     "bringup/provision/maas/context.py": "a protocol MaasBackend satisfies: through the backend by "
     "tests/unit/bringup/provision/maas/test_backend.py",
     "bringup/provision/maas/node.py": "one node's way through MAAS: through the backend by "
     "tests/unit/bringup/provision/maas/test_backend.py",
     "bringup/provision/maas/redact.py": "through the backend by tests/unit/bringup/provision/maas/test_backend.py "
     "(assert_secret_free on every log and outcome)",
-    "bringup/provision/maas/settings.py": "the rack-variable tests of tests/unit/bringup/provision/maas/test_backend.py",
-    "bringup/provision/maas/status.py": "the pure-parts section of tests/unit/bringup/provision/maas/test_backend.py "
-    "(MaasStatus, lifecycle_state, next_step)",
     "bringup/provision/maas/userdata.py": "test_user_data_template_is_rendered_per_node in "
     "tests/unit/bringup/provision/maas/test_backend.py",
     "bringup/provision/pxe/reports.py": "what nodes post to the boot server: through it by "
@@ -77,8 +72,6 @@ UNMIRRORED: dict[str, str] = {
     "tests/unit/bringup/redfish/test_client_transport.py and tests/unit/bringup/redfish/test_client_sessions.py",
     "bringup/redfish/context.py": "locate(): tests/unit/bringup/redfish/test_client_sessions.py, "
     "tests/unit/bringup/redfish/test_vendors.py",
-    "bringup/redfish/endpoint.py": "tests/unit/bringup/redfish/test_client_transport.py (transport options, "
-    "normalise_url, addresses with credentials)",
     "bringup/redfish/messages.py": "pure JSON helpers: through their users by "
     "tests/unit/bringup/redfish/test_readers.py and tests/unit/bringup/redfish/test_hardware.py",
     "bringup/redfish/nic_placement.py": "nics.place() is its place(): tests/unit/bringup/redfish/test_nics.py, "
