@@ -88,11 +88,11 @@ UNMIRRORED: dict[str, str] = {
     "bringup/ui.py": "tables and colours of every command: through the CLI tests "
     "(tests/unit/bringup/cli/test_redfish_discover_enclosure.py, tests/unit/burnin/cli/test_accept_cmd.py)",
     # -- burnin -------------------------------------------------------------------------------------
-    "burnin/accept/bundle.py": "the bundle tests of tests/unit/burnin/accept/test_report.py",
     "burnin/accept/conformance_model.py": "the records of the order comparison: "
     "tests/unit/burnin/accept/test_conformance.py",
     "burnin/accept/conformance_parts.py": "each part's comparison: tests/unit/burnin/accept/test_conformance.py",
-    "burnin/accept/outcome.py": "the acceptance records: tests/unit/burnin/accept/test_report.py",
+    "burnin/accept/outcome.py": "the acceptance records, built by tests/unit/burnin/accept/acceptance_result.py "
+    "for tests/unit/burnin/accept/test_report.py and tests/unit/burnin/accept/test_bundle.py",
     "burnin/checks/gpu_evidence.py": "through EVIDENCE_CHECKS by tests/unit/burnin/checks/test_evidence_checks.py",
     "burnin/checks/ib_evidence.py": "through EVIDENCE_CHECKS by tests/unit/burnin/checks/test_evidence_checks.py",
     "burnin/checks/load.py": "stress_shell: the copy_bandwidth command's test in "

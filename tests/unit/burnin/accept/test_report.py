@@ -1,5 +1,5 @@
-"""The acceptance's outputs: RMA bundles whose manifest matches their files, a readable summary,
-the buyer's HTML, the vendor's CSV and JSON, and JUnit; no secret in any of them."""
+"""The acceptance's reports: the buyer's HTML, the vendor's CSV and JSON, and JUnit, written with one
+RMA bundle per rejected node (the bundles themselves: test_bundle.py); no secret in any of them."""
 
 from __future__ import annotations
 
@@ -9,11 +9,8 @@ import io
 import json
 import tarfile
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
 
-from burnin.accept.bundle import bundle_files
-from burnin.accept.decide import ACCEPTED, REJECTED, DeliveryDecision, NodeDecision, Reason
-from burnin.accept.outcome import AcceptanceResult, ConformanceRow, HistoryEntry, IterationSummary, NodeFacts
+from burnin.accept.decide import REJECTED, NodeDecision, Reason
 from burnin.accept.report import (
     failures_by_cause,
     render_csv,
@@ -22,121 +19,7 @@ from burnin.accept.report import (
     render_junit,
     write_outputs,
 )
-
-T0 = datetime(2026, 5, 1, 8, 0, tzinfo=timezone.utc)
-T1 = datetime(2026, 5, 4, 8, 0, tzinfo=timezone.utc)
-DMIDECODE = "Handle 0x1101\nMemory Device\n\tLocator: DIMM_B1\n\tSize: No Module Installed\n"
-DIMM = Reason(
-    "burn-in",
-    "memory_dimms",
-    "DIMM B1 not populated: 31 of 32 DIMMs",
-    "RESEAT",
-    slot="DIMM_B1",
-    serial="80CE01234567",
-    stage="preflight",
-    check="memory_dimms",
-    iteration=0,
-    result_id=11,
-    seen_at=T0,
-)
-PSU = Reason(
-    "order",
-    "psu",
-    "PSU 2 failed (Critical)",
-    "RMA",
-    slot="PSU.Slot.2",
-    serial="PSU-9",
-    ordered="6",
-    found="5 healthy",
-)
-PACKING = Reason("order", "chassis", "serial SN-X is not on the packing list", "RMA", serial="SN-X")
-
-
-def hardware(serial: str) -> dict:
-    return {
-        "discovered_at": "2026-05-01T07:50:00+00:00",
-        "system": {"manufacturer": "Dell Inc.", "model": "PowerEdge XE9680", "bios_version": "1.6.0"},
-        "bmc": {"firmware_version": "7.10.30.00", "url": "https://10.0.0.1"},
-        "firmware": [{"name": "BIOS", "version": "1.6.0"}],
-        "event_log": [{"Id": "1", "Severity": "Critical", "Message": "PSU 2 lost input"}],
-        "inventory": {"psus": [{"slot": "PSU.Slot.2", "serial": "PSU-9", "health": "Critical"}]},
-    }
-
-
-def result() -> AcceptanceResult:
-    decisions = (
-        NodeDecision("n1", "SN1", REJECTED, (DIMM, PSU)),
-        NodeDecision("n2", "SN-X", REJECTED, (PACKING,)),
-        NodeDecision("n3", "SN3", ACCEPTED),
-    )
-    return AcceptanceResult(
-        delivery="po42",
-        description="3 XE9680, PO 4711 <script>",
-        rack="r07",
-        acceptance_id=5,
-        started_at=T0,
-        finished_at=T1,
-        soak_s=259200.0,
-        stages=("preflight", "gpu"),
-        soak_stages=("gpu", "ib", "nccl"),
-        redelivery_of=None,
-        tested=("n1", "n2", "n3"),
-        decisions=decisions,
-        delivery_decision=DeliveryDecision(False, 1, 3, 1.0, "1 of 3 ordered node(s) accepted"),
-        conformance=(
-            ConformanceRow("n1", "psu", "6 (N+N)", "5 healthy", False),
-            ConformanceRow("n3", "memory", "32 x 64 GiB", "32 x 64 GiB", True),
-        ),
-        iterations=(IterationSummary(0, 20, "failed", T0, T0, ("n1", "n2", "n3"), ("n1",)),),
-        history=(
-            HistoryEntry("n1", 2, REJECTED, (PSU.line(),), datetime(2026, 4, 20, tzinfo=timezone.utc)),
-            HistoryEntry("n1", 5, REJECTED, (DIMM.line(),), T1),
-            HistoryEntry("n3", 5, ACCEPTED, (), T1),
-        ),
-        nodes={
-            n: NodeFacts(n, s, "failed", "h100-sxm-8x400g", hardware(s))
-            for n, s in (("n1", "SN1"), ("n2", "SN-X"), ("n3", "SN3"))
-        },
-        evidence={11: DMIDECODE},
-    )
-
-
-def test_a_bundle_holds_the_files_its_manifest_names_with_matching_checksums():
-    files = bundle_files(result(), result().decisions[0])
-    manifest = json.loads(files["manifest.json"])
-    named = {m["path"] for m in manifest["files"]}
-    assert named == set(files) - {"manifest.json", "SHA256SUMS"}
-    for m in manifest["files"]:
-        assert (
-            hashlib.sha256(files[m["path"]]).hexdigest() == m["sha256"]
-            and len(files[m["path"]]) == m["bytes"]
-        )
-    assert files["evidence/01-preflight-memory_dimms.txt"].decode() == DMIDECODE
-    assert json.loads(files["bmc-event-log.json"])["entries"][0]["Message"] == "PSU 2 lost input"
-    assert json.loads(files["firmware.json"])["firmware"] == [{"name": "BIOS", "version": "1.6.0"}]
-    psu = json.loads(files["order/psu.json"])
-    assert psu["reported"] == [{"slot": "PSU.Slot.2", "serial": "PSU-9", "health": "Critical"}]
-    sums = files["SHA256SUMS"].decode().splitlines()
-    assert f"{hashlib.sha256(files['summary.txt']).hexdigest()}  summary.txt" in sums
-
-
-def test_the_summary_names_chassis_serial_parts_slots_actions_and_dates():
-    text = bundle_files(result(), result().decisions[0])["summary.txt"].decode()
-    for expected in (
-        "Chassis serial:   SN1",
-        "PowerEdge XE9680",
-        "Part:     memory_dimms",
-        "Slot:     DIMM_B1",
-        "Serial:   80CE01234567",
-        "Action:   RESEAT",
-        "Seen:     2026-05-01T08:00:00+00:00",
-        "Evidence: evidence/01-preflight-memory_dimms.txt",
-        "Slot:     PSU.Slot.2",
-        "Action:   RMA",
-        "Evidence: order/psu.json",
-        "decided 2026-05-04T08:00:00+00:00",
-    ):
-        assert expected in text, expected
+from tests.unit.burnin.accept.acceptance_result import DIMM, result
 
 
 def test_write_outputs_writes_the_reports_and_one_bundle_per_rejected_node(tmp_path):
