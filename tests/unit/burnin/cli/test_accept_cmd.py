@@ -59,7 +59,7 @@ def test_reasons_are_printed_as_text_not_as_markup():
     from bringup.cli.ui import console
     from burnin.accept.decide import REJECTED, NodeDecision, Reason
     from burnin.cli.accept import _print
-    from tests.unit.burnin.accept.test_outputs import result
+    from tests.unit.burnin.accept.acceptance_result import result
 
     nvme = Reason(
         "burn-in", "nvme_health", "critical warning", "RMA", slot="/dev/nvme3 (serial S64H)", serial="S64H"

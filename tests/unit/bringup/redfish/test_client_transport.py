@@ -12,7 +12,7 @@ import pytest
 from bringup.redfish.client import RedfishClient
 from bringup.redfish.context import locate
 from bringup.redfish.discovery import discover_endpoint
-from bringup.redfish.endpoint import BmcEndpoint, TransportOptions, normalise_url
+from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import (
     ActionFailed,
     AuthenticationFailed,
@@ -58,7 +58,7 @@ def logs(caplog):
 
 def test_wrong_password_is_authentication_failed_without_the_password(logs):
     # Basic auth (no session): the first protected GET checks the password. With a session the
-    # login does (test_sessions.py).
+    # login does (test_client_sessions.py).
     bmc = fake()
     with serving(bmc), pytest.raises(AuthenticationFailed) as info:
         client = RedfishClient(ep(bmc.url, "wrong-Q9-password"), fast(sessions=False))
@@ -167,32 +167,6 @@ def test_tls_is_verified_by_default(tmp_path):
         unverified = discover_endpoint(ep(bmc.url), fast(insecure=True))
     assert trusted.serial == unverified.serial == "CNFCP0041M0789"
     assert len(bmc.calls("GET", "/redfish/v1")) >= 2  # TLS errors happen before any request is served
-
-
-def test_transport_options():
-    assert TransportOptions().cafile.endswith(".pem")  # verification on by default
-    assert TransportOptions(insecure=True).cafile is None
-    assert "NOT verified" in TransportOptions(insecure=True).tls_note
-    with pytest.raises(ValueError, match="contradict"):
-        TransportOptions(insecure=True, ca_bundle="/etc/ssl/ca.pem")
-    assert TransportOptions(connect_timeout=2, read_timeout=9).timeout == (2, 9)
-
-
-@pytest.mark.parametrize(
-    "address, want",
-    [
-        ("10.0.0.1", "https://10.0.0.1"),
-        ("http://10.0.0.1:8000/", "http://10.0.0.1:8000"),
-        ("bmc-r01-u3", "https://bmc-r01-u3"),
-    ],
-)
-def test_normalise_url(address, want):
-    assert normalise_url(address) == want
-
-
-def test_addresses_with_credentials_are_refused():
-    with pytest.raises(ValueError, match="must not carry credentials"):
-        normalise_url("https://root:calvin@10.0.0.1")
 
 
 def test_a_tree_that_breaks_the_schema_is_an_unexpected_response():
