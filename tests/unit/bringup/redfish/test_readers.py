@@ -96,7 +96,7 @@ def test_fixtures_are_valid_json_with_a_comment_saying_what_they_are():
 
 
 def test_a_firmware_version_loses_its_trailing_newline():
-    # Issue 19: a real BMC's FirmwareInventory member read "Version": "4.1(3c)\n".
+    # A real BMC's FirmwareInventory member read "Version": "4.1(3c)\n".
     entry = readers.firmware_entry({"Id": "CIMC", "Name": "BMC Firmware\n", "Version": "4.1(3c)\n"})
     assert entry["version"] == "4.1(3c)" and entry["name"] == "BMC Firmware"
     assert readers.firmware_entry({"Id": "X"})["version"] is None  # absent stays absent, not ""

@@ -25,7 +25,7 @@ def test_rack_vars_are_checked_all_at_once(tmp_path):
     ["http://maas.example:5240/MAAS\nAuthorization: x", "http://maas.example:5240/MA AS", "http://\x1b[2J"],
 )
 def test_a_maas_url_with_a_control_character_or_space_is_refused(tmp_path, url):
-    # Issue 13: the old check matched only a prefix, so anything after the host went through.
+    # The old check matched only a prefix, so anything after the host went through.
     settings, problems = settings_from_vars({"maas_url": url, "maas_api_key": "env:MAAS_KEY"}, tmp_path)
     assert settings is None
     assert any(p.startswith("maas_url") for p in problems), problems
