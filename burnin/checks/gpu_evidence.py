@@ -19,7 +19,7 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
-from burnin.checks.gpu import THROTTLE_SAMPLER, throttle_findings
+from burnin.checks.gpu_load import THROTTLE_SAMPLER, throttle_findings
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.gpu_burn import parse_gpu_burn

@@ -62,10 +62,6 @@ SIZE_ALLOWLIST: dict[str, str] = {
         "one parser per nvidia-smi output format (-q, nvlink -s, -L, CSV, topo -m, table) and the "
         "format drift between driver versions; splitting scatters the format knowledge"
     ),
-    "burnin.checks.gpu": (
-        "the GPU domain's checks, one module per domain (docs/design.md, idea 3); if it grows, the stress-load "
-        "judging (_sdc/_tflops/_throttle findings) is the part to move out"
-    ),
 }
 
 
