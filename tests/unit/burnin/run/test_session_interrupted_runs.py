@@ -27,7 +27,7 @@ from burnin.run.session import LocalRunRequest, run_local
 from burnin.stages import runner as runner_mod
 from tests.unit.burnin.golden.test_rules import RACK, FleetRack
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 STAGES = "preflight,gpu,pcie"
 
 
