@@ -26,9 +26,10 @@ from tests.profiles import shipped
 PROFILE = shipped()
 CHECKS = sorted(ALL_CHECKS)
 
-# Which samples are each check's own tool output: the sample index's files of the tools the check
-# reads, and of its rows naming the check (tests/sample_index.py).
-OWN: dict[str, set[str]] = {check: sample_index.own_files(check) for check in CHECKS}
+# Which samples are each check's own tool output, by name: the sample index's files of the tools
+# the check reads, and of its rows naming the check (tests/sample_index.py). A name in both
+# sample directories is the same file (the lab copies the corpus's verbatim).
+OWN: dict[str, set[str]] = {check: {Path(f).name for f in sample_index.own_files(check)} for check in CHECKS}
 
 
 def _text(path: Path) -> str:
@@ -37,7 +38,7 @@ def _text(path: Path) -> str:
     return rest if first.startswith("# SOURCE:") else text
 
 
-SAMPLES = {file: _text(REPO / file) for file in sample_index.sample_files()}
+SAMPLES = {Path(file).name: _text(REPO / file) for file in sample_index.sample_files()}
 
 
 def _verdict(check: str, text: str) -> Verdict:
@@ -97,7 +98,7 @@ OWN_SAMPLES = sorted(
 # the stress report) as a whole one, with no 'after' reading to compare the AER counters with and
 # no kernel section (burnin/checks/pcie.py). Strict: the test says so once the check refuses it.
 CUT_PASSES = {
-    ("pcie_links", "tests/fixtures/samples/pcie_collect_h100_rail_gen5_x16_SYNTHETIC.txt"): (
+    ("pcie_links", "pcie_collect_h100_rail_gen5_x16_SYNTHETIC.txt"): (
         "pcie_links passes its output cut before the 'after' reading"
     ),
 }
@@ -111,7 +112,7 @@ def _judged_part(name: str, lines: list[str]) -> int:
     throttle section is the sampler's rows until it is killed at the end of the load
     (burnin/checks/gpu.py): a series with no end, a cut in it a shorter series; its first row
     ends the part a cut shows in."""
-    if Path(name).name.startswith("nvidia_smi_q_"):
+    if name.startswith("nvidia_smi_q_"):
         marks = [i for i, line in enumerate(lines) if line.startswith("    Processes")]
         if marks:
             return marks[-1]

@@ -16,8 +16,10 @@ from burnin.cli import main
 from burnin.evaluate import judging_checks
 from tests import sample_index
 from tests.paths import REPO
+from tests.profiles import shipped
 
 PROFILES = REPO / "inventories" / "profiles"
+PROFILE = shipped()  # the shipped profile, as other check tests import it from here
 ROWS = sample_index.check_rows()
 IDS = [row.id() for row in ROWS]
 
