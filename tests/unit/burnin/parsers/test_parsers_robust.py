@@ -48,6 +48,7 @@ from burnin.parsers.sysfs import (
     parse_link_width,
     speed_to_gen,
 )
+from tests.sample_index import NOT_SAMPLES
 from tests.unit.burnin.parsers._samples import SAMPLES_DIR, load
 
 PARSERS = [
@@ -84,7 +85,7 @@ PARSERS = [
     parse_node_events,
 ]
 
-SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name != "INDEX.md"]
+SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name not in NOT_SAMPLES]
 
 # Tokens that steer random lines into the parsers' deeper branches.
 TOKENS = [
