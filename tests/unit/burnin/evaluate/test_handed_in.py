@@ -42,10 +42,13 @@ def test_an_evidence_checks_own_samples_are_those_of_the_tools_it_reads(check: s
     recognised as a tool it reads (or as no tool: a reference text), and each sample recognised
     as a tool it reads is its own."""
     reads = EVIDENCE_CHECKS[check].reads
-    own = {name for name in SAMPLES if name.startswith(OWN[check])}
+    own = {name for name in SAMPLES if name in OWN[check]}
+    # a row may hand a check one section of another tool's file (the stress load's throttle rows
+    # are the sampler's --query-gpu CSV): the index names the check for it
+    named = {Path(r.file).name for r in sample_index.rows_of_check(check)}
     tools = _recognised_tools()
     assert reads and own
-    assert sorted(n for n in own if tools[n] not in (None, *reads)) == []
+    assert sorted(n for n in own - named if tools[n] not in (None, *reads)) == []
     assert sorted(n for n in SAMPLES if tools[n] in reads and n not in own) == []
 
 
