@@ -8,8 +8,8 @@ best current generation over the captures is reported. Throttle reasons are judg
 gpu_stress check judges its sampler. Without a header the columns are unknown, except the
 burn-in's own throttle sampler (index, 0x mask, temperature, power).
 
-gpu-burn: its exit status lies and its summary may say OK for a GPU that never ran (INDEX.md,
-section 8), so a GPU passes only with a summary of OK, iterations done, no error and no death.
+gpu-burn: its exit status lies and its summary may say OK for a GPU that never ran (the rows of
+its samples in tests/fixtures/samples/index.tsv), so a GPU passes only with a summary of OK, iterations done, no error and no death.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ class DcgmDiag(Check):
         return Result.judged(self.name, findings, metrics, incomplete="; ".join([*reasons, *diag.problems]))
 
 
-# Failures whose cause is software or configuration, whatever test reported them (samples/INDEX.md).
+# Failures whose cause is software or configuration, whatever test reported them (tests/fixtures/samples/index.tsv).
 _CONFIG_CAUSES = ("system not yet initialized", "fabric manager", "persistence mode", "nvidia-smi -pm")
 
 

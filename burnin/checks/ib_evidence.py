@@ -4,8 +4,8 @@ perftest (``ib_write_bw``, ``ib_read_bw``, ``ib_send_bw``; text or ``--out_json`
 of the largest message size against the ib stage's per-port floor, ``floors.ib_write_bw_fraction``
 x ``ib.rate_gbps`` per direction (a bidirectional test reports both directions: half of it is
 compared, and ``floors.ib_write_bw_bidir_gbps`` holds the sum when set). RDMA read runs below
-write on a healthy link (outstanding reads; 329 against 392 Gb/s on the same NDR link, INDEX.md
-section 1), and the profile has no read floor: a read below the write floor is a warning. One run
+write on a healthy link (outstanding reads; 329 against 392 Gb/s on the same NDR link, the
+perftest rows of tests/fixtures/samples/index.tsv), and the profile has no read floor: a read below the write floor is a warning. One run
 cannot say which end is at fault; the ib stage pairs ports across nodes to tell. A ``-a`` sweep
 cut before its end never reached the large sizes: UNKNOWN. The ``--out_json`` file does not say
 its unit; the message rate does (BW = MsgRate x MsgSize), so the unit is read from it.

@@ -11,7 +11,7 @@
   the ``successful run completed`` line, and the exit status the command appends
   (``stress-ng exit status N``).
 
-Samples: tests/fixtures/samples/cpu_throttle_* and stress_ng_* (INDEX.md, 10).
+Samples: tests/fixtures/samples/cpu_throttle_* and stress_ng_* (their rows in index.tsv).
 """
 
 from __future__ import annotations

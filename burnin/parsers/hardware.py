@@ -1,7 +1,7 @@
 """Host hardware inventory and health: dmidecode -t memory, lscpu (text and -J), the NVMe SMART
 log as smartctl -j and nvme smart-log -o json print it, and fio's JSON (pure).
 
-Samples: tests/fixtures/samples/{dmidecode,lscpu,smartctl,nvme_smart_log,fio}_* (INDEX.md, 10).
+Samples: tests/fixtures/samples/{dmidecode,lscpu,smartctl,nvme_smart_log,fio}_* (their rows in index.tsv).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ sysbench prints its options, then ``Total operations: N (R per second)`` and
 got as far as the transfer line has a figure; a ``FATAL:`` line (a bad option, an allocation
 that failed) or an output cut before it is a ParseError, so the check is UNKNOWN.
 
-Samples: tests/fixtures/samples/sysbench_memory_* (INDEX.md, 10).
+Samples: tests/fixtures/samples/sysbench_memory_* (their rows in index.tsv).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Access to the sample captures in tests/fixtures/samples (verbatim public captures, sources in INDEX.md).
+"""Access to the sample captures in tests/fixtures/samples (verbatim public captures, sources in index.tsv).
 
 Line 1 of every sample is a '# SOURCE: ...' provenance comment that the real tools never
 print: ``load`` strips it, so the parsers see exactly the tool output.

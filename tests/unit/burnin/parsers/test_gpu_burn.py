@@ -1,4 +1,4 @@
-"""gpu-burn parser on the real captures (tests/fixtures/samples/INDEX.md section 8)."""
+"""gpu-burn parser on the real captures (tests/fixtures/samples/index.tsv)."""
 
 from __future__ import annotations
 

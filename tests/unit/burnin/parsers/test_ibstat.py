@@ -1,4 +1,4 @@
-"""ibstat / ibstatus parsers on the real captures (tests/fixtures/samples/INDEX.md section 6)."""
+"""ibstat / ibstatus parsers on the real captures (tests/fixtures/samples/index.tsv)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kernel log classification on every dmesg_* sample (tests/fixtures/samples/INDEX.md sections 5-7)."""
+"""Kernel log classification on every dmesg_* sample (tests/fixtures/samples/index.tsv)."""
 
 from __future__ import annotations
 

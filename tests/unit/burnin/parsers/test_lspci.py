@@ -1,4 +1,4 @@
-"""lspci -vv parser on the real captures (tests/fixtures/samples/INDEX.md section 5)."""
+"""lspci -vv parser on the real captures (tests/fixtures/samples/index.tsv)."""
 
 from __future__ import annotations
 

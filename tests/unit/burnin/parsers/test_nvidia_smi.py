@@ -1,4 +1,4 @@
-"""nvidia-smi parsers on the real captures (see tests/fixtures/samples/INDEX.md section 4)."""
+"""nvidia-smi parsers on the real captures (tests/fixtures/samples/index.tsv)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""perfquery parser on the real captures (tests/fixtures/samples/INDEX.md section 6), sysfs counter names,
+"""perfquery parser on the real captures (tests/fixtures/samples/index.tsv), sysfs counter names,
 and saturation."""
 
 from __future__ import annotations

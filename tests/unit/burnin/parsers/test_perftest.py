@@ -1,4 +1,4 @@
-"""perftest parsers on the real captures (tests/fixtures/samples/INDEX.md section 1) and on hostile input."""
+"""perftest parsers on the real captures (tests/fixtures/samples/index.tsv) and on hostile input."""
 
 from __future__ import annotations
 
