@@ -144,9 +144,9 @@ def test_a_check_that_never_fails_is_so_in_the_index() -> None:
 
 def test_the_property_reports_a_check_without_samples(monkeypatch) -> None:
     """It can fail: a check registered with no samples is named, with both verdicts it lacks."""
-    monkeypatch.setitem(checks_module.ALL_CHECKS, "gpu_fabric_state", ALL_CHECKS["nvlink"])
+    monkeypatch.setitem(checks_module.ALL_CHECKS, "gpu_unsampled_state", ALL_CHECKS["nvlink"])
     lacking = sample_index.checks_lacking_samples(registered(), worst=NEVER_FAIL)
-    assert lacking == {"gpu_fabric_state": ["PASS", "FAIL"]}
+    assert lacking == {"gpu_unsampled_state": ["PASS", "FAIL"]}
 
 
 def test_the_property_reports_a_check_whose_fail_samples_are_gone() -> None:
