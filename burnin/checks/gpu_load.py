@@ -96,7 +96,7 @@ def _not_covered(test: str, per_gpu: dict[int | None, list[str]] | None, gpus: l
     """Why a required test does not cover every GPU the output shows ('' when it does); a result
     for all GPUs ('Skip - All') is keyed None."""
     if not per_gpu:
-        return f"{test} did not run"
+        return f"{test} not in the output"
     statuses = {g: per_gpu.get(None, []) + per_gpu.get(g, []) for g in gpus or [None]}
     uncovered = [g for g, st in statuses.items() if not {"pass", "fail", "warn"} & set(st)]
     if not uncovered:
@@ -137,10 +137,12 @@ def _result_findings(test: str, res: DcgmResult, findings: list[Finding], doubts
         elif severity in ("RESET", "ISOLATE"):
             findings.append(critical(text, _SEVERITY_ACTION[severity], w.message, subject))
         elif severity in ("TRIAGE", "UNKNOWN"):
-            # DCGM says the run needs looking into (a memory allocation failed: NVIDIA/DCGM#284):
-            # what the test should have shown was not shown.
+            # DCGM says the run needs looking into (a memory allocation failed and the test
+            # still said pass: https://github.com/NVIDIA/DCGM/issues/284): not shown good.
             findings.append(warning(text, _SEVERITY_ACTION["TRIAGE"], w.message, subject))
-            doubts.append(f"{subject}: DCGM {test} reported {status} with {code.name if code else severity}")
+            doubts.append(
+                f"{subject}: DCGM {test} said {status} with {code.name if code else severity}: not a pass"
+            )
         else:
             findings.append(
                 warning(text, _SEVERITY_ACTION.get(severity or "", Action.MONITOR), w.message, subject)

@@ -91,7 +91,12 @@ _SOFTWARE_CHECKS = {
 _TEST_ALIASES = {"gpu_memory": "memory", "eud_test": "eud", "pulse": "pulse_test"}
 # `-r` takes a level or its name (the dcgmi diag reference: quick/short, medium, long, xlong).
 _LEVEL_NAMES = {"1": 1, "quick": 1, "short": 1, "2": 2, "medium": 2, "3": 3, "long": 3, "4": 4, "xlong": 4}
-_COMMAND_LEVEL_RE = re.compile(r"\bdcgmi\s+diag\b[^\n]*?(?:-r|--run)[ =]+['\"]?(\w+)", re.I)
+# A command line: a shell prompt at most before it ('$ ', 'sh-5.1# ', 'root@node:~# '), so a
+# comment that quotes the command ('# SOURCE: ... dcgmi diag -r 3') is not taken for one.
+_COMMAND_LEVEL_RE = re.compile(
+    r"^[ \t]*(?:\S*[$#>%][ \t]*)?(?:sudo[ \t]+)?(?:\S*/)?dcgmi[ \t]+diag\b[^\n]*?(?:-r|--run)[ =]+['\"]?(\w+)",
+    re.I | re.M,
+)
 # DCGM_FR_* codes that say the test did not run (dcgm_errors.h): a result carrying one is a skip.
 SKIP_ERRORS = ("TEST_SKIPPED", "TEST_DISABLED")
 

@@ -75,7 +75,8 @@ def test_a_run_in_which_every_test_was_skipped_is_unknown():
 
 
 def test_dcgm3_json_with_every_test_skipped_is_unknown():
-    """DCGM 3.x spelling of an all-skipped r3 run (NVIDIA/DCGM#139: 'gpu_id', title-case 'Skip')."""
+    """DCGM 3.x spelling of an all-skipped r3 run ('gpu_id', title-case 'Skip'), as
+    https://github.com/NVIDIA/DCGM/issues/139 shows it."""
     names = {
         "Deployment": ["Denylist", "NVML Library", "Persistence Mode"],
         "Integration": ["PCIe"],
@@ -192,8 +193,8 @@ def _pass_with(error_id: int, severity: int, message: str, name: str = "memory")
 
 
 def test_a_pass_with_a_memory_allocation_error_is_not_a_pass():
-    """NVIDIA/DCGM#284: the memory test reports DCGM_FR_MEMORY_ALLOC (56, TRIAGE) and still says
-    pass: it did not test the memory it should have."""
+    """The memory test reports DCGM_FR_MEMORY_ALLOC (56, TRIAGE) and still says pass
+    (https://github.com/NVIDIA/DCGM/issues/284): it did not test the memory it should have."""
     result = _judge(_pass_with(56, 4, "Cannot allocate memory on GPU 3"))
     assert result.verdict is Verdict.UNKNOWN, result.to_dict()
     (finding,) = result.findings
