@@ -32,6 +32,19 @@ from pydantic_core import PydanticCustomError
 
 BOOT_MODES = ("uefi", "legacy")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
+# The tests a `dcgmi diag -r 1..4` suite runs, by their DCGM 4.x names (burnin/parsers/dcgmi.py
+# LEVEL_TESTS says which level runs which, and where that comes from).
+DCGM_TESTS = (
+    "software",
+    "pcie",
+    "memory",
+    "diagnostic",
+    "targeted_stress",
+    "targeted_power",
+    "memory_bandwidth",
+    "memtest",
+    "pulse_test",
+)
 
 
 def _strict(
@@ -289,6 +302,16 @@ class Diag(_Section):
     dcgm_level: Annotated[int, Field(ge=1, le=4), _strict(int, ge=1, le=4)] = Field(
         description="`dcgmi diag -r N` level: 1 seconds, 2 about 2 min, 3 about 15 min (acceptance), "
         "4 up to hours (docs/reference.md, GPU)."
+    )
+    dcgm_not_applicable: Annotated[
+        tuple[Annotated[Literal[DCGM_TESTS], _strict(str, choices=DCGM_TESTS)], ...],
+        BeforeValidator(_strict_list),
+    ] = Field(
+        default=[],
+        description="DCGM tests of the level that do not apply on this platform, so may be skipped "
+        "(e.g. a test DCGM does not support on the GPU model: docs.nvidia.com/datacenter/dcgm/latest/"
+        "user-guide/dcgm-diagnostics.html). Every other test of the level must have run on every "
+        "GPU, or the result is UNKNOWN. Default none.",
     )
     stress_minutes: PositiveNumber = Field(
         default=10,

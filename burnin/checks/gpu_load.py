@@ -15,7 +15,7 @@ from burnin.checks.load import stress_shell
 from burnin.checks.registry import register
 from burnin.parsers import ParseError, load_json
 from burnin.parsers._common import MAX_GPU_TFLOPS, number
-from burnin.parsers.dcgmi import DCGM_ERRORS, parse_diag
+from burnin.parsers.dcgmi import DCGM_ERRORS, LEVEL_TESTS, SKIP_ERRORS, DcgmResult, canonical_test, parse_diag
 from burnin.parsers.nvidia_smi import decode_throttle_reasons, parse_throttle_samples
 from burnin.result import Action, Finding, Result, critical, warning
 
@@ -30,6 +30,7 @@ class DcgmDiag(Check):
     name = "dcgm_diag"
     stages = ("gpu",)
     reads = ("dcgmi diag",)
+    judges = ("diag.dcgm_level", "diag.dcgm_not_applicable")
     description = "DCGM diagnostics at the profile's level (dcgmi diag -r N -j)"
     judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
 
@@ -49,47 +50,119 @@ class DcgmDiag(Check):
             if diag.runtime_error:
                 return Result.unknown(self.name, f"DCGM could not run: {diag.runtime_error}")
             raise ParseError("no test results in the DCGM output")
+        level = self.level(profile)
         findings: list[Finding] = []
+        doubts: list[str] = []  # a pass DCGM reported that its own error codes put in doubt
         counts: Counter[str] = Counter()
+        ran: dict[str, dict[int | None, list[str]]] = {}  # test -> GPU (None: all) -> statuses
         for test in diag.tests:
+            canonical = canonical_test(test.name, test.category)
             for res in test.results:
                 counts[res.status] += 1
-                gpu = res.gpu_id if res.gpu_id is not None else next((w.gpu_id for w in res.warnings), None)
-                subject = f"GPU {gpu}" if gpu is not None else "all GPUs"
-                messages = [w.message for w in res.warnings] or [f"{test.name} {res.status}"]
-                error_ids = [w.error_id for w in res.warnings if w.error_id is not None]
-                if res.status == "fail":
-                    action = _dcgm_action(error_ids, test.name, messages)
-                    findings.append(
-                        critical(
-                            f"{subject}: DCGM {test.name} failed: {messages[0]}",
-                            action,
-                            "\n".join(messages),
-                            subject,
-                        )
-                    )
-                elif res.status == "warn":
-                    findings.append(
-                        warning(
-                            f"{subject}: DCGM {test.name} warning: {messages[0]}",
-                            Action.MONITOR,
-                            "\n".join(messages),
-                            subject,
-                        )
-                    )
+                status = _result_findings(test.name, res, findings, doubts)
+                if res.entity_group in (None, "GPU"):  # DCGM 4.x also tests CPUs: not a GPU's cover
+                    ran.setdefault(canonical, {}).setdefault(res.gpu_id, []).append(status)
+        gpus = sorted({g for per_gpu in ran.values() for g in per_gpu if g is not None})
+        shown, source = (diag.level, "stated") if diag.level else (diag.shown_level(), "inferred")
+        not_applicable = set(profile.diag.dcgm_not_applicable)
+        required = [t for t in LEVEL_TESTS[level] if t not in not_applicable]
+        missing = [_not_covered(t, ran.get(t), gpus) for t in required]
+        missing = [m for m in missing if m]
         metrics = {
-            "level": self.level(profile),
+            "level": level,
+            "output_level": shown,
+            "output_level_source": source,
             "dcgm_version": diag.dcgm_version,
             **{k: v for k, v in counts.items()},
         }
+        reasons = [f"DCGM reported: {diag.runtime_error}"] if diag.runtime_error else []
+        if missing:
+            reasons.append(
+                f"the profile's level {level} (diag.dcgm_level) needs every test of it, the output is "
+                f"level {shown} ({source} from {_how(source)}): {'; '.join(missing)}"
+            )
         # The parser's problems (a table not closed by its border: cut short; a result it cannot
         # read) mean part of the run was not seen: not a pass.
-        reasons = [f"DCGM reported: {diag.runtime_error}"] if diag.runtime_error else []
-        return Result.judged(self.name, findings, metrics, incomplete="; ".join([*reasons, *diag.problems]))
+        return Result.judged(
+            self.name, findings, metrics, incomplete="; ".join([*reasons, *doubts, *diag.problems])
+        )
+
+
+def _how(source: str) -> str:
+    return "the dcgmi command line above it" if source == "stated" else "the tests it shows"
+
+
+def _not_covered(test: str, per_gpu: dict[int | None, list[str]] | None, gpus: list[int]) -> str:
+    """Why a required test does not cover every GPU the output shows ('' when it does); a result
+    for all GPUs ('Skip - All') is keyed None."""
+    if not per_gpu:
+        return f"{test} not in the output"
+    statuses = {g: per_gpu.get(None, []) + per_gpu.get(g, []) for g in gpus or [None]}
+    uncovered = [g for g, st in statuses.items() if not {"pass", "fail", "warn"} & set(st)]
+    if not uncovered:
+        return ""
+    word = _skip_word([s for g in uncovered for s in statuses[g]])
+    where = "every GPU" if len(uncovered) == len(statuses) else ", ".join(f"GPU {g}" for g in uncovered)
+    return f"{test} {word} on {where}"
+
+
+def _skip_word(statuses: list[str]) -> str:
+    if "skip" in statuses:
+        return "skipped"
+    return "result unreadable" if "unknown" in statuses else "did not run"
+
+
+def _result_findings(test: str, res: DcgmResult, findings: list[Finding], doubts: list[str]) -> str:
+    """Judge one DCGM result, its error codes included whatever its status says; the status it
+    counts as for coverage ('skip' when an error code says the test did not run)."""
+    gpu = res.gpu_id if res.gpu_id is not None else next((w.gpu_id for w in res.warnings), None)
+    subject = f"GPU {gpu}" if gpu is not None else "all GPUs"
+    messages = [w.message for w in res.warnings] or [f"{test} {res.status}"]
+    if res.status == "fail":
+        error_ids = [w.error_id for w in res.warnings if w.error_id is not None]
+        action = _dcgm_action(error_ids, test, messages)
+        text = f"{subject}: DCGM {test} failed: {messages[0]}"
+        findings.append(critical(text, action, "\n".join(messages), subject))
+        return "fail"
+    status = res.status
+    if status == "warn" and not res.warnings:
+        findings.append(warning(f"{subject}: DCGM {test} warning", Action.MONITOR, "", subject))
+    for w in res.warnings if status in ("pass", "warn") else ():
+        severity, code = w.severity_name, w.code
+        subject = f"GPU {w.gpu_id}" if w.gpu_id is not None else subject
+        said = f"an error ({code.name}, {severity})" if code else "a warning"
+        text = f"{subject}: DCGM {test} {status}, with {said}: {w.message}"
+        if code and code.name in SKIP_ERRORS:
+            status = "skip"
+        elif severity in ("RESET", "ISOLATE"):
+            findings.append(critical(text, _SEVERITY_ACTION[severity], w.message, subject))
+        elif severity in ("TRIAGE", "UNKNOWN"):
+            # DCGM says the run needs looking into (a memory allocation failed and the test
+            # still said pass: https://github.com/NVIDIA/DCGM/issues/284): not shown good.
+            findings.append(warning(text, _SEVERITY_ACTION["TRIAGE"], w.message, subject))
+            doubts.append(
+                f"{subject}: DCGM {test} said {status} with {code.name if code else severity}: not a pass"
+            )
+        else:
+            findings.append(
+                warning(text, _SEVERITY_ACTION.get(severity or "", Action.MONITOR), w.message, subject)
+            )
+    return status
 
 
 # Failures whose cause is software or configuration, whatever test reported them (tests/fixtures/samples/index.tsv).
 _CONFIG_CAUSES = ("system not yet initialized", "fabric manager", "persistence mode", "nvidia-smi -pm")
+
+# DCGM's severities (dcgm_errors.h: MONITOR 'can perform workload, but needs to be monitored',
+# ISOLATE 'cannot perform workload, GPU should be isolated', TRIAGE 'should be triaged', CONFIG
+# 'can be configured', RESET 'drain and reset GPU') as our actions.
+_SEVERITY_ACTION = {
+    "RESET": Action.RESET_GPU,
+    "ISOLATE": Action.RMA,
+    "CONFIG": Action.RECONFIGURE,
+    "TRIAGE": Action.REBOOT,
+    "MONITOR": Action.MONITOR,
+}
 
 
 def _dcgm_action(error_ids: list[int], test: str, messages: list[str]) -> Action:
@@ -98,14 +171,9 @@ def _dcgm_action(error_ids: list[int], test: str, messages: list[str]) -> Action
     if any(cause in text for cause in _CONFIG_CAUSES):
         return Action.RECONFIGURE
     severities = {DCGM_ERRORS[e].severity for e in error_ids if e in DCGM_ERRORS}
-    if "RESET" in severities:
-        return Action.RESET_GPU
-    if "ISOLATE" in severities:
-        return Action.RMA
-    if "CONFIG" in severities:
-        return Action.RECONFIGURE
-    if "TRIAGE" in severities:
-        return Action.REBOOT
+    for severity in ("RESET", "ISOLATE", "CONFIG", "TRIAGE"):
+        if severity in severities:
+            return _SEVERITY_ACTION[severity]
     return Action.RMA if "memory" in test.lower() else Action.REBOOT
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -59,6 +59,65 @@ def _load_error_codes() -> dict[int, DcgmErrorCode]:
 
 
 DCGM_ERRORS: dict[int, DcgmErrorCode] = _load_error_codes()
+
+# The tests each `dcgmi diag -r N` suite runs, by their DCGM 4.x names, each level adding to the
+# one below: DCGM's suite definition (NVIDIA/DCGM nvvs/src/NvidiaValidationSuite.cpp,
+# FillTestVectors, identical in 3.3.8 @903d745 and 4.6.0 @72fa3fe) and the run levels of the user
+# guide (https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html).
+# Level 3 also runs eud, cpu_eud, nvbandwidth and nccl_tests where they are installed and
+# supported (eud only as root): conditional, so never required.
+LEVEL_TESTS: dict[int, tuple[str, ...]] = {1: ("software",)}
+LEVEL_TESTS[2] = (*LEVEL_TESTS[1], "pcie", "memory")
+LEVEL_TESTS[3] = (*LEVEL_TESTS[2], "diagnostic", "targeted_stress", "targeted_power", "memory_bandwidth")
+LEVEL_TESTS[4] = (*LEVEL_TESTS[3], "memtest", "pulse_test")
+
+# DCGM 3.x prints the software plugin as its checks, one row each (the Deployment category).
+_SOFTWARE_CHECKS = {
+    "denylist",
+    "blacklist",
+    "nvml library",
+    "cuda main library",
+    "cuda toolkit libraries",
+    "permissions and os blocks",
+    "permissions and os-related blocks",
+    "persistence mode",
+    "environment variables",
+    "environmental variables",
+    "page retirement/row remap",
+    "graphics processes",
+    "inforom",
+    "fabric manager",
+}
+_TEST_ALIASES = {"gpu_memory": "memory", "eud_test": "eud", "pulse": "pulse_test"}
+# `-r` takes a level or its name (the dcgmi diag reference: quick/short, medium, long, xlong).
+_LEVEL_NAMES = {"1": 1, "quick": 1, "short": 1, "2": 2, "medium": 2, "3": 3, "long": 3, "4": 4, "xlong": 4}
+# A command line: a shell prompt at most before it ('$ ', 'sh-5.1# ', 'root@node:~# '), so a
+# comment that quotes the command ('# SOURCE: ... dcgmi diag -r 3') is not taken for one.
+_COMMAND_LEVEL_RE = re.compile(
+    r"^[ \t]*(?:\S*[$#>%][ \t]*)?(?:sudo[ \t]+)?(?:\S*/)?dcgmi[ \t]+diag\b[^\n]*?(?:-r|--run)[ =]+['\"]?(\w+)",
+    re.I | re.M,
+)
+# DCGM_FR_* codes that say the test did not run (dcgm_errors.h): a result carrying one is a skip.
+SKIP_ERRORS = ("TEST_SKIPPED", "TEST_DISABLED")
+
+
+def canonical_test(name: str, category: str | None = None) -> str:
+    """The DCGM 4.x name of a test as printed by any version: 'GPU Memory' -> 'memory',
+    'Targeted Stress' -> 'targeted_stress', a 3.x Deployment row -> 'software'."""
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    if (category or "").strip().lower() == "deployment" or low in _SOFTWARE_CHECKS:
+        return "software"
+    key = re.sub(r"[\s-]+", "_", low)
+    return _TEST_ALIASES.get(key, key)
+
+
+def stated_level(text: str) -> int | None:
+    """The level on a `dcgmi diag -r N` command line pasted above the output, if any."""
+    m = _COMMAND_LEVEL_RE.search(text)
+    return _LEVEL_NAMES.get(m.group(1).lower()) if m else None
+
+
+_LEVELLED = set(LEVEL_TESTS[4])
 
 STATUSES = ("pass", "fail", "warn", "skip", "not_run", "unknown")
 # Order used to summarise several results into one (first = dominates).
@@ -115,10 +174,17 @@ class DcgmDiag:
     tests: tuple[DcgmTest, ...]
     runtime_error: str | None = None  # the diagnostic could not run (no tests then)
     problems: tuple[str, ...] = ()  # e.g. a text table cut off before its closing border
+    level: int | None = None  # the `-r N` of a dcgmi command line pasted above the output
 
     def test(self, name: str) -> DcgmTest | None:
         low = name.lower()
         return next((t for t in self.tests if t.name.lower() == low), None)
+
+    def shown_level(self) -> int:
+        """The lowest run level whose suite holds every test the output lists (whatever their
+        status): what an output that does not state its level shows of it."""
+        shown = {canonical_test(t.name, t.category) for t in self.tests} & _LEVELLED
+        return next((lv for lv in (1, 2, 3) if shown <= set(LEVEL_TESTS[lv])), 4)
 
 
 def normalize_status(value: Any) -> str:
@@ -488,5 +554,7 @@ def parse_diag(text: str) -> DcgmDiag:
     """``dcgmi diag -r N`` output, JSON (``-j``) or text table, DCGM 3.x or 4.x."""
     m = re.search(r"^[ \t]*\{", text, re.M)
     if m and not re.search(r"^[|+]-", text, re.M):
-        return _parse_json(text, text.index("{", m.start()))
-    return _parse_text(text)
+        diag = _parse_json(text, text.index("{", m.start()))
+    else:
+        diag = _parse_text(text)
+    return replace(diag, level=stated_level(text))

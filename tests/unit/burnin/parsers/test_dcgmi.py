@@ -7,8 +7,9 @@ from importlib import resources
 
 import pytest
 
+from bringup.profiles.model import DCGM_TESTS
 from burnin.parsers import ParseError
-from burnin.parsers.dcgmi import DCGM_ERRORS, normalize_status, parse_diag
+from burnin.parsers.dcgmi import DCGM_ERRORS, LEVEL_TESTS, normalize_status, parse_diag, stated_level
 from tests.unit.burnin.parsers._samples import SAMPLES_DIR
 
 
@@ -316,3 +317,43 @@ def test_error_table_matches_shared_copy():
     assert DCGM_ERRORS[29].severity == "CONFIG"
     assert DCGM_ERRORS[108].name == "CUDA_FM_NOT_INITIALIZED"
     assert len(DCGM_ERRORS) == 133
+
+
+@pytest.mark.parametrize(
+    ("name", "stated", "shown"),
+    [
+        ("dcgmi_diag_r3_8xh100_dcgm338_gpu_memory_fail_cuda_init.txt", 3, 3),
+        ("dcgmi_diag_r4_dcgm3_persistence_mode_fail.txt", 4, 4),
+        ("dcgmi_diag_r3_dcgm4_format_pass_doc_example.txt", None, 3),
+        ("dcgmi_diag_r2_pcie_fail_nvlink_down_partial.txt", None, 2),
+        ("dcgmi_diag_json_dcgm3_per_gpu_nvidia_example.json", None, 3),
+        ("dcgmi_diag_r3_j_dcgm331_all_skipped_past_level1_DERIVED.json", None, 3),
+        ("dcgmi_diag_4xl40s_dcgm423_cut_after_software_PARTIAL.txt", None, 1),
+    ],
+)
+def test_the_level_an_output_states_and_the_level_its_tests_show(name, stated, shown):
+    """A '# SOURCE:' line quoting 'dcgmi diag -r N' is no command line; a prompt before one is."""
+    d = parse_diag((SAMPLES_DIR / name).read_text())
+    assert (d.level, d.shown_level()) == (stated, shown)
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        ("sh-5.1# /usr/bin/dcgmi diag --run 3 --fail-early", 3),
+        ("$ dcgmi diag --gpuList 0 -r 4", 4),
+        ("root@node1:~# sudo dcgmi diag -r long -j", 3),
+        ("dcgmi diag -r xlong", 4),
+        ("dcgmi diag -r memtest", None),  # a test, not a level
+        ("# SOURCE: 'dcgmi diag -r 2 -j' on 8 GPUs", None),
+        ("the output of dcgmi diag -r 3 follows", None),
+    ],
+)
+def test_stated_level(line, level):
+    assert stated_level(line + "\n") == level
+
+
+def test_level_tests_are_the_profiles_test_names():
+    """The profile's diag.dcgm_not_applicable names exactly the tests a level may require."""
+    assert set(LEVEL_TESTS[4]) == set(DCGM_TESTS)
+    assert all(set(LEVEL_TESTS[n]) < set(LEVEL_TESTS[n + 1]) for n in (1, 2, 3))
