@@ -223,8 +223,13 @@ def regenerate(upstream: str) -> str:
     version, source = _one(_STAMP, upstream, "'Generated at'").groups()
     origin = _one(_UPSTREAM, upstream, "SOURCE").group(1)
     licence = _one(_LICENCE, upstream, "LICENCE").group(1)
+    rows = _ENTRY.findall(upstream)
+    if len(rows) != upstream.count("{Code: "):
+        raise ValueError("the upstream copy has rows this reader cannot read: check its format")
     entries: dict[int, XidInfo] = {}
-    for code, *fields in _ENTRY.findall(upstream):
+    for code, *fields in rows:
+        if int(code) in entries:
+            raise ValueError(f"the upstream copy lists Xid {code} twice")
         entries[int(code)] = _entry(int(code), *(_text(f) for f in fields))
     if stray := sorted(set(OVERRIDES) - set(entries)):
         raise ValueError(f"OVERRIDES name Xids the catalog does not list: {stray}")

@@ -116,6 +116,14 @@ def test_an_upstream_copy_without_its_stamp_is_refused():
         xid_catalog.regenerate(text.replace("// SOURCE:", "// FROM:"))
 
 
+def test_an_unreadable_or_repeated_upstream_row_is_refused():
+    text = UPSTREAM.read_text()
+    with pytest.raises(ValueError, match="cannot read"):
+        xid_catalog.regenerate(text.replace("{Code: 79, Mnemonic:", "{Code: 79, Name:"))
+    with pytest.raises(ValueError, match="Xid 80 twice"):
+        xid_catalog.regenerate(text.replace("{Code: 79,", "{Code: 80,"))
+
+
 def test_a_resolution_the_rule_does_not_know_is_refused():
     text = UPSTREAM.read_text().replace(
         'ImmediateResolution: "CHECK_UVM"', 'ImmediateResolution: "NEW_BUCKET"'
