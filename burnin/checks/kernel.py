@@ -1,8 +1,8 @@
 """The kernel log scan (preflight): Xid and SXid lines with what to do about each, AER errors,
 GPUs fallen off the bus, IB link flaps and cable events, and unknown error lines.
 
-What each Xid means and needs comes from NVIDIA's Xid catalog and one operator's list of
-hardware Xids (docs/reference.md, GPU). "limited by ... link"
+What each Xid means and needs comes from NVIDIA's whole Xid catalog, each resolution mapped to a
+severity and an action by one rule (burnin/parsers/xid_catalog.py). "limited by ... link"
 lines belong to the PCIe stage, which judges them against the live link.
 """
 
@@ -25,7 +25,7 @@ from burnin.parsers.kernel_log import (
     XidEvent,
     read_kernel_log,
 )
-from burnin.parsers.xid_catalog import XID_CATALOG
+from burnin.parsers.xid_catalog import CATALOG_VERSION, XID_CATALOG
 from burnin.result import Action, Finding, Result, Severity, critical, info, warning
 
 
@@ -36,48 +36,6 @@ class XidRule:
     advice: str
 
 
-_APP = XidRule(Severity.WARNING, Action.MONITOR, "usually an application fault; watch for repeats")
-_HW = XidRule(Severity.CRITICAL, Action.REBOOT, "hardware Xid: reboot and re-test; RMA if it recurs")
-
-# Specific rules first (NVIDIA's resolution buckets), then the hardware list, else a warning.
-XID_RULES: dict[int, XidRule] = {
-    13: _APP,
-    31: _APP,
-    43: _APP,
-    45: _APP,
-    48: XidRule(
-        Severity.CRITICAL, Action.RESET_GPU, "double-bit ECC error: reset the GPU, then check row remapping"
-    ),
-    63: XidRule(
-        Severity.WARNING,
-        Action.MONITOR,
-        "a row was marked for remapping; the memory check says if a reset is due",
-    ),
-    64: XidRule(Severity.CRITICAL, Action.RMA, "row remapping failed: an RMA criterion"),
-    74: XidRule(
-        Severity.CRITICAL, Action.RESET_GPU, "NVLink error: reset the GPU; reseat or RMA if it recurs"
-    ),
-    79: XidRule(
-        Severity.CRITICAL, Action.REBOOT, "GPU fell off the bus: reboot; if it recurs, reseat the GPU/riser"
-    ),
-    92: XidRule(Severity.WARNING, Action.MONITOR, "high single-bit ECC rate"),
-    94: XidRule(
-        Severity.WARNING, Action.MONITOR, "contained ECC error: the application was stopped, the GPU is fine"
-    ),
-    95: XidRule(Severity.CRITICAL, Action.RESET_GPU, "uncontained ECC error: reset the GPU"),
-    119: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP RPC timeout: reset the GPU"),
-    120: XidRule(Severity.CRITICAL, Action.RESET_GPU, "GSP error: reset the GPU"),
-}
-# One operator's list of Xids that indicate hardware (docs/reference.md, GPU).
-HARDWARE_XIDS = frozenset(
-    [48, 56, 57, 58, 62, 63, 64, 92, 94]
-    + list(range(68, 78))
-    + list(range(79, 87))
-    + [88, 89]
-    + list(range(95, 106))
-    + list(range(110, 121))
-    + list(range(122, 126))
-)
 # NVSwitch SXids known harmless on a healthy fabric (one operator's whitelist).
 BENIGN_SXIDS = frozenset({22013})
 # Kernel lines that say "error" on healthy nodes.
@@ -96,11 +54,13 @@ FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" in 24 h (docs/
 
 
 def xid_rule(xid: int) -> XidRule:
-    if xid in XID_RULES:
-        return XID_RULES[xid]
-    if xid in HARDWARE_XIDS:
-        return _HW
-    return XidRule(Severity.WARNING, Action.MONITOR, "not on the hardware list")
+    """What NVIDIA's catalog, mapped by burnin/parsers/xid_catalog.py, says about an Xid; one it
+    does not list is still a finding."""
+    if (info := XID_CATALOG.get(xid)) is not None:
+        return XidRule(info.severity, info.action, info.advice)
+    return XidRule(
+        Severity.WARNING, Action.MONITOR, f"not in NVIDIA's Xid catalog of {CATALOG_VERSION[:10]}: look it up"
+    )
 
 
 @register

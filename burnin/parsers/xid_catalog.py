@@ -1,126 +1,308 @@
-"""NVIDIA Xid catalog (Ampere and newer), selected rows, as data.
+"""NVIDIA's Xid catalog (Ampere and newer GPUs), every row, with what this project does about each.
 
-Source: NVIDIA "Analyzing Xid catalog" (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
-via the machine-generated mirror in leptonai/gpud components/accelerator/nvidia/xid/catalog_generated.go
-@4a8de33a3f02e207f39e9023d67125592d599731 (generated 2025-10-29), as transcribed in
-tests/fixtures/samples/xid_catalog_nvidia_selected.md. NVIDIA revises the catalog per driver branch:
-re-verify against the live catalog before release.
+The data is ``burnin/parsers/data/xid_catalog.tsv``, generated, never edited, from a saved copy of
+the upstream table::
 
-``bucket`` is NVIDIA's immediate resolution: RESTART_APP (workload only), RESET_GPU (drain +
-GPU reset or reboot), RESTART_BM (reboot the node: GPU lost from PCIe), CHECK_MECHANICALS,
-IGNORE (usually sympathetic to another Xid), CONTACT_SUPPORT, or a multi-step WORKFLOW_*.
+    python -m burnin.parsers.xid_catalog --regenerate \\
+        burnin/parsers/data/upstream/gpud_xid_catalog_generated.go.txt > burnin/parsers/data/xid_catalog.tsv
+
+The saved copy is leptonai/gpud's machine-read mirror (Apache-2.0) of NVIDIA's catalog,
+https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html. Of NVIDIA's text the table
+keeps the facts only: the number, the mnemonic, the short description and the two resolution
+buckets, with the date the catalog was read (``CATALOG_VERSION``). A unit test fails while the
+shipped table is not what the saved copy makes. NVIDIA revises the catalog per driver branch: to
+take a newer one, save the newer upstream table and regenerate.
+
+One rule, ``RULES``, turns NVIDIA's immediate resolution bucket into a severity and an action:
+
+- the GPU or the node must be recovered (RESET_GPU, RESTART_BM, RESTART_VM, the Xid 48 and NVLink
+  workflows) or NVIDIA must be asked (CONTACT_SUPPORT): CRITICAL, with that recovery, RMA for
+  CONTACT_SUPPORT. A workflow the product does not run gets its most severe outcome (NVLink5:
+  the decode of the error status says IGNORE or RESET_GPU; a GPU reset is the worst);
+- a part to fix (CHECK_MECHANICALS: power cable or seating) or software to update (UPDATE_SWFW):
+  CRITICAL, RESEAT or UPDATE_FIRMWARE;
+- the application restarts, no action, or an Xid that only reports another (RESTART_APP, IGNORE,
+  WORKFLOW_XID_45, XID_154), CHECK_UVM (a driver setting), and no resolution in the catalog yet:
+  WARNING. A node under test should log none, so every Xid is at least a warning, never INFO.
+
+``app_error`` (the application's fault, not the node's) holds when NVIDIA's investigatory action
+points at the application (CHECK_APP/CUDA, WORKFLOW_XID_13, WORKFLOW_XID_31) or the Xid is the
+clean-up after an abort (WORKFLOW_XID_45). ``OVERRIDES`` corrects the rule for a few Xids, each
+with its reason and source; the table's ``rule`` column names them. ``ADVICE`` words a few
+findings more precisely without changing their verdict. An Xid not in the catalog is still a
+finding (burnin/checks/kernel.py).
 """
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
 from typing import NamedTuple
+
+from burnin.result import Action, Severity
+
+_TABLE = "data/xid_catalog.tsv"
+COLUMNS = (
+    "xid",
+    "mnemonic",
+    "description",
+    "immediate",
+    "investigatory",
+    "severity",
+    "action",
+    "app_error",
+    "advice",
+    "rule",
+)
 
 
 class XidInfo(NamedTuple):
     mnemonic: str
-    bucket: str  # NVIDIA's immediate action
+    bucket: str  # NVIDIA's immediate resolution ('' when the catalog gives none)
     description: str
-    investigatory: str  # NVIDIA's investigatory action ('' when none)
+    investigatory: str  # NVIDIA's investigatory resolution ('' when none)
+    severity: Severity
+    action: Action
+    app_error: bool  # the application's fault, not the node's
+    advice: str  # what the finding tells the operator
+    rule: str  # 'bucket', or 'override: <why and source>'
 
 
-XID_CATALOG: dict[int, XidInfo] = {
-    8: XidInfo(
-        "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "RESTART_APP", "GPU stopped processing", "CONTACT_SUPPORT"
+@dataclass(frozen=True)
+class Rule:
+    severity: Severity
+    action: Action
+    advice: str
+
+
+_W, _C = Severity.WARNING, Severity.CRITICAL
+RULES: dict[str, Rule] = {
+    "RESTART_APP": Rule(_W, Action.MONITOR, "NVIDIA: restart the application; watch for repeats"),
+    "IGNORE": Rule(_W, Action.MONITOR, "NVIDIA: no immediate action; watch for repeats"),
+    "WORKFLOW_XID_45": Rule(
+        _W, Action.MONITOR, "clean-up after an abort or another Xid; that Xid says what to do"
     ),
-    13: XidInfo(
-        "ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
-        "RESTART_APP",
-        "Graphics Engine Exception",
-        "WORKFLOW_XID_13",
+    "XID_154": Rule(
+        _W, Action.MONITOR, "the GPU's recovery action changed; the Xid it reports says what to do"
     ),
-    31: XidInfo(
-        "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", "RESTART_APP", "GPU memory page fault", "WORKFLOW_XID_31"
+    "CHECK_UVM": Rule(_W, Action.RECONFIGURE, "NVIDIA: check the UVM driver (nvidia-uvm) and its settings"),
+    "": Rule(_W, Action.MONITOR, "NVIDIA's catalog gives no resolution; watch for repeats"),
+    "RESET_GPU": Rule(_C, Action.RESET_GPU, "NVIDIA: reset the GPU"),
+    "RESTART_BM": Rule(_C, Action.REBOOT, "NVIDIA: reboot the node; if it recurs, reseat the GPU/riser"),
+    "RESTART_VM": Rule(_C, Action.REBOOT, "NVIDIA: restart the VM (on bare metal, reboot the node)"),
+    "WORKFLOW_XID_48": Rule(
+        _C, Action.RESET_GPU, "double-bit ECC error: reset the GPU, then check row remapping"
     ),
-    32: XidInfo(
-        "ROBUST_CHANNEL_PBDMA_ERROR",
-        "RESTART_APP",
-        "Invalid or corrupted push buffer stream",
-        "CHECK_APP/CUDA",
+    "WORKFLOW_NVLINK_ERR": Rule(
+        _C, Action.RESET_GPU, "NVLink error: reset the GPU; reseat or RMA if it recurs"
     ),
-    38: XidInfo(
-        "ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT", "IGNORE", "Driver firmware error", "CONTACT_SUPPORT"
+    "WORKFLOW_NVLINK5_ERR": Rule(_C, Action.RESET_GPU, "NVLink5 error: reset the GPU; repeats go to NVIDIA"),
+    "CHECK_MECHANICALS": Rule(
+        _C, Action.RESEAT, "NVIDIA: check the mechanics (auxiliary power cable, seating)"
     ),
-    43: XidInfo(
-        "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "IGNORE", "GPU stopped processing", "CONTACT_SUPPORT"
-    ),
-    44: XidInfo(
-        "ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW",
-        "IGNORE",
-        "Graphics Engine fault during context switch",
-        "CONTACT_SUPPORT",
-    ),
-    45: XidInfo(
-        "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
-        "WORKFLOW_XID_45",
-        "Preemptive cleanup, due to previous errors",
-        "Solo: RESTART_FM; not solo: IGNORE (follow the other Xid)",
-    ),
-    46: XidInfo("ROBUST_CHANNEL_GPU_TIMEOUT_ERROR", "RESET_GPU", "GPU stopped processing", "CONTACT_SUPPORT"),
-    48: XidInfo("ROBUST_CHANNEL_GPU_ECC_DBE", "WORKFLOW_XID_48", "Double Bit ECC Error", "WORKFLOW_XID_48"),
-    54: XidInfo(
-        "SILENT_RUNNING_PWR_REDUCED_CLOCKING",
-        "CHECK_MECHANICALS",
-        "Auxiliary power is not connected to the GPU board",
-        "CONTACT_SUPPORT",
-    ),
-    61: XidInfo("PMU_BREAKPOINT", "CONTACT_SUPPORT", "Unused", ""),
-    62: XidInfo(
-        "PMU_HALT_ERROR", "RESET_GPU", "Internal micro-controller halt (newer drivers)", "CONTACT_SUPPORT"
-    ),
-    63: XidInfo("INFOROM_DRAM_RETIREMENT_EVENT", "IGNORE", "GPU memory remapping event", "IGNORE"),
-    64: XidInfo(
-        "INFOROM_DRAM_RETIREMENT_FAILURE", "RESET_GPU", "GPU memory remapping failure", "CONTACT_SUPPORT"
-    ),
-    68: XidInfo("ROBUST_CHANNEL_NVDEC0_ERROR", "RESTART_APP", "NVDEC0 Exception", "CONTACT_SUPPORT"),
-    69: XidInfo(
-        "ROBUST_CHANNEL_GR_CLASS_ERROR", "RESTART_APP", "Graphics Engine class error", "CHECK_APP/CUDA"
-    ),
-    74: XidInfo("NVLINK_ERROR", "WORKFLOW_NVLINK_ERR", "NVLINK Error", "CONTACT_SUPPORT"),
-    79: XidInfo(
-        "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
-        "RESTART_BM",
-        "GPU has fallen off the bus",
-        "CONTACT_SUPPORT",
-    ),
-    92: XidInfo("EXCESSIVE_SBE_INTERRUPTS", "IGNORE", "High single-bit ECC error rate", "CONTACT_SUPPORT"),
-    94: XidInfo(
-        "ROBUST_CHANNEL_CONTAINED_ERROR", "RESTART_APP", "Contained memory error", "IGNORE (sympathetic)"
-    ),
-    95: XidInfo(
-        "ROBUST_CHANNEL_UNCONTAINED_ERROR", "RESET_GPU", "Uncontained memory error", "IGNORE (sympathetic)"
-    ),
-    109: XidInfo(
-        "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "RESET_GPU", "Context Switch Timeout Error", "CONTACT_SUPPORT"
-    ),
-    110: XidInfo("SEC_FAULT_ERROR", "RESET_GPU", "Security Fault Error", "INVESTIGATE_SW"),
-    119: XidInfo("GSP_RPC_TIMEOUT", "RESET_GPU", "GSP RPC Timeout", "INVESTIGATE_SW"),
-    120: XidInfo("GSP_ERROR", "RESET_GPU", "GSP Error", "INVESTIGATE_SW"),
-    121: XidInfo("C2C_ERROR", "IGNORE", "C2C Error", "CONTACT_SUPPORT"),
-    136: XidInfo("ALI_TRAINING_FAIL", "RESET_GPU", "Link Training Failed", "INVESTIGATE_LINK_SI"),
-    137: XidInfo("NVLINK_PRIV_ERR", "IGNORE", "NVLink Privilege Error", "XID_137_FLOW"),
-    140: XidInfo("UNRECOVERABLE_ECC_ERROR_ESCAPE", "RESET_GPU", "ECC Unrecovered Error", "CONTACT_SUPPORT"),
-    143: XidInfo("GPU_INIT_ERROR", "RESET_GPU", "GPU Initialization Error", "CONTACT_SUPPORT"),
-    144: XidInfo("NVLINK_SAW_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: SAW Error", "WORKFLOW_NVLINK5_ERR"),
-    145: XidInfo("NVLINK_RLW_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: RLW Error", "WORKFLOW_NVLINK5_ERR"),
-    146: XidInfo("NVLINK_TLW_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: TLW Error", "WORKFLOW_NVLINK5_ERR"),
-    147: XidInfo("NVLINK_TREX_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: TREX Error", "WORKFLOW_NVLINK5_ERR"),
-    148: XidInfo(
-        "NVLINK_NVLPW_CTRL_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: NVLPW_CTRL Error", "WORKFLOW_NVLINK5_ERR"
-    ),
-    149: XidInfo("NVLINK_NETIR_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: NETIR Error", "WORKFLOW_NVLINK5_ERR"),
-    150: XidInfo("NVLINK_MSE_ERROR", "WORKFLOW_NVLINK5_ERR", "NVLINK: MSE Error", "WORKFLOW_NVLINK5_ERR"),
-    154: XidInfo(
-        "GPU_RECOVERY_ACTION_CHANGED",
-        "XID_154",
-        "GPU Recovery Action Changed",
-        "N/A: informational only, about another Xid",
-    ),
-    155: XidInfo("NVLINK_SW_DEFINED_ERROR", "RESET_GPU", "NVLINK: SW Defined Error", "INVESTIGATE_SW_USER"),
-    156: XidInfo("RESOURCE_RETIREMENT_EVENT", "RESET_GPU", "Resource Retirement Event", "IGNORE"),
-    158: XidInfo("GPU_FATAL_TIMEOUT", "RESET_GPU", "GPU Fatal Timeout", "CONTACT_SUPPORT"),
+    "UPDATE_SWFW": Rule(_C, Action.UPDATE_FIRMWARE, "NVIDIA: update the driver/firmware"),
+    "CONTACT_SUPPORT": Rule(_C, Action.RMA, "NVIDIA: contact support (a vendor case)"),
 }
+_APP_INVESTIGATIONS = frozenset({"CHECK_APP/CUDA", "WORKFLOW_XID_13", "WORKFLOW_XID_31"})
+
+
+@dataclass(frozen=True)
+class Override:
+    why: str  # the reason, with its public source
+    severity: Severity | None = None
+    action: Action | None = None
+    app_error: bool | None = None
+    advice: str | None = None
+
+
+# Wording only, for Xids whose finding says more than their bucket's advice; the verdict stays the rule's.
+ADVICE: dict[int, str] = {
+    63: "a row was marked for remapping; the memory check says if a reset is due",
+    79: "GPU fell off the bus: reboot (NVIDIA: RESTART_BM); if it recurs, reseat the GPU/riser",
+    92: "high single-bit ECC rate (NVIDIA: no immediate action); watch for repeats",
+    94: "contained ECC error: the application was stopped, the GPU is fine; reset it when convenient",
+    95: "uncontained ECC error: reset the GPU",
+    119: "GSP RPC timeout: reset the GPU",
+    120: "GSP error: reset the GPU",
+}
+_XID48_DETAIL = Override(
+    "NVIDIA: reported with Xid 48 to say whether DRAM or SRAM failed, so it is judged as 48 "
+    "(https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/user-visible-statistics.html)",
+    _C,
+    Action.RESET_GPU,
+    advice="uncorrectable ECC error (detail of Xid 48): reset the GPU, then check row remapping",
+)
+OVERRIDES: dict[int, Override] = {
+    32: Override(
+        "NVIDIA's trigger conditions: PCIe quality issues, generally not caused by the application "
+        "(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html)",
+        app_error=False,
+    ),
+    43: Override(
+        "NVIDIA's trigger conditions: a user application's software-induced fault; the GPU stays healthy "
+        "(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html)",
+        app_error=True,
+    ),
+    64: Override(
+        "a failed row remapping is judged by NVIDIA's RMA policy, not cleared by a reset, as the gpu_memory "
+        "check judges it (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/row-remapping.html)",
+        action=Action.RMA,
+        advice="row remapping failed: an RMA criterion",
+    ),
+    168: Override(
+        "NVIDIA's trigger conditions: seen only with ECC disabled; enable ECC (row remapping) "
+        "(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html)",
+        _C,
+        Action.RECONFIGURE,
+        advice="errors in the write-protected region with ECC off: enable ECC and reboot",
+    ),
+    171: _XID48_DETAIL,
+    172: _XID48_DETAIL,
+}
+
+
+# -- the upstream table -> the shipped table -------------------------------------------------------
+
+_GO_STRING = r'"(?:[^"\\]|\\.)*"'
+_ENTRY = re.compile(
+    rf"\{{Code: (\d+), Mnemonic: ({_GO_STRING}), Description: ({_GO_STRING}), "
+    rf"ImmediateResolution: ({_GO_STRING}), InvestigatoryResolution: ({_GO_STRING})\}},"
+)
+_STAMP = re.compile(r"^// Generated at (\S+)\. Source: (\S+)$", re.M)
+_UPSTREAM = re.compile(r"^// SOURCE: (.+)$", re.M)
+_LICENCE = re.compile(r"^// LICENCE: (.+)$", re.M)
+
+
+def _text(go_string: str) -> str:
+    """A Go string literal's text on one line (its escapes are JSON's)."""
+    return " ".join(json.loads(go_string).split())
+
+
+def _entry(xid: int, mnemonic: str, description: str, immediate: str, investigatory: str) -> XidInfo:
+    if immediate not in RULES:
+        raise ValueError(f"Xid {xid}: resolution {immediate!r} has no rule in RULES: add one")
+    rule = RULES[immediate]
+    app_error = investigatory in _APP_INVESTIGATIONS or immediate == "WORKFLOW_XID_45"
+    advice = ADVICE.get(xid, rule.advice)
+    info = XidInfo(
+        mnemonic,
+        immediate,
+        description,
+        investigatory,
+        rule.severity,
+        rule.action,
+        app_error,
+        advice,
+        "bucket",
+    )
+    if (o := OVERRIDES.get(xid)) is not None:
+        info = info._replace(
+            severity=o.severity or info.severity,
+            action=o.action or info.action,
+            app_error=info.app_error if o.app_error is None else o.app_error,
+            advice=o.advice or info.advice,
+            rule=f"override: {o.why}",
+        )
+    if info.app_error and not info.advice.startswith("an application fault"):
+        info = info._replace(advice=f"an application fault; {info.advice}")
+    return info
+
+
+def _one(pattern: re.Pattern[str], text: str, what: str) -> re.Match[str]:
+    if (m := pattern.search(text)) is None:
+        raise ValueError(f"the upstream copy lacks its {what} line ({pattern.pattern!r})")
+    return m
+
+
+def regenerate(upstream: str) -> str:
+    """The shipped table's text, made from the saved upstream table (gpud's catalog_generated.go)."""
+    version, source = _one(_STAMP, upstream, "'Generated at'").groups()
+    origin = _one(_UPSTREAM, upstream, "SOURCE").group(1)
+    licence = _one(_LICENCE, upstream, "LICENCE").group(1)
+    rows = _ENTRY.findall(upstream)
+    if len(rows) != upstream.count("{Code: "):
+        raise ValueError("the upstream copy has rows this reader cannot read: check its format")
+    entries: dict[int, XidInfo] = {}
+    for code, *fields in rows:
+        if int(code) in entries:
+            raise ValueError(f"the upstream copy lists Xid {code} twice")
+        entries[int(code)] = _entry(int(code), *(_text(f) for f in fields))
+    if stray := sorted(set(OVERRIDES) - set(entries)):
+        raise ValueError(f"OVERRIDES name Xids the catalog does not list: {stray}")
+    lines = [
+        "# NVIDIA's Xid catalog (Ampere and newer GPUs): every Xid, NVIDIA's resolution, this project's verdict.",
+        "# GENERATED by `python -m burnin.parsers.xid_catalog --regenerate "
+        "burnin/parsers/data/upstream/gpud_xid_catalog_generated.go.txt > burnin/parsers/data/xid_catalog.tsv`:",
+        "#   do not edit; change RULES or OVERRIDES in burnin/parsers/xid_catalog.py, or the saved upstream copy.",
+        f"# SOURCE: {source}",
+        f"# VERSION: {version} (the date NVIDIA's spreadsheet was read; Xids {min(entries)}-{max(entries)})",
+        f"# UPSTREAM: {origin}",
+        f"# LICENCE: {licence} NVIDIA's text kept: numbers, mnemonics, short descriptions, resolution buckets.",
+        "# RULE: severity and action from the immediate resolution (RULES); app_error from the investigatory "
+        "one; the rule column names each override and its source.",
+        "\t".join(COLUMNS),
+    ]
+    for xid, e in sorted(entries.items()):
+        row = (xid, e.mnemonic, e.description, e.bucket, e.investigatory, e.severity.value, e.action.value)
+        lines.append("\t".join(map(str, (*row, "yes" if e.app_error else "no", e.advice, e.rule))))
+    return "\n".join(lines) + "\n"
+
+
+# -- the shipped table ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Catalog:
+    entries: dict[int, XidInfo]
+    version: str
+    source: str
+
+
+def load(text: str) -> Catalog:
+    """The shipped table: its rows by Xid, and the version and source its header states."""
+    header = dict(re.findall(r"^# (SOURCE|VERSION): (\S+)", text, re.M))
+    if set(header) != {"SOURCE", "VERSION"}:
+        raise ValueError("the Xid table's header lacks its SOURCE or VERSION line")
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    if not rows or tuple(rows[0]) != COLUMNS:
+        raise ValueError(f"the Xid table's columns are not {COLUMNS}")
+    entries: dict[int, XidInfo] = {}
+    for fields in rows[1:]:
+        if len(fields) != len(COLUMNS):
+            raise ValueError(f"Xid table row {fields[:1]}: {len(fields)} fields, not {len(COLUMNS)}")
+        xid, mnemonic, description, bucket, investigatory, severity, action, app, advice, rule = fields
+        try:
+            judged = Severity(severity), Action(action)
+        except ValueError as exc:
+            raise ValueError(f"Xid {xid}: {exc}") from None
+        entries[int(xid)] = XidInfo(
+            mnemonic, bucket, description, investigatory, *judged, app == "yes", advice, rule
+        )
+    return Catalog(entries, header["VERSION"], header["SOURCE"])
+
+
+_SHIPPED = load(resources.files("burnin.parsers").joinpath(_TABLE).read_text(encoding="utf-8"))
+XID_CATALOG: dict[int, XidInfo] = _SHIPPED.entries
+CATALOG_VERSION: str = _SHIPPED.version
+CATALOG_SOURCE: str = _SHIPPED.source
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "--regenerate":
+        print(
+            "usage: python -m burnin.parsers.xid_catalog --regenerate UPSTREAM > burnin/parsers/data/xid_catalog.tsv",
+            file=sys.stderr,
+        )
+        return 2
+    with open(args[1], encoding="utf-8") as f:
+        sys.stdout.write(regenerate(f.read()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -121,7 +121,6 @@ UNMIRRORED: dict[str, str] = {
     "burnin/onnode/stress.py": "the GPU load, which needs a GPU: tests/gpu/test_gpu_local.py (gpu_stress)",
     "burnin/parsers/errors.py": "ParseError, asserted by every parser's tests (tests/unit/burnin/parsers/test_slurm.py, "
     "tests/unit/burnin/parsers/test_kernel_log.py)",
-    "burnin/parsers/xid_catalog.py": "data the kernel log parser reads: tests/unit/burnin/parsers/test_kernel_log.py",
     "burnin/report/heatmap.py": "tests/unit/burnin/report/test_report.py (heat_map) and "
     "tests/unit/burnin/report/test_html_fleet.py",
     "burnin/report/junit.py": "tests/unit/burnin/report/test_report.py (render_junit)",

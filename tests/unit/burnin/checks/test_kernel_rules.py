@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
+from burnin.parsers.xid_catalog import XID_CATALOG
+from burnin.result import Action, Severity
 from tests.unit.burnin.checks.test_samples import PROFILE
 
 SXID_FATAL = (
@@ -37,3 +39,25 @@ def test_site_allowlist_silences_a_known_line() -> None:
 
     allowed = apply_overrides(PROFILE, ("host.kernel_log_allowlist=['foo_driver: firmware error']",))
     assert judge(ALL_CHECKS["kernel_log"], CommandOutput(stdout=text), allowed).verdict.value == "PASS"
+
+
+def xid_line(xid: int) -> str:
+    return f"[ 12.5] NVRM: Xid (PCI:0000:9b:00): {xid}, pid=1, name=python3, Ch 00000001\n"
+
+
+def test_every_catalogued_xid_is_judged_as_the_catalog_says():
+    for xid, info in XID_CATALOG.items():
+        result = judged(xid_line(xid))
+        assert [(f.severity, f.action) for f in result.findings] == [(info.severity, info.action)], xid
+        assert result.verdict.value == ("FAIL" if info.severity is Severity.CRITICAL else "WARN"), xid
+
+
+def test_an_xid_not_in_the_catalog_is_still_a_finding(monkeypatch):
+    result = judged(xid_line(999))
+    assert result.verdict.value == "WARN"
+    assert [(f.severity, f.action) for f in result.findings] == [(Severity.WARNING, Action.MONITOR)]
+    assert "not in NVIDIA's Xid catalog" in result.findings[0].message
+    # A catalogued Xid taken out of the catalog falls to the same rule, never to silence.
+    monkeypatch.delitem(XID_CATALOG, 79)
+    result = judged(xid_line(79))
+    assert [(f.severity, f.action) for f in result.findings] == [(Severity.WARNING, Action.MONITOR)]
