@@ -107,6 +107,15 @@ RULES: dict[str, Rule] = {
     "UPDATE_SWFW": Rule(_C, Action.UPDATE_FIRMWARE, "NVIDIA: update the driver/firmware"),
     "CONTACT_SUPPORT": Rule(_C, Action.RMA, "NVIDIA: contact support (a vendor case)"),
 }
+# The floor for a node under test: an Xid whose immediate resolution only restarts the application
+# but whose investigation NVIDIA hands to support (the hardware is suspect: video engine, NVJPG,
+# OFA, memory and GSP errors) fails the node, as a hardware Xid does; reboot and re-test, a repeat
+# is the vendor's. Without it, 50 such Xids would only warn during burn-in.
+SUPPORT_FLOOR = Rule(
+    _C,
+    Action.REBOOT,
+    "NVIDIA hands its investigation to support: reboot and re-test; a repeat is an RMA case",
+)
 _APP_INVESTIGATIONS = frozenset({"CHECK_APP/CUDA", "WORKFLOW_XID_13", "WORKFLOW_XID_31"})
 
 
@@ -187,6 +196,12 @@ def _entry(xid: int, mnemonic: str, description: str, immediate: str, investigat
         raise ValueError(f"Xid {xid}: resolution {immediate!r} has no rule in RULES: add one")
     rule = RULES[immediate]
     app_error = investigatory in _APP_INVESTIGATIONS or immediate == "WORKFLOW_XID_45"
+    how = "bucket"
+    override = OVERRIDES.get(xid)
+    if override is not None and override.app_error is not None:
+        app_error = override.app_error  # (the floor spares what NVIDIA calls an application's fault)
+    if rule.severity is _W and investigatory == "CONTACT_SUPPORT" and not app_error:
+        rule, how = SUPPORT_FLOOR, "floor"
     advice = ADVICE.get(xid, rule.advice)
     info = XidInfo(
         mnemonic,
@@ -197,7 +212,7 @@ def _entry(xid: int, mnemonic: str, description: str, immediate: str, investigat
         rule.action,
         app_error,
         advice,
-        "bucket",
+        how,
     )
     if (o := OVERRIDES.get(xid)) is not None:
         info = info._replace(
