@@ -43,7 +43,7 @@ from tests.paths import REPO, SAMPLES
 INDEX = SAMPLES / "index.tsv"
 # The directories whose every file is a sample (the lab's recordings are samples too).
 SAMPLE_DIRS = (SAMPLES, REPO / "bringup" / "lab" / "standins" / "samples")
-NOT_SAMPLES = {"INDEX.md", "index.tsv"}  # the index and its prose, in the samples directory
+NOT_SAMPLES = {"INDEX.md", "index.tsv", "FETCH.md"}  # the index, its prose and the fetch recipes
 
 COLUMNS = (
     "file",
