@@ -19,6 +19,13 @@ Columns (tab-separated; a header line, then rows; '#' lines are comments):
   source     where the output comes from (its '# SOURCE:' line)
   licence    the licence of the source
 
+A known miss: a row whose `why` begins `KNOWN MISS (verdict): ...` or `KNOWN MISS (tool, verdict): ...`
+is labelled from the output and the tool's documentation, and the product answers otherwise today
+(the note says what it answers). The tests judging such a row expect the miss (strict xfail), so
+they fail once the product answers as labelled: then the marker is removed. `tool` marks a miss of
+the recognition (`burnin evaluate` names another tool or none), `verdict` a miss of the judgement
+(the verdict, or the actions of its critical findings).
+
 Everything here reads the index only, except ``tools_judged_by``: the one place that asks the
 product which tools a check reads.
 """
@@ -26,6 +33,7 @@ product which tools a check reads.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +43,7 @@ from tests.paths import REPO, SAMPLES
 INDEX = SAMPLES / "index.tsv"
 # The directories whose every file is a sample (the lab's recordings are samples too).
 SAMPLE_DIRS = (SAMPLES, REPO / "bringup" / "lab" / "standins" / "samples")
-NOT_SAMPLES = {"INDEX.md", "index.tsv"}  # the index and its prose, in the samples directory
+NOT_SAMPLES = {"INDEX.md", "index.tsv", "FETCH.md"}  # the index, its prose and the fetch recipes
 
 COLUMNS = (
     "file",
@@ -56,6 +64,8 @@ KINDS = ("REAL", "PARTIAL", "DOC", "REF", "FIXTURE", "DERIVED", "SYNTHETIC")
 ACTIONS = ("MONITOR", "RECONFIGURE", "RESET_GPU", "REBOOT", "RESEAT", "REPLACE_CABLE", "RMA")
 RUN_KEYS = {"started_at": float, "finished_at": float, "rc": int}
 REQUIRED = ("file", "profile", "verdict", "kind", "why", "source", "licence")
+KNOWN_MISS = re.compile(r"^KNOWN MISS \(([a-z, ]+)\): ")
+MISSES = ("tool", "verdict")
 
 
 class IndexError_(ValueError):  # noqa: N801 - not the builtin IndexError
@@ -93,6 +103,12 @@ class Row:
     def run_fields(self) -> dict[str, float | int]:
         """CommandOutput fields (rc 0 unless the row says otherwise)."""
         return {"rc": 0, **dict(self.run)}
+
+    @property
+    def known_miss(self) -> frozenset[str]:
+        """What the product answers otherwise today: {'tool', 'verdict'}, or empty."""
+        m = KNOWN_MISS.match(self.why)
+        return frozenset(p.strip() for p in m.group(1).split(",")) if m else frozenset()
 
     def id(self) -> str:
         what = self.check or "evaluate"
@@ -150,6 +166,13 @@ def parse(text: str, where: str = str(INDEX)) -> list[Row]:
             raise fail("actions", f"unknown action(s) {', '.join(odd)}")
         if list(actions) != sorted(set(actions)):
             raise fail("actions", "not sorted, or repeated")
+        if cell["why"].startswith("KNOWN MISS"):
+            m = KNOWN_MISS.match(cell["why"])
+            parts = {p.strip() for p in m.group(1).split(",")} if m else set()
+            if not parts or parts - set(MISSES) or "verdict" not in parts:
+                raise fail(
+                    "why", "a known miss begins 'KNOWN MISS (verdict): ' or 'KNOWN MISS (tool, verdict): '"
+                )
         if actions and cell["verdict"] != "FAIL":
             raise fail("actions", "critical findings' actions on a row that does not FAIL")
         overrides = _split(cell["overrides"])

@@ -96,6 +96,9 @@ def test_the_loader_offers_what_the_tests_need() -> None:
         (GOOD.replace("a port down", " a port down"), 10, "leading or trailing blanks"),
         (GOOD.rsplit("\t", 1)[0], 11, "11 columns, expected 12"),
         (GOOD.replace("tests/fixtures", "../fixtures"), 1, "not a path inside the repository"),
+        (GOOD.replace("a port down", "KNOWN MISS: a port down"), 10, "a known miss begins"),
+        (GOOD.replace("a port down", "KNOWN MISS (tool): a port down"), 10, "a known miss begins"),
+        (GOOD.replace("a port down", "KNOWN MISS (speed, verdict): a port down"), 10, "a known miss begins"),
     ],
 )
 def test_a_malformed_row_names_the_file_line_and_column(line: str, column: int, message: str) -> None:
@@ -116,6 +119,19 @@ def test_a_file_told_two_ways_or_judged_twice_is_refused() -> None:
         sample_index.parse(f"{HEADER}\n{GOOD}\n{GOOD}\n", "index.tsv")
     with pytest.raises(sample_index.IndexError_, match=r"index.tsv:1: column 1: the header must be"):
         sample_index.parse(f"{GOOD}\n", "index.tsv")
+
+
+def test_a_known_miss_says_what_the_product_misses() -> None:
+    """The sample tests expect these rows to fail (strict xfail): the marker says which."""
+    marked = GOOD.replace(
+        "a port down", "KNOWN MISS (tool, verdict): the product says UNKNOWN today. a port down"
+    )
+    (plain,) = sample_index.parse(f"{HEADER}\n{GOOD}\n", "index.tsv")
+    (miss,) = sample_index.parse(f"{HEADER}\n{marked}\n", "index.tsv")
+    assert plain.known_miss == frozenset()
+    assert miss.known_miss == {"tool", "verdict"}
+    verdict_only = marked.replace("(tool, verdict)", "(verdict)")
+    assert sample_index.parse(f"{HEADER}\n{verdict_only}\n", "index.tsv")[0].known_miss == {"verdict"}
 
 
 def test_the_index_parses_as_the_tests_read_it() -> None:

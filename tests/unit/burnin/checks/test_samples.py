@@ -24,6 +24,21 @@ ROWS = sample_index.check_rows()
 IDS = [row.id() for row in ROWS]
 
 
+def _expecting_miss(rows: list[sample_index.Row], prefix: str = "") -> list:
+    """The rows, one the index marks as a known miss expected to fail (strict: the test fails
+    once the check answers as labelled, and the marker is removed)."""
+    return [
+        pytest.param(
+            row,
+            id=f"{prefix}{row.id()}",
+            marks=[pytest.mark.xfail(strict=True, reason=f"known miss: {row.why[:120]}")]
+            if "verdict" in row.known_miss
+            else [],
+        )
+        for row in rows
+    ]
+
+
 def _profile(row: sample_index.Row):
     profile, problems = load_profile(row.profile, PROFILES)
     assert profile is not None, problems
@@ -35,7 +50,7 @@ def _judged(row: sample_index.Row):
     return judge(judging_checks()[row.check], output, _profile(row))
 
 
-@pytest.mark.parametrize("row", ROWS, ids=IDS)
+@pytest.mark.parametrize("row", _expecting_miss(ROWS))
 def test_sample_verdicts(row: sample_index.Row) -> None:
     result = _judged(row)
     assert result.verdict.value == row.verdict, (row.line, result.to_dict())
@@ -70,7 +85,7 @@ def test_every_finding_names_evidence_or_subject(row: sample_index.Row) -> None:
 CLI_ROWS = [row for row in ROWS if not {"started_at", "finished_at"} & dict(row.run).keys()]
 
 
-@pytest.mark.parametrize("row", CLI_ROWS, ids=[f"cli-{row.id()}" for row in CLI_ROWS])
+@pytest.mark.parametrize("row", _expecting_miss(CLI_ROWS, "cli-"))
 def test_burnin_evaluate_prints_the_verdict(tmp_path, row: sample_index.Row) -> None:
     """The same judgement through the command an operator runs on a saved output."""
     saved = tmp_path / "output.txt"

@@ -66,7 +66,22 @@ def test_every_sample_of_the_shared_corpus_is_here_verbatim() -> None:
     assert changed == [], "copies that differ from the shared corpus"
 
 
-@pytest.mark.parametrize("row", EVALUATED, ids=[row.id() for row in EVALUATED])
+def _expecting_miss(what: str) -> list:
+    """EVALUATED, a row the index marks as a known miss of `what` expected to fail (strict: the
+    test fails once the product answers as labelled, and the marker is removed)."""
+    return [
+        pytest.param(
+            row,
+            id=row.id(),
+            marks=[pytest.mark.xfail(strict=True, reason=f"known miss: {row.why[:120]}")]
+            if what in row.known_miss
+            else [],
+        )
+        for row in EVALUATED
+    ]
+
+
+@pytest.mark.parametrize("row", _expecting_miss("tool"))
 def test_sample_is_recognised_as_its_tool(row: sample_index.Row) -> None:
     got = recognise(row.output())
     assert (got.tool.name if got.tool else None) == row.tool, (row.line, got.reason)
@@ -74,7 +89,7 @@ def test_sample_is_recognised_as_its_tool(row: sample_index.Row) -> None:
         assert 0 < got.confidence <= 1 and got.reason
 
 
-@pytest.mark.parametrize("row", EVALUATED, ids=[row.id() for row in EVALUATED])
+@pytest.mark.parametrize("row", _expecting_miss("verdict"))
 def test_sample_is_judged_as_the_index_says(row: sample_index.Row) -> None:
     evaluation = evaluate_text(row.output(), apply_overrides(shipped(), row.overrides))
     assert evaluation.verdict.value == row.verdict, (row.line, evaluation.to_dict())
@@ -138,8 +153,8 @@ def test_an_unknown_check_name_is_refused_listing_the_checks() -> None:
 
 def _healthiest(tool: str) -> sample_index.Row | None:
     """A capture of the tool that passes (against the shipped profile if one does), else any; the
-    shared corpus's before the lab's recordings."""
-    rows = [r for r in EVALUATED if r.tool == tool]
+    shared corpus's before the lab's recordings; none the product misses today."""
+    rows = [r for r in EVALUATED if r.tool == tool and not r.known_miss]
     return min(
         rows,
         key=lambda r: (r.verdict != "PASS", bool(r.overrides), not r.file.startswith("tests/"), r.file),
