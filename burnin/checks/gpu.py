@@ -457,8 +457,8 @@ class GpuFabricState(SmiQueryCheck):
     CUDA may use NVLink, then reports State (Not Started, In Progress, Completed) and Status, and on
     multi-node NVLink the domain it joined (CliqueId, ClusterUUID) with a health summary (NVML's
     nvmlGpuFabricInfo_v3_t: https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v3__t.html).
-    Completed with a failed Status, or with a zero domain, passes a check of the fabric manager's
-    service alone (https://github.com/Azure/azhpc-images/pull/506)."""
+    Completed with a failed Status passes a check of the fabric manager's service alone
+    (https://github.com/Azure/azhpc-images/pull/506)."""
 
     name = "gpu_fabric_state"
     service = Service.ALWAYS
@@ -510,28 +510,35 @@ class GpuFabricState(SmiQueryCheck):
                 critical(f"the node's GPUs are in different NVLink domains: {seen}", Action.REBOOT, seen)
             )
         metrics: dict = {"states": dict(Counter(g.fabric_state or "N/A" for g in gpus))}
-        if len(domains) == 1:
+        if len(domains) == 1 and ("none", ZERO_UUID) not in domains:
             ((metrics["clique_id"], metrics["cluster_uuid"]),) = domains
         incomplete = f"no fabric state reported for {', '.join(unreported)}" if unreported else ""
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
 
 
 def _fabric_domain(where: str, gpu: GpuQuery, domains: Counter[tuple[str, str]]) -> list[Finding]:
+    """Count the NVLink domain the GPU joined. CliqueId 0 with a zero ClusterUUID is what NVML
+    reports for a GPU outside any multi-node NVLink domain (an HGX H100 or H200 on drivers 550+:
+    https://github.com/meta-pytorch/torchcomms/pull/1385), so it is a domain of its own here,
+    "none": a node whose GPUs are all outside one passes, and one split between "none" and a real
+    domain fails below. Whether a node must be in a multi-node domain is the profile's to say."""
     clique, cluster = gpu.fabric_clique_id, gpu.fabric_cluster_uuid
     if clique is None and cluster is None:
-        return []  # single-node NVSwitch (HGX): no multi-node domain to join
-    if clique in (None, "0") or cluster in (None, ZERO_UUID):
+        return []  # drivers before 550 print no domain at all: nothing to count
+    if clique in (None, "0") and cluster in (None, ZERO_UUID):
+        domains[("none", ZERO_UUID)] += 1
+    elif clique in (None, "0") or cluster in (None, ZERO_UUID):
         shown = f"CliqueId: {clique or 'N/A'}, ClusterUUID: {cluster or 'N/A'}"
         return [
             critical(
-                f"{where} completed registration without an NVLink domain ({shown}): its multi-node "
-                "NVLink is unusable; reboot, then check the NVLink tray",
+                f"{where} reports half an NVLink domain ({shown}): reboot, then check the NVLink tray",
                 Action.REBOOT,
                 shown,
                 where,
             )
         ]
-    domains[(clique, cluster)] += 1
+    else:
+        domains[(clique, cluster)] += 1
     return []
 
 

@@ -74,8 +74,26 @@ def test_the_gpus_of_one_node_in_two_nvlink_domains_fail():
     assert "different NVLink domains" in finding.message and "clique 4026" in finding.message
 
 
-def test_a_gpu_that_joined_no_domain_fails_even_with_status_success():
-    result = judged(with_blocks(fabric("Completed", "Success", "0", "00000000-0000-0000-0000-000000000000")))
+ZERO = fabric("Completed", "Success", "0", "00000000-0000-0000-0000-000000000000", "N/A", "N/A")
+
+
+def test_gpus_outside_any_multi_node_domain_pass():
+    """CliqueId 0 and a zero ClusterUUID on every GPU: what NVML reports for an HGX H100 or H200
+    outside a multi-node NVLink domain (the real captures of index.tsv show it on drivers 590)."""
+    result = judged(with_blocks(*[ZERO] * 8))
+    assert result.verdict is Verdict.PASS and "clique_id" not in result.metrics
+
+
+def test_a_node_split_between_no_domain_and_a_domain_fails():
+    result = judged(with_blocks(ZERO, *[DOMAIN] * 7))
+    assert result.verdict is Verdict.FAIL
+    (finding,) = result.findings
+    assert "different NVLink domains" in finding.message and finding.action is Action.REBOOT
+
+
+def test_half_a_domain_fails():
+    half = fabric("Completed", "Success", "4026", "00000000-0000-0000-0000-000000000000")
+    result = judged(with_blocks(half, *[DOMAIN] * 7))
     assert result.verdict is Verdict.FAIL
     assert [(f.subject.split(" (")[0], f.action) for f in result.findings] == [("GPU 0", Action.REBOOT)]
 
