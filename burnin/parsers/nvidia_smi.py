@@ -651,8 +651,17 @@ def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> list[dict
     neither header nor a row of the current header's width (prompts, comments) are skipped.
     With ``fields`` given (for ``noheader`` output) rows are keyed by those names.
     """
+    return [row for section in parse_query_gpu_csv_sections(text, fields) for row in section]
+
+
+@parser
+def parse_query_gpu_csv_sections(
+    text: str, fields: list[str] | None = None
+) -> list[list[dict[str, str | None]]]:
+    """The rows of each capture in a --query-gpu CSV, as parse_query_gpu_csv reads them: a header
+    line starts a section (one capture lists every GPU it was asked about once)."""
     names: list[str] | None = list(fields) if fields else None
-    rows: list[dict[str, str | None]] = []
+    sections: list[list[dict[str, str | None]]] = [[]]
     seen_header = names is not None
     for line in split_lines(text):
         if not line.strip() or "--query-" in line or "--format" in line:
@@ -662,13 +671,17 @@ def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> list[dict
         if header is not None and (fields is None or header == names):
             names = header if fields is None else names
             seen_header = True
+            if sections[-1]:
+                sections.append([])
             continue
         if names is None or len(cells) != len(names):
             continue
-        rows.append({n: clean(c) if not is_na(c) else None for n, c in zip(names, cells, strict=False)})
+        sections[-1].append(
+            {n: clean(c) if not is_na(c) else None for n, c in zip(names, cells, strict=False)}
+        )
     if not seen_header:
         raise ParseError("no CSV header line ('index, pcie.link.gen.current, ...') found")
-    return rows
+    return [section for section in sections if section]
 
 
 # ---------------------------------------------------------------------------------------------
