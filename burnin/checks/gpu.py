@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nvidia_smi import (
@@ -71,10 +72,13 @@ class SmiQueryCheck(Check):
 class GpuInventory(SmiQueryCheck):
     name = "gpu_inventory"
     service = Service.ALWAYS
+    reads = ("nvidia-smi -q", "nvidia-smi (error answer)")
     judges = ("gpu.count", "gpu.model")
     description = "GPU count and model as the profile says; no GPU waiting for a reset"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         if output.rc not in (0, None) and "fallen off the bus" in (output.stdout + output.stderr):
             return Result.judged(
                 self.name,
@@ -133,6 +137,8 @@ class GpuEcc(SmiQueryCheck):
     description = "ECC enabled (current and pending); no uncorrected errors; lifetime counts under limits"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         unreadable = []
@@ -204,6 +210,8 @@ class GpuMemoryHealth(SmiQueryCheck):
     description = "row remapping (pending or failed) and retired pages"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         for i, gpu in enumerate(q.gpus):
@@ -268,6 +276,8 @@ class GpuVersions(SmiQueryCheck):
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         driver_pin, vbios_pin = profile.pins.driver, profile.pins.vbios
@@ -342,6 +352,8 @@ class Nvlink(Check):
         return "nvidia-smi nvlink -s"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         want = profile.gpu.nvlink_links_per_gpu
         status = parse_nvlink_status(output.stdout)
         findings: list[Finding] = []
@@ -471,6 +483,8 @@ class GpuFabricState(SmiQueryCheck):
         return profile.gpu.nvswitch
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         gpus = _query(output).gpus
         if not any(g.fabric_state for g in gpus):
             return Result.unknown(self.name, "no GPU reports a fabric state (N/A or no Fabric section)")

@@ -24,6 +24,7 @@ from typing import Any
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
 from burnin.checks.gpu_load import THROTTLE_SAMPLER, throttle_findings
+from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.gpu_burn import parse_gpu_burn
@@ -237,6 +238,8 @@ class GpuQueryCsv(Check):
         )
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         sections = _sections(output.stdout)
         rows = [row for section in sections for row in section]
         if not rows:

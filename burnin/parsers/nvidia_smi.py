@@ -310,7 +310,43 @@ def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
     )
 
 
-_SMI_FAILURE_RE = re.compile(r"(NVIDIA-SMI has failed|No devices were found|couldn't communicate)", re.I)
+@dataclass(frozen=True)
+class SmiFailure:
+    """An answer nvidia-smi gives instead of its output (nvidia-smi(1), RETURN VALUE)."""
+
+    kind: str  # "gpu_lost", "no_devices" or "no_driver"
+    line: str  # the line as printed
+    bus_id: str | None  # the lost GPU's canonical PCI address, when the line names one
+
+
+# "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error" (or "GPU is lost",
+# on drivers that say so): NVML cannot reach a GPU it enumerated, as after an Xid 79. Newer
+# drivers print no space before the address; Windows' nvidia-smi.exe says "detect".
+_GPU_LOST_RE = re.compile(
+    r"Unable to (?:determine|detect) the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])?"
+)
+_NO_DEVICES_RE = re.compile(r"^\s*No devices were found\s*$", re.M)
+# The apostrophe is any character: pastes carry it as a typographic quote.
+_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver")
+
+
+def smi_failure(text: str) -> SmiFailure | None:
+    """The first error-only answer of nvidia-smi in ``text`` (any of its commands prints these
+    in place of its output), or None."""
+    if "Unable to" not in text and "No devices" not in text and "NVIDIA-SMI has failed" not in text:
+        return None  # most outputs: no regex
+    for kind, pattern in (
+        ("gpu_lost", _GPU_LOST_RE),
+        ("no_devices", _NO_DEVICES_RE),
+        ("no_driver", _NO_DRIVER_RE),
+    ):
+        if m := pattern.search(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            line = text[start : end if end >= 0 else len(text)].strip()
+            bus_id = normalize_bdf(m.group(1)) if kind == "gpu_lost" and m.group(1) else None
+            return SmiFailure(kind, line[:200], bus_id)
+    return None
 
 
 def _cut_block(first: Node | LazyNode, last: Node | LazyNode) -> str:
@@ -349,10 +385,8 @@ def _query(root: Node | LazyNode, text: str) -> SmiQuery:
     driver = clean(root.get("Driver Version"))
     attached = to_int(root.get("Attached GPUs"))
     if not gpus and driver is None and attached is None:
-        failure = _SMI_FAILURE_RE.search(text)
-        if failure:
-            line = next(ln for ln in split_lines(text) if failure.group(0) in ln)
-            raise ParseError(f"nvidia-smi reported an error: {line.strip()[:200]}")
+        if failure := smi_failure(text):
+            raise ParseError(f"nvidia-smi reported an error: {failure.line}")
         raise ParseError("not nvidia-smi -q output: no 'Driver Version', 'Attached GPUs' or GPU block")
     problems: list[str] = []
     if attached is not None and attached != len(gpus):
