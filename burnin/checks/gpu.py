@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.gpu_identity import link_findings, model_findings
 from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
@@ -72,9 +73,13 @@ class SmiQueryCheck(Check):
 class GpuInventory(SmiQueryCheck):
     name = "gpu_inventory"
     service = Service.ALWAYS
-    reads = ("nvidia-smi -q", "nvidia-smi (error answer)")
-    judges = ("gpu.count", "gpu.model")
-    description = "GPU count and model as the profile says; no GPU waiting for a reset"
+    # A -d view shows the GPU count too (its blocks, 'Attached GPUs'), so it is judged here as well.
+    reads = ("nvidia-smi -q", "nvidia-smi -q -d", "nvidia-smi (error answer)")
+    judges = ("gpu.count", "gpu.model", "pcie.gpu.gen", "pcie.gpu.width")
+    description = (
+        "GPU count and model as the profile says, each GPU's PCIe link as wide and able to reach the "
+        "generation the profile says; no GPU waiting for a reset"
+    )
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         if failed := smi_failure_result(self.name, output):
@@ -103,7 +108,7 @@ class GpuInventory(SmiQueryCheck):
                 )
             )
         for i, gpu in enumerate(q.gpus):
-            if gpu.product_name != want_model:
+            if gpu.product_name is not None and gpu.product_name != want_model:
                 findings.append(
                     critical(
                         f"{_where(i, gpu)} is {gpu.product_name!r}, the profile wants {want_model!r}",
@@ -112,6 +117,7 @@ class GpuInventory(SmiQueryCheck):
                         f"GPU {i}",
                     )
                 )
+            findings += link_findings(_where(i, gpu), f"GPU {i}", gpu.pcie, profile)
             if gpu.reset_required:
                 findings.append(
                     critical(
@@ -127,7 +133,19 @@ class GpuInventory(SmiQueryCheck):
             "uuids": [g.uuid for g in q.gpus],
             "serials": [g.serial for g in q.gpus],
         }
-        return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
+        # What a -d view does not print is not judged, and said (docs/burnin.md).
+        shown = {
+            "gpu.model": any(g.product_name for g in q.gpus),
+            "pcie.gpu.gen": any(g.pcie.gen_max for g in q.gpus),
+            "pcie.gpu.width": any(g.pcie.width_current for g in q.gpus),
+        }
+        return Result.judged(
+            self.name,
+            findings,
+            metrics,
+            incomplete="; ".join(q.problems),
+            not_covered=[field for field, seen in shown.items() if not seen],
+        )
 
 
 @register
@@ -272,6 +290,7 @@ class GpuMemoryHealth(SmiQueryCheck):
 @register
 class GpuVersions(SmiQueryCheck):
     name = "gpu_versions"
+    reads = ("nvidia-smi -q", "nvidia-smi -q -d")  # a -d view prints the driver version too
     judges = ("pins.driver", "pins.vbios")
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
 
@@ -333,7 +352,8 @@ class GpuVersions(SmiQueryCheck):
                 for i, g in enumerate(q.gpus)
             ],
         }
-        return Result.judged(self.name, findings, metrics)
+        unseen = ["pins.vbios"] if vbios_pin and not any(g.vbios_version for g in q.gpus) else []
+        return Result.judged(self.name, findings, metrics, not_covered=unseen)
 
 
 @register
@@ -341,8 +361,10 @@ class Nvlink(Check):
     name = "nvlink"
     stages = ("preflight",)
     reads = ("nvidia-smi nvlink -s",)
-    judges = ("gpu.count", "gpu.nvlink_links_per_gpu")
-    description = "every NVLink of every GPU active and at full speed"
+    judges = ("gpu.count", "gpu.model", "gpu.nvlink_links_per_gpu")
+    description = (
+        "every NVLink of every GPU active and at full speed; the GPUs it lists are the profile's model"
+    )
     timeout_s = 60
 
     def applies(self, profile: Profile) -> bool:
@@ -404,11 +426,15 @@ class Nvlink(Check):
                         subject,
                     )
                 )
-        # Fewer GPUs than the profile: the others' links were never seen (output cut between two
-        # GPUs, or a GPU gone, which gpu_inventory judges): not a pass.
+        # The output names each GPU: a model other than the profile's is judged here too (docs/burnin.md,
+        # "A PASS covers what the output shows").
+        findings += model_findings([(f"GPU {g.index}", g.name) for g in status.gpus], profile.gpu.model)
+        # Another count than the profile's: the others' links were never seen (output cut between
+        # two GPUs, or a GPU gone, which gpu_inventory judges), or this is not the node the
+        # profile describes: not a pass.
         seen, count = len(status.gpus), profile.gpu.count
         incomplete = (
-            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen < count else ""
+            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen != count else ""
         )
         return Result.judged(
             self.name, findings, {"active_links": active, "link_gbps": typical}, incomplete=incomplete

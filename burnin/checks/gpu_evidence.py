@@ -23,6 +23,7 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
+from burnin.checks.gpu_identity import model_findings
 from burnin.checks.gpu_load import THROTTLE_SAMPLER, throttle_findings
 from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
@@ -60,10 +61,18 @@ _ECC_MODES = ("ecc.mode.current", "ecc.mode.pending")
 _ID_FILTER = re.compile(r"(?:^|\s)(?:-i\s*\S|--id[=\s])")
 
 
+_QUERY_FIELDS = re.compile(r"--query-gpu=([A-Za-z0-9_.,]+)")
+
+
 def _sections(text: str) -> list[list[dict[str, str | None]]]:
+    """The captures; a noheader CSV is read by the fields of its pasted command line, or as the
+    burn-in's own throttle sampler."""
     try:
         return parse_query_gpu_csv_sections(text)
     except ParseError:
+        asked = {m.group(1) for m in _QUERY_FIELDS.finditer(text)}
+        if len(asked) == 1:
+            return parse_query_gpu_csv_sections(text, asked.pop().split(","))
         if not any(_SAMPLER_ROW.match(line) for line in text.splitlines()):
             raise ParseError(
                 "a --query-gpu CSV without its header: the columns cannot be told (run it with --format=csv)"
@@ -72,11 +81,11 @@ def _sections(text: str) -> list[list[dict[str, str | None]]]:
     return parse_query_gpu_csv_sections(text, fields)
 
 
-def _gpu_key(row: dict[str, str | None]) -> str:
+def _gpu_key(row: dict[str, str | None], position: int) -> str:
     for column in _KEYS:
         if row.get(column):
             return f"GPU {row[column]}"
-    return "a GPU (no index, pci.bus_id or uuid column)"
+    return f"the GPU of row {position + 1}"  # no column names it: its place in its capture
 
 
 def _listed(section: list[dict[str, str | None]]) -> int:
@@ -124,12 +133,8 @@ def _identity_findings(
                     f"driver_version: {found}",
                 )
             )
+    findings += model_findings([(gpu, _first(rows, *_NAMES)) for gpu, rows in readings.items()], model)
     for gpu, rows in readings.items():
-        name = _first(rows, *_NAMES)
-        if name is not None and name != model:
-            findings.append(
-                critical(f"{gpu} is {name!r}, the profile wants {model!r}", Action.RMA, f"name: {name}", gpu)
-            )
         if any(c in r for r in rows for c in _ECC_MODES) and _first(rows, "ecc.mode.current") is None:
             unreported.append(gpu)
         for column in _ECC_MODES:
@@ -246,8 +251,9 @@ class GpuQueryCsv(Check):
             raise ParseError("a --query-gpu CSV header with no data row under it")
         columns = sorted({k for r in rows for k in r})
         readings: dict[str, list[dict[str, str | None]]] = {}
-        for row in rows:
-            readings.setdefault(_gpu_key(row), []).append(row)
+        for section in sections:
+            for position, row in enumerate(section):
+                readings.setdefault(_gpu_key(row, position), []).append(row)
         judged_pcie = any(c.startswith("pcie.link.") for c in columns)
         samples = _throttle_samples(rows)
         known = {*_KEYS, *_NAMES, *_ECC_MODES, "driver_version"}

@@ -554,8 +554,9 @@ _MIG_LINE_RE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID: ([^)]
 
 
 # The lines of `nvidia-smi -L` output that are no GPU: "No devices were found", and the command
-# itself echoed before its output in a pasted capture (':nvidia-smi -L', '$ nvidia-smi -L').
-_LIST_OTHER_RE = re.compile(r"\s*(?:No devices were found|\S{0,2}\s*nvidia-smi -L)\s*")
+# itself echoed before its output in a pasted capture (':nvidia-smi -L', '$ nvidia-smi -L',
+# 'root@node1:~# nvidia-smi -L').
+_LIST_OTHER_RE = re.compile(r"\s*(?:No devices were found|(?:\S*[#$>:]\s*)?nvidia-smi -L)\s*")
 
 
 @parser
