@@ -213,3 +213,21 @@ def test_every_check_reading_nvidia_smi_is_held() -> None:
     }
     assert readers <= held | {"gpu_fabric_state"}, readers - held  # applies only with NVSwitch fabric samples
     assert CommandOutput  # the checks are judged through burnin evaluate, as an operator hands them in
+
+
+def test_consumer_cards_fail_on_the_model_without_a_final_newline() -> None:
+    """Eight RTX 4090s on the H100 profile: the checks judge the names whether or not the capture
+    kept its last newline (burnin.checks.base decides what a missing newline means)."""
+    from tests.unit.burnin.parsers._samples import load
+
+    checks = judging_checks()
+    profile = shipped()
+    listed = load("nvidia_smi_L_8xrtx4090_DERIVED.txt").rstrip("\n")
+    query = load("nvidia_smi_q_8xh100_535_183.txt").replace(
+        "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"
+    )
+    for check, text in (("container_gpu", listed), ("gpu_inventory", query.rstrip("\n"))):
+        result = checks[check].evaluate(CommandOutput(text), profile)
+        assert result.verdict is Verdict.FAIL, (check, result.reason)
+        assert {f.action.value for f in result.findings} == {"RMA"}
+        assert "'NVIDIA GeForce RTX 4090'" in result.findings[0].message
