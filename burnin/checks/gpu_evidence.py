@@ -54,7 +54,7 @@ def _int(value: str | None, allowed: set[int] | range, what: str) -> int | None:
     return int(m.group(1))
 
 
-_KEYS = ("index", "pci.bus_id", "uuid")  # the columns that name a GPU
+_KEYS = ("index", "pci.bus_id", "uuid", "gpu_uuid")  # the columns that name a GPU
 _NAMES = ("name", "gpu_name")
 _ECC_MODES = ("ecc.mode.current", "ecc.mode.pending")
 # A --query-gpu command line asking about some GPUs only (`-i 0`, `--id=0,1`): its rows are not the node's.
@@ -83,8 +83,8 @@ def _sections(text: str) -> list[list[dict[str, str | None]]]:
 
 def _gpu_key(row: dict[str, str | None], position: int) -> str:
     for column in _KEYS:
-        if row.get(column):
-            return f"GPU {row[column]}"
+        if value := row.get(column):
+            return value if value.startswith("GPU-") else f"GPU {value}"  # a UUID names itself
     return f"the GPU of row {position + 1}"  # no column names it: its place in its capture
 
 
