@@ -39,6 +39,11 @@ def verdict_of(text: str) -> Verdict:
         return Verdict.UNKNOWN
 
 
+# The metric in which a result lists the profile's expectations (dotted fields a check judges:
+# "gpu.model") that the output it read does not show, so did not cover (docs/burnin.md, "A PASS
+# covers what the output shows").
+NOT_COVERED = "not_covered"
+
 # The verdicts a node may pass with: a warning is usable (watch it); UNKNOWN never passes.
 PASSING: frozenset[Verdict] = frozenset({Verdict.PASS, Verdict.WARN})
 
@@ -121,10 +126,15 @@ class Result:
         metrics: dict[str, Any] | None = None,
         *,
         incomplete: str = "",
+        not_covered: Iterable[str] = (),
     ) -> Result:
         """The verdict the findings imply; ``incomplete`` (some of it could not be judged) makes
-        a result that would otherwise pass or warn UNKNOWN, but never hides a failure."""
+        a result that would otherwise pass or warn UNKNOWN, but never hides a failure.
+        ``not_covered``: the profile fields the output did not show (kept in the metrics)."""
         findings = tuple(findings)
+        metrics = dict(metrics or {})
+        if not_covered := sorted(set(not_covered)):
+            metrics[NOT_COVERED] = not_covered
         verdict = Verdict.PASS
         if any(f.severity is Severity.CRITICAL for f in findings):
             verdict = Verdict.FAIL
@@ -132,7 +142,12 @@ class Result:
             verdict = Verdict.UNKNOWN
         elif any(f.severity is Severity.WARNING for f in findings):
             verdict = Verdict.WARN
-        return cls(check, verdict, dict(metrics or {}), findings, incomplete)
+        return cls(check, verdict, metrics, findings, incomplete)
+
+    @property
+    def not_covered(self) -> tuple[str, ...]:
+        """The profile's expectations this result did not judge: its output did not show them."""
+        return tuple(self.metrics.get(NOT_COVERED) or ())
 
     def to_dict(self) -> dict[str, Any]:
         return {

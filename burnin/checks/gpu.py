@@ -13,6 +13,8 @@ from functools import lru_cache
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.gpu_identity import link_findings, model_findings
+from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nvidia_smi import (
@@ -71,10 +73,17 @@ class SmiQueryCheck(Check):
 class GpuInventory(SmiQueryCheck):
     name = "gpu_inventory"
     service = Service.ALWAYS
-    judges = ("gpu.count", "gpu.model")
-    description = "GPU count and model as the profile says; no GPU waiting for a reset"
+    # A -d view shows the GPU count too (its blocks, 'Attached GPUs'), so it is judged here as well.
+    reads = ("nvidia-smi -q", "nvidia-smi -q -d", "nvidia-smi (error answer)")
+    judges = ("gpu.count", "gpu.model", "pcie.gpu.gen", "pcie.gpu.width")
+    description = (
+        "GPU count and model as the profile says, each GPU's PCIe link as wide and able to reach the "
+        "generation the profile says; no GPU waiting for a reset"
+    )
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         if output.rc not in (0, None) and "fallen off the bus" in (output.stdout + output.stderr):
             return Result.judged(
                 self.name,
@@ -99,7 +108,7 @@ class GpuInventory(SmiQueryCheck):
                 )
             )
         for i, gpu in enumerate(q.gpus):
-            if gpu.product_name != want_model:
+            if gpu.product_name is not None and gpu.product_name != want_model:
                 findings.append(
                     critical(
                         f"{_where(i, gpu)} is {gpu.product_name!r}, the profile wants {want_model!r}",
@@ -108,6 +117,7 @@ class GpuInventory(SmiQueryCheck):
                         f"GPU {i}",
                     )
                 )
+            findings += link_findings(_where(i, gpu), f"GPU {i}", gpu.pcie, profile)
             if gpu.reset_required:
                 findings.append(
                     critical(
@@ -123,7 +133,19 @@ class GpuInventory(SmiQueryCheck):
             "uuids": [g.uuid for g in q.gpus],
             "serials": [g.serial for g in q.gpus],
         }
-        return Result.judged(self.name, findings, metrics, incomplete="; ".join(q.problems))
+        # What a -d view does not print is not judged, and said (docs/burnin.md).
+        shown = {
+            "gpu.model": any(g.product_name for g in q.gpus),
+            "pcie.gpu.gen": any(g.pcie.gen_max for g in q.gpus),
+            "pcie.gpu.width": any(g.pcie.width_current for g in q.gpus),
+        }
+        return Result.judged(
+            self.name,
+            findings,
+            metrics,
+            incomplete="; ".join(q.problems),
+            not_covered=[field for field, seen in shown.items() if not seen],
+        )
 
 
 @register
@@ -133,6 +155,8 @@ class GpuEcc(SmiQueryCheck):
     description = "ECC enabled (current and pending); no uncorrected errors; lifetime counts under limits"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         unreadable = []
@@ -204,6 +228,8 @@ class GpuMemoryHealth(SmiQueryCheck):
     description = "row remapping (pending or failed) and retired pages"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         for i, gpu in enumerate(q.gpus):
@@ -264,10 +290,13 @@ class GpuMemoryHealth(SmiQueryCheck):
 @register
 class GpuVersions(SmiQueryCheck):
     name = "gpu_versions"
+    reads = ("nvidia-smi -q", "nvidia-smi -q -d")  # a -d view prints the driver version too
     judges = ("pins.driver", "pins.vbios")
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         q = _query(output)
         findings: list[Finding] = []
         driver_pin, vbios_pin = profile.pins.driver, profile.pins.vbios
@@ -323,7 +352,8 @@ class GpuVersions(SmiQueryCheck):
                 for i, g in enumerate(q.gpus)
             ],
         }
-        return Result.judged(self.name, findings, metrics)
+        unseen = ["pins.vbios"] if vbios_pin and not any(g.vbios_version for g in q.gpus) else []
+        return Result.judged(self.name, findings, metrics, not_covered=unseen)
 
 
 @register
@@ -331,8 +361,10 @@ class Nvlink(Check):
     name = "nvlink"
     stages = ("preflight",)
     reads = ("nvidia-smi nvlink -s",)
-    judges = ("gpu.count", "gpu.nvlink_links_per_gpu")
-    description = "every NVLink of every GPU active and at full speed"
+    judges = ("gpu.count", "gpu.model", "gpu.nvlink_links_per_gpu")
+    description = (
+        "every NVLink of every GPU active and at full speed; the GPUs it lists are the profile's model"
+    )
     timeout_s = 60
 
     def applies(self, profile: Profile) -> bool:
@@ -342,6 +374,8 @@ class Nvlink(Check):
         return "nvidia-smi nvlink -s"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         want = profile.gpu.nvlink_links_per_gpu
         status = parse_nvlink_status(output.stdout)
         findings: list[Finding] = []
@@ -392,11 +426,15 @@ class Nvlink(Check):
                         subject,
                     )
                 )
-        # Fewer GPUs than the profile: the others' links were never seen (output cut between two
-        # GPUs, or a GPU gone, which gpu_inventory judges): not a pass.
+        # The output names each GPU: a model other than the profile's is judged here too (docs/burnin.md,
+        # "A PASS covers what the output shows").
+        findings += model_findings([(f"GPU {g.index}", g.name) for g in status.gpus], profile.gpu.model)
+        # Another count than the profile's: the others' links were never seen (output cut between
+        # two GPUs, or a GPU gone, which gpu_inventory judges), or this is not the node the
+        # profile describes: not a pass.
         seen, count = len(status.gpus), profile.gpu.count
         incomplete = (
-            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen < count else ""
+            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen != count else ""
         )
         return Result.judged(
             self.name, findings, {"active_links": active, "link_gbps": typical}, incomplete=incomplete
@@ -471,6 +509,8 @@ class GpuFabricState(SmiQueryCheck):
         return profile.gpu.nvswitch
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
+        if failed := smi_failure_result(self.name, output):
+            return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
         gpus = _query(output).gpus
         if not any(g.fabric_state for g in gpus):
             return Result.unknown(self.name, "no GPU reports a fabric state (N/A or no Fabric section)")

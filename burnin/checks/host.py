@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.gpu_identity import model_findings
 from burnin.checks.registry import register
 from burnin.parsers import ParseError, load_json
 from burnin.parsers.host import parse_df, parse_ofed_version, parse_zpool_status_x
@@ -185,8 +186,10 @@ class ContainerRuntime(Check):
     stages = ("preflight",)
     service = Service.ON_REQUEST
     reads = ("nvidia-smi -L",)
-    judges = ("gpu.count",)
-    description = "the container runtime can start a GPU container that sees every GPU"
+    judges = ("gpu.count", "gpu.model")
+    description = (
+        "the container runtime can start a GPU container that sees every GPU, of the profile's model"
+    )
     timeout_s = 180  # a first pull of the CUDA base image
 
     def command(self, profile: Profile) -> str:
@@ -212,6 +215,9 @@ class ContainerRuntime(Check):
                     output.stdout,
                 )
             )
+        # -L names each GPU: the model is judged as gpu_inventory judges it (docs/burnin.md,
+        # "A PASS covers what the output shows").
+        findings += model_findings([(f"GPU {g.index}", g.name) for g in gpus], profile.gpu.model)
         return Result.judged(self.name, findings, {"gpus_in_container": len(gpus)})
 
 

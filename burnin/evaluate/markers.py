@@ -190,6 +190,24 @@ TOOLS: tuple[Tool, ...] = (
         instead="no check judges the table: give `nvidia-smi -q`",
     ),
     Tool(
+        # What any nvidia-smi command prints in place of its output when a GPU or the driver is
+        # gone (burnin/checks/gpu_smi_failure.py says what each means).
+        "nvidia-smi (error answer)",
+        (
+            mark(
+                r"Unable to (?:determine|detect) the device handle for GPU",
+                3,
+                "'Unable to determine the device handle for GPU'",
+            ),
+            mark(r"^\s*No devices were found\s*$", 3, "'No devices were found'"),
+            mark(
+                r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver",
+                3,
+                "'NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver'",
+            ),
+        ),
+    ),
+    Tool(
         "nvidia-smi topo -m",
         (
             mark(r"^\s+GPU0\s+(?:GPU1|NIC0|mlx5_0|CPU Affinity)", 3, "the topology matrix header"),

@@ -310,7 +310,43 @@ def _gpu(bus_id: str, g: Node | LazyNode) -> GpuQuery:
     )
 
 
-_SMI_FAILURE_RE = re.compile(r"(NVIDIA-SMI has failed|No devices were found|couldn't communicate)", re.I)
+@dataclass(frozen=True)
+class SmiFailure:
+    """An answer nvidia-smi gives instead of its output (nvidia-smi(1), RETURN VALUE)."""
+
+    kind: str  # "gpu_lost", "no_devices" or "no_driver"
+    line: str  # the line as printed
+    bus_id: str | None  # the lost GPU's canonical PCI address, when the line names one
+
+
+# "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error" (or "GPU is lost",
+# on drivers that say so): NVML cannot reach a GPU it enumerated, as after an Xid 79. Newer
+# drivers print no space before the address; Windows' nvidia-smi.exe says "detect".
+_GPU_LOST_RE = re.compile(
+    r"Unable to (?:determine|detect) the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])?"
+)
+_NO_DEVICES_RE = re.compile(r"^\s*No devices were found\s*$", re.M)
+# The apostrophe is any character: pastes carry it as a typographic quote.
+_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver")
+
+
+def smi_failure(text: str) -> SmiFailure | None:
+    """The first error-only answer of nvidia-smi in ``text`` (any of its commands prints these
+    in place of its output), or None."""
+    if "Unable to" not in text and "No devices" not in text and "NVIDIA-SMI has failed" not in text:
+        return None  # most outputs: no regex
+    for kind, pattern in (
+        ("gpu_lost", _GPU_LOST_RE),
+        ("no_devices", _NO_DEVICES_RE),
+        ("no_driver", _NO_DRIVER_RE),
+    ):
+        if m := pattern.search(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            line = text[start : end if end >= 0 else len(text)].strip()
+            bus_id = normalize_bdf(m.group(1)) if kind == "gpu_lost" and m.group(1) else None
+            return SmiFailure(kind, line[:200], bus_id)
+    return None
 
 
 def _cut_block(first: Node | LazyNode, last: Node | LazyNode) -> str:
@@ -349,10 +385,8 @@ def _query(root: Node | LazyNode, text: str) -> SmiQuery:
     driver = clean(root.get("Driver Version"))
     attached = to_int(root.get("Attached GPUs"))
     if not gpus and driver is None and attached is None:
-        failure = _SMI_FAILURE_RE.search(text)
-        if failure:
-            line = next(ln for ln in split_lines(text) if failure.group(0) in ln)
-            raise ParseError(f"nvidia-smi reported an error: {line.strip()[:200]}")
+        if failure := smi_failure(text):
+            raise ParseError(f"nvidia-smi reported an error: {failure.line}")
         raise ParseError("not nvidia-smi -q output: no 'Driver Version', 'Attached GPUs' or GPU block")
     problems: list[str] = []
     if attached is not None and attached != len(gpus):
@@ -520,8 +554,9 @@ _MIG_LINE_RE = re.compile(r"^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID: ([^)]
 
 
 # The lines of `nvidia-smi -L` output that are no GPU: "No devices were found", and the command
-# itself echoed before its output in a pasted capture (':nvidia-smi -L', '$ nvidia-smi -L').
-_LIST_OTHER_RE = re.compile(r"\s*(?:No devices were found|\S{0,2}\s*nvidia-smi -L)\s*")
+# itself echoed before its output in a pasted capture (':nvidia-smi -L', '$ nvidia-smi -L',
+# 'root@node1:~# nvidia-smi -L').
+_LIST_OTHER_RE = re.compile(r"\s*(?:No devices were found|(?:\S*[#$>:]\s*)?nvidia-smi -L)\s*")
 
 
 @parser
@@ -651,8 +686,17 @@ def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> list[dict
     neither header nor a row of the current header's width (prompts, comments) are skipped.
     With ``fields`` given (for ``noheader`` output) rows are keyed by those names.
     """
+    return [row for section in parse_query_gpu_csv_sections(text, fields) for row in section]
+
+
+@parser
+def parse_query_gpu_csv_sections(
+    text: str, fields: list[str] | None = None
+) -> list[list[dict[str, str | None]]]:
+    """The rows of each capture in a --query-gpu CSV, as parse_query_gpu_csv reads them: a header
+    line starts a section (one capture lists every GPU it was asked about once)."""
     names: list[str] | None = list(fields) if fields else None
-    rows: list[dict[str, str | None]] = []
+    sections: list[list[dict[str, str | None]]] = [[]]
     seen_header = names is not None
     for line in split_lines(text):
         if not line.strip() or "--query-" in line or "--format" in line:
@@ -662,13 +706,17 @@ def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> list[dict
         if header is not None and (fields is None or header == names):
             names = header if fields is None else names
             seen_header = True
+            if sections[-1]:
+                sections.append([])
             continue
         if names is None or len(cells) != len(names):
             continue
-        rows.append({n: clean(c) if not is_na(c) else None for n, c in zip(names, cells, strict=False)})
+        sections[-1].append(
+            {n: clean(c) if not is_na(c) else None for n, c in zip(names, cells, strict=False)}
+        )
     if not seen_header:
         raise ParseError("no CSV header line ('index, pcie.link.gen.current, ...') found")
-    return rows
+    return [section for section in sections if section]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -93,7 +93,6 @@ UNMIRRORED: dict[str, str] = {
     "burnin/accept/conformance_parts.py": "each part's comparison: tests/unit/burnin/accept/test_conformance.py",
     "burnin/accept/outcome.py": "the acceptance records, built by tests/unit/burnin/accept/acceptance_result.py "
     "for tests/unit/burnin/accept/test_report.py and tests/unit/burnin/accept/test_bundle.py",
-    "burnin/checks/gpu_evidence.py": "through EVIDENCE_CHECKS by tests/unit/burnin/checks/test_evidence_checks.py",
     "burnin/checks/ib_evidence.py": "through EVIDENCE_CHECKS by tests/unit/burnin/checks/test_evidence_checks.py",
     "burnin/checks/load.py": "stress_shell: the copy_bandwidth command's test in "
     "tests/unit/burnin/checks/test_copy_bandwidth.py; gpu_stress on a GPU by tests/gpu/test_gpu_local.py",

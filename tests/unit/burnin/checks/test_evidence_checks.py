@@ -139,10 +139,11 @@ def test_query_gpu_csv_with_units_and_other_fields_is_recognised_and_judged() ->
         "2026/11/24 06:00:00.000, 0, 45, 690.12 W, 5, 16\n"
         "2026/11/24 06:00:00.000, 1, 47, 688.40 W, 5, 8\n"
     )
-    evaluation = evaluate_text(text, PROFILE)
+    two_gpus = apply_overrides(PROFILE, ["gpu.count=2"])  # the capture lists two GPUs
+    evaluation = evaluate_text(text, two_gpus)
     assert evaluation.tool == "nvidia-smi --query-gpu CSV" and evaluation.verdict is Verdict.FAIL
     assert [f["message"] for f in evaluation.findings()] == ["GPU 1 link is x8, expected x16"]
-    assert evaluate_text(text.replace(", 8\n", ", 16\n"), PROFILE).verdict is Verdict.PASS
+    assert evaluate_text(text.replace(", 8\n", ", 16\n"), two_gpus).verdict is Verdict.PASS
 
 
 def test_nccl_tests_json_is_recognised_and_judged_against_the_multi_node_floor() -> None:
@@ -162,9 +163,9 @@ def test_nccl_tests_json_is_recognised_and_judged_against_the_multi_node_floor()
 
 def test_query_gpu_csv_refuses_absurd_or_missing_link_values() -> None:
     header = "index, pcie.link.gen.max, pcie.link.width.current\n"
-    assert _judge("gpu_query_csv", header + "0, 5, 16\n").verdict is Verdict.PASS
+    assert _judge("gpu_query_csv", header + "0, 5, 16\n", "gpu.count=1").verdict is Verdict.PASS
     for row in ("0, 5, 999\n", "0, 99, 16\n", "0, 5, -16\n"):
-        result = _judge("gpu_query_csv", header + row)
+        result = _judge("gpu_query_csv", header + row, "gpu.count=1")
         assert result.verdict is Verdict.UNKNOWN and "not a PCIe link value" in result.reason, row
     missing = _judge("gpu_query_csv", header + "0, [N/A], [N/A]\n")
     assert missing.verdict is Verdict.UNKNOWN and "all [N/A]" in missing.reason

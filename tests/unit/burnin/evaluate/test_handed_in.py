@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bringup.profiles.load import apply_overrides
 from burnin.checks.base import CommandOutput, judge
 from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.cli import main
@@ -290,11 +291,12 @@ NOHEADER = {
         "2024/05/01 12:00:00.123, 0, 33, 71.24 W, 0 MiB, 81559 MiB, 0 %, P0, [N/A]\n"
         "2024/05/01 12:00:00.125, 1, 31, 69.80 W, 0 MiB, 81559 MiB, 0 %, P0, [N/A]\n"
     ),
-    "pasted under its command": (
-        "$ nvidia-smi --query-gpu=index,persistence_mode,ecc.mode.current,temperature.gpu "
-        "--format=csv,noheader\n0, Enabled, Enabled, 34\n1, Enabled, Enabled, 35\n"
-    ),
 }
+# Rows pasted under their command line: the columns are the command's --query-gpu fields.
+PASTED_UNDER_COMMAND = (
+    "$ nvidia-smi --query-gpu=index,persistence_mode,ecc.mode.current,temperature.gpu "
+    "--format=csv,noheader\n0, Enabled, Enabled, 34\n1, Enabled, Enabled, 35\n"
+)
 
 
 @pytest.mark.parametrize("case", sorted(NOHEADER))
@@ -307,6 +309,17 @@ def test_noheader_rows_are_recognised_as_the_query_gpu_csv_with_low_confidence(c
     named = evaluate_text(text, PROFILE, "gpu_query_csv")
     assert evaluation.verdict is Verdict.UNKNOWN and evaluation.checks == ("gpu_query_csv",)
     assert evaluation.reason == named.reason and "without its header" in evaluation.reason
+
+
+def test_noheader_rows_under_their_command_line_are_judged_by_its_fields() -> None:
+    assert recognise(PASTED_UNDER_COMMAND).tool.name == "nvidia-smi --query-gpu CSV"
+    evaluation = evaluate_text(PASTED_UNDER_COMMAND, PROFILE)
+    assert evaluation.verdict is Verdict.FAIL  # two GPUs listed on an 8-GPU profile
+    assert [f["message"] for f in evaluation.findings()] == ["the CSV lists 2 GPU(s), the profile has 8"]
+    two = apply_overrides(PROFILE, ["gpu.count=2"])
+    assert evaluate_text(PASTED_UNDER_COMMAND, two).verdict is Verdict.PASS
+    disabled = PASTED_UNDER_COMMAND.replace("1, Enabled, Enabled", "1, Enabled, Disabled")
+    assert evaluate_text(disabled, two).verdict is Verdict.FAIL
 
 
 def test_cli_noheader_rows_without_check_say_run_it_with_a_header(tmp_path: Path) -> None:
