@@ -9,6 +9,7 @@ from __future__ import annotations
 # module's checks in the order it defines them), so isort leaves it alone.
 # isort: off
 from burnin.checks import gpu  # noqa: F401
+from burnin.checks import gpu_fabric  # noqa: F401
 from burnin.checks import gpu_load  # noqa: F401
 from burnin.checks import kernel  # noqa: F401
 from burnin.checks import ib  # noqa: F401
