@@ -20,6 +20,7 @@ from datetime import datetime
 
 from burnin.parsers._common import normalize_bdf, parser, split_lines
 from burnin.parsers.errors import ParseError
+from burnin.parsers.host_errors import IGNORED, classify_host_error
 from burnin.parsers.kernel_prefix import Entry, is_continuation, is_kmsg_dictionary, strip_prefixes
 from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
 
@@ -131,6 +132,19 @@ class ModuleEvent(KernelEvent):
     status: str  # 'Cable plugged', 'Cable unplugged', 'Cable error', ...
     error: bool  # the '[error]' variant
     detail: str | None = None  # the error string of the '[error]' variant, e.g. 'High Temperature'
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostErrorEvent(KernelEvent):
+    """A host hardware error (burnin.parsers.host_errors): memory, CPU, firmware record, NVMe, HCA."""
+
+    kind: str = field(default="host_error", init=False)
+    error: str  # a key of burnin/checks/host_error_catalog.py HOST_ERRORS
+    device: str | None = None  # the printing device: '0000:08:00.0', 'nvme0'
+    location: str | None = None  # the part the line names: a DIMM, 'CPU 1 bank 5'
+    count: int = 1
+    record: str | None = None  # a GHES record's '{37}'
+    detail: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,7 +292,10 @@ def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
 _LOUD_WORDS = (
     "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
     ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
+    "edac", "will reset", "aborting reset", "health", "synd", "assert_",
 )  # fmt: skip
+# Words one of which a message holds when classify_host_error can make anything of it.
+_HOST_WORDS = ("edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ")
 
 
 def _severity(value: str) -> str | None:
@@ -397,6 +414,18 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
         word = m.group(2).lower()
         state = "down" if ("lost" in word or word.endswith("down")) else "up"
         return LinkFlapEvent(**base, interface=m.group(1), state=state, bdf=bdf)
+    if _may_be(msg, low, _HOST_WORDS) and (host := classify_host_error(msg)) is not None:
+        if host.error == IGNORED:  # a report's other lines: its verdict line is classified
+            return None
+        return HostErrorEvent(
+            **base,
+            error=host.error,
+            device=bdf or (host.location if host.error.startswith("nvme") else None),
+            location=host.location,
+            count=host.count,
+            record=host.record,
+            detail=host.detail,
+        )
     if _may_be(msg, low, _SUSPICIOUS_WORDS) and (m := _SUSPICIOUS_RE.search(msg)):
         return SuspiciousEvent(**base, matched=m.group(0), bdf=bdf)
     return None

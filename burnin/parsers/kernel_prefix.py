@@ -30,7 +30,7 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     (
         "syslog",
         re.compile(
-            rf"^(?P<ts>{_NAME} {{1,2}}\d{{1,2}} \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?P<src>[\w.\-/]+(?:\[\d+\])?): "
+            rf"^(?P<ts>{_NAME} {{1,2}}\d{{1,2}} \d\d:\d\d:\d\d(?:\.\d+)?) +(?:(?P<host>\S+(?<!:)) )?(?P<src>[\w.\-/]+(?:\[\d+\])?): "
         ),
     ),
     ("journal_iso", re.compile(rf"^(?P<ts>{_ISO}) (?P<host>\S+) (?P<src>kernel|[\w.\-/]+\[\d+\]): ")),
