@@ -164,7 +164,7 @@ def _finding(error: str, part: str | None, count: int, evidence: str, syndromes:
     elif error.startswith("edac") and action is Action.RMA and not part:
         advice += "; the line names no DIMM: find it with ras-mc-ctl --errors"
     where = f" on {part}" if part else ""
-    times = f" (x{count})" if count > 1 else ""
+    times = f" (x{count})" if count > 1 and error != "mlx5_health" else ""  # one dump, several lines
     return Finding(
         f"{rule.what}{where}{times}: {advice}", rule.severity, action, evidence.strip(), part or ""
     )

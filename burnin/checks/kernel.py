@@ -91,6 +91,8 @@ BUILTIN_ALLOWLIST = (
     r"Error parsing PCC subspaces",
     r"module verification failed: signature and/or required key missing",
     r"RAS: Correctable Errors collector initialized",
+    r"mce: CPU\d* ?supports \d+ MCE banks",  # the machine-check driver's boot lines
+    r"mce: CPU\d+: Thermal monitoring enabled",
     r"EDAC .*: ECC is disabled",
     r"failed to load regulatory\.db",
     r"Direct firmware load for .* failed",

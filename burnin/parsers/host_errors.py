@@ -110,8 +110,9 @@ def _mlx5(m: re.Match[str]) -> HostError | None:
     if "Health issue observed" in rest or "health compromised" in rest:
         return HostError("mlx5_health", m["bdf"], detail=rest)
     if s := _MLX5_SYND.search(rest):
-        return HostError("mlx5_health", m["bdf"], detail=f"synd 0x{s['synd']}")
-    if re.search(r"\b(?:assert_var\[\d+\]|(?:assert_exit_ptr|assert_callra|ext_synd|fw_syndrome)\b)", rest):
+        return HostError("mlx5_health_detail", m["bdf"], detail=f"synd 0x{s['synd']}")
+    # The dump's other lines ('assert_var[0] 0x...', 'severity 3 (ERROR)', 'fw_ver ...').
+    if "print_health_info" in rest or re.search(r"\b(?:assert_var\[\d+\]|(?:ext_synd|fw_syndrome)\b)", rest):
         return HostError("mlx5_health_detail", m["bdf"], detail=rest)
     return None
 

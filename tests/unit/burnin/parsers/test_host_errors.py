@@ -47,7 +47,7 @@ from burnin.parsers.host_errors import IGNORED, HostError, classify_host_error
         ),
         (
             "mlx5_core 0000:08:00.0: print_health_info:440:(pid 912): synd 0x1: firmware internal error",
-            ("mlx5_health", "0000:08:00.0", 1),
+            ("mlx5_health_detail", None, 1),
         ),
     ],
 )
