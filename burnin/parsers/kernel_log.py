@@ -161,7 +161,7 @@ def _scan(text: str) -> list[tuple[str, Entry, bool]]:
     a kernel-log prefix)."""
     scanned = []
     for line in split_lines(text):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if line.lstrip()[:1] in ("", "#"):
             continue
         entry, found = strip_prefixes(line)
         scanned.append((line, entry, found))
@@ -292,7 +292,7 @@ def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
 _LOUD_WORDS = (
     "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
     ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
-    "edac", "will reset", "aborting reset", "health", "synd", "assert_",
+    "edac", "reset", "health", "synd",  # host errors without an error word (host_errors.py)
 )  # fmt: skip
 # Words one of which a message holds when classify_host_error can make anything of it.
 _HOST_WORDS = ("edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ")

@@ -49,6 +49,12 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(rf"^(?P<ts>{_ISO}) ")),
 ]
 _PREFIX = dict(_PREFIXES)
+# The shapes dmesg itself prints, read in one match by strip_prefixes: an optional --decode
+# facility and level, then an ISO or an uptime stamp.
+_COMMON = re.compile(
+    _PREFIX["decode"].pattern.replace("(?P<fac>", "(?:(?P<fac>", 1).replace(": ?", ": ?)?", 1)
+    + rf"(?:(?P<ts>{_ISO}) |\[\s*(?P<up>\d+\.\d+)\] ?)"
+)
 _LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 # What each prefix can start with: a line is only matched against the prefixes its first
 # character can start (3 regex matches a line instead of 21; the order of _PREFIXES is kept).
@@ -118,16 +124,26 @@ def _wallclock(kind: str, ts: str) -> datetime | None:
 def strip_prefixes(line: str) -> tuple[Entry, bool]:
     """Entry for one physical line; the flag says whether it is a kernel-log line (a prefix was
     found, or a kernel message starts in it)."""
-    # The check's `dmesg --time-format iso` line, an ISO stamp and a message, read in one step: a
-    # digit starts journal_iso (tried first; its match ends in 'kernel: ' or ']: ') and iso, after
-    # which the loop below stops when no other prefix matches the rest.
-    if "kernel: " not in line and "]: " not in line and (m := _PREFIX["iso"].match(line)):
+    # dmesg's own lines (`--time-format iso`, the check's command; `--decode`; '[  1.2]'), read in
+    # one step as the loop below reads them: no prefix that _COMMON's first one could be is tried
+    # before it there (journal_iso, which ends in 'kernel: ' or ']: ', is ruled out), and the
+    # loop would stop after it (no other prefix matches the rest).
+    if "kernel: " not in line and "]: " not in line and (m := _COMMON.match(line)):
         rest = line[m.end() :]
+        used = ("decode" if m["lvl"] else "", "iso" if m["ts"] else "mono")
         for kind, rx in _candidates(rest[:1]):
-            if kind != "iso" and rx.match(rest):
+            if kind not in used and rx.match(rest):
                 break
         else:
-            return Entry([line], rest.strip(), m["ts"], None, ("iso", m["ts"])), True
+            up = m["up"]
+            stamp = m["ts"] or up
+            clock = ("iso", stamp) if m["ts"] else None
+            return Entry([line], rest.strip(), stamp, float(up) if up else None, clock, m["lvl"]), True
+    return _read_prefixes(line)
+
+
+def _read_prefixes(line: str) -> tuple[Entry, bool]:
+    """strip_prefixes without its one-step reading of dmesg's own lines: each prefix in turn."""
     rest = line
     used: list[str] = []  # each kind of prefix is read once
     level = source = timestamp = uptime_s = clock = None

@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from burnin.parsers.kernel_prefix import is_continuation, is_kmsg_dictionary, strip_prefixes
+from burnin.parsers.kernel_prefix import _read_prefixes, is_continuation, is_kmsg_dictionary, strip_prefixes
 
 
 def test_a_kmsg_record_gives_level_and_uptime() -> None:
@@ -79,3 +81,29 @@ def test_kmsg_dictionary_lines_continue_their_record() -> None:
     assert is_continuation(" SUBSYSTEM=pci") and is_kmsg_dictionary(" SUBSYSTEM=pci")
     assert is_kmsg_dictionary(" DEVICE=+pci:0000:3b:00.0")
     assert not is_kmsg_dictionary("  NVRM: GPU at PCI:0000:3b:00")
+
+
+PIECES = [
+    "kern  :info  : ", "daemon:warn: ", "<4>", "2025-01-17T15:36:26,128279+00:00 ", "2024-01-01 00:00:00 ",
+    "[  12.345678] ", "[ +0.000844] ", "[Mon Jan 27 19:27:15 2020] ", "Feb 23 03:28:16 ", "gpu01 ", "kernel: ",
+    "tag[12]: ", "6,3964,206764307,-;", "NVRM: Xid (PCI:0000:3b:00): 79, x", "mlx5_core 0000:1a:00.0: y",
+    "févr. 12 ", "]: ", " ", "x", "k",
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=6).map("".join))
+def test_the_one_step_reading_of_dmesg_lines_is_the_general_one(line: str) -> None:
+    assert strip_prefixes(line) == _read_prefixes(line)
+
+
+def test_the_one_step_reading_is_taken_and_can_differ_from_a_wrong_one() -> None:
+    line = "kern  :info  : 2025-01-17T15:36:26,128279+00:00 mlx5_core 0000:1a:00.0: x"
+    entry, _ = strip_prefixes(line)
+    assert (entry.level, entry.timestamp, entry.message) == (
+        "info",
+        "2025-01-17T15:36:26,128279+00:00",
+        "mlx5_core 0000:1a:00.0: x",
+    )
+    # an ISO stamp then an uptime stamp: the loop reads both (the one step alone would stop early)
+    assert strip_prefixes("2024-11-15T05:39:15+00:00 [  12.5] NVRM: x")[0].uptime_s == 12.5
