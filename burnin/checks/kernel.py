@@ -1,5 +1,6 @@
 """The kernel log scan (preflight): Xid and SXid lines with what to do about each, AER errors,
-GPUs fallen off the bus, IB link flaps and cable events, and unknown error lines.
+GPUs fallen off the bus, IB link flaps and cable events, host hardware errors (their catalog:
+burnin/checks/host_error_catalog.py), and unknown error lines.
 
 What each Xid means and needs comes from NVIDIA's whole Xid catalog, each resolution mapped to a
 severity and an action by one rule (burnin/parsers/xid_catalog.py). "limited by ... link"
@@ -14,10 +15,12 @@ from dataclasses import dataclass, replace
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.host_error_catalog import host_error_findings
 from burnin.checks.registry import register
 from burnin.parsers.kernel_log import (
     AerEvent,
     FallenOffBusEvent,
+    HostErrorEvent,
     LinkFlapEvent,
     ModuleEvent,
     SuspiciousEvent,
@@ -46,6 +49,8 @@ BUILTIN_ALLOWLIST = (
     r"Error parsing PCC subspaces",
     r"module verification failed: signature and/or required key missing",
     r"RAS: Correctable Errors collector initialized",
+    r"mce: CPU\d* ?supports \d+ MCE banks",  # the machine-check driver's boot lines
+    r"mce: CPU\d+: Thermal monitoring enabled",
     r"EDAC .*: ECC is disabled",
     r"failed to load regulatory\.db",
     r"Direct firmware load for .* failed",
@@ -70,7 +75,10 @@ class KernelLog(Check):
     service = Service.ALWAYS
     reads = ("dmesg / journalctl -k",)
     judges = ("host.kernel_log_allowlist",)
-    description = "kernel log: Xid/SXid, AER, GPUs off the bus, IB link flaps, unknown error lines"
+    description = (
+        "kernel log: Xid/SXid, AER, GPUs off the bus, IB link flaps, host hardware errors (EDAC, MCE, "
+        "APEI, NVMe, mlx5 health), unknown error lines"
+    )
     timeout_s = 30
 
     def command(self, profile: Profile) -> str:
@@ -87,6 +95,7 @@ class KernelLog(Check):
         grouped: dict[tuple, tuple[Finding, int]] = {}
         xids: Counter[int] = Counter()
         flaps: Counter[str] = Counter()
+        host: list[HostErrorEvent] = []
         xid79 = {e.bdf for e in events if isinstance(e, XidEvent) and e.xid == 79}
         classified = {(e.sxid, e.switch) for e in events if isinstance(e, SxidEvent) and e.fatal is not None}
 
@@ -121,6 +130,8 @@ class KernelLog(Check):
                         subject,
                     ),
                 )
+            elif isinstance(e, HostErrorEvent):
+                host.append(e)
             elif isinstance(e, LinkFlapEvent) and e.state == "down":
                 flaps[e.interface] += 1
             elif isinstance(e, ModuleEvent) and e.error:
@@ -135,7 +146,7 @@ class KernelLog(Check):
             elif isinstance(e, SuspiciousEvent) and not any(p.search(e.message) for p in allow):
                 shape = re.sub(r"[0-9a-fx]+", "#", e.message.lower())  # same line, other numbers
                 add(("line", shape), warning(f"kernel: {e.message.strip()[:160]}", Action.MONITOR, e.raw))
-        findings = [_counted(f, n) for f, n in grouped.values()]
+        findings = [_counted(f, n) for f, n in grouped.values()] + host_error_findings(host)
         for iface, count in sorted(flaps.items()):
             if count >= FLAP_LIMIT:
                 findings.append(

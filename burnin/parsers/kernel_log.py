@@ -1,16 +1,15 @@
-"""Kernel log lines (dmesg, journald, syslog) classified into events.
+"""Kernel log lines (dmesg, journald, syslog, /dev/kmsg) classified into events.
 
-Prefixes understood (in any combination): none (``dmesg -t``), ``<4>`` (``dmesg -r``),
-``[  123.456789]``, ``[Sun Feb 23 16:24:18 2025]`` (``dmesg -T``), ``[  +0.000844]`` and
-``[Jan21 10:14]`` (``dmesg -H``), ISO ``2024-11-15T05:39:15,491363+00:00`` (``--time-format iso``),
-``kern  :warn  : `` (``--decode``), ``kernel: `` (journald) and syslog
-``Aug 17 06:18:01 host tag[pid]: ``. A line without any prefix that starts with whitespace or
-``(``, or is a single bare word, continues the line before it (NVRM multi-line messages,
-wrapped pastes). Lines starting with ``#`` are annotations, not kernel output, and are skipped.
+The prefixes a line may carry are burnin.parsers.kernel_prefix's. A line without any prefix
+that starts with whitespace or ``(``, or is a single bare word, continues the line before it
+(NVRM multi-line messages, wrapped pastes, a /dev/kmsg record's ``KEY=VALUE`` lines, which are
+kept in ``raw`` only). Lines starting with ``#`` are annotations, not kernel output, and are
+skipped.
 
 Each meaningful line gives one event; AER reports (header, ``PCIe Bus Error`` line, status
-and error-bit lines) merge into one :class:`AerEvent`. Lines that mean nothing (healthy
-``available PCIe bandwidth`` lines, RPC history tables) give no event.
+and error-bit lines) merge into one :class:`AerEvent`. Host hardware errors (EDAC, MCE,
+APEI/GHES, NVMe, mlx5 health) are :class:`HostErrorEvent` (burnin.parsers.host_errors). Lines
+that mean nothing (healthy ``available PCIe bandwidth`` lines, RPC history tables) give no event.
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from datetime import datetime
 
 from burnin.parsers._common import normalize_bdf, parser, split_lines
 from burnin.parsers.errors import ParseError
+from burnin.parsers.host_errors import IGNORED, classify_host_error
+from burnin.parsers.kernel_prefix import Entry, is_continuation, is_kmsg_dictionary, strip_prefixes
 from burnin.parsers.xid_catalog import XID_CATALOG, XidInfo
 
 
@@ -134,6 +135,19 @@ class ModuleEvent(KernelEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostErrorEvent(KernelEvent):
+    """A host hardware error (burnin.parsers.host_errors): memory, CPU, firmware record, NVMe, HCA."""
+
+    kind: str = field(default="host_error", init=False)
+    error: str  # a key of burnin/checks/host_error_catalog.py HOST_ERRORS
+    device: str | None = None  # the printing device: '0000:08:00.0', 'nvme0'
+    location: str | None = None  # the part the line names: a DIMM, 'CPU 1 bank 5'
+    count: int = 1
+    record: str | None = None  # a GHES record's '{37}'
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SuspiciousEvent(KernelEvent):
     """A line with error/failure wording that none of the specific patterns explained."""
 
@@ -142,145 +156,26 @@ class SuspiciousEvent(KernelEvent):
     bdf: str | None = None
 
 
-# --- line prefixes ---------------------------------------------------------------------------
-
-_ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?"
-_PREFIXES: list[tuple[str, re.Pattern[str]]] = [
-    ("raw", re.compile(r"^<(?P<lvl>[0-7])>")),
-    (
-        "syslog",
-        re.compile(
-            r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?P<src>[\w.\-/]+(?:\[\d+\])?): "
-        ),
-    ),
-    ("journal_iso", re.compile(rf"^(?P<ts>{_ISO}) (?P<host>\S+) (?P<src>kernel|[\w.\-/]+\[\d+\]): ")),
-    (
-        "decode",
-        re.compile(
-            r"^(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
-            r"\s*(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*: ?"
-        ),
-    ),
-    ("kernel", re.compile(r"^(?P<src>kernel): ")),
-    ("mono", re.compile(r"^\[\s*(?P<up>\d+\.\d+)\] ?")),
-    ("ctime", re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?")),
-    ("delta", re.compile(r"^\[\s*(?P<ts>[+-]\d+\.\d+)\] ?")),
-    ("human", re.compile(r"^\[(?P<ts>[A-Z][a-z]{2}\d{1,2} \d\d:\d\d(?::\d\d)?)\] ?")),
-    ("iso", re.compile(rf"^(?P<ts>{_ISO}) ")),
-]
-_PREFIX = dict(_PREFIXES)
-_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
-# What each prefix can start with: a line is only matched against the prefixes its first
-# character can start (3 regex matches a line instead of 21; the order of _PREFIXES is kept).
-_FIRST = {
-    "raw": "<", "syslog": "[A-Z]", "journal_iso": r"\d", "decode": "[kumdaslncf]", "kernel": "k",
-    "mono": r"\[", "ctime": r"\[", "delta": r"\[", "human": r"\[", "iso": r"\d",
-}  # fmt: skip
-_CANDIDATES: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
-
-
-def _candidates(first: str) -> list[tuple[str, re.Pattern[str]]]:
-    """The prefixes, in order, that a text starting with ``first`` (one character, or '') can match."""
-    known = _CANDIDATES.get(first)
-    if known is None:
-        known = [(kind, rx) for kind, rx in _PREFIXES if re.match(_FIRST[kind], first)]
-        if len(_CANDIDATES) < 1024:  # any text's characters: keep the cache bounded
-            _CANDIDATES[first] = known
-    return known
-
-
-@dataclass
-class _Entry:
-    raw: list[str]
-    message: str
-    timestamp: str | None = None
-    uptime_s: float | None = None
-    clock: tuple[str, str] | None = None  # (prefix kind, stamp): read into a datetime by base()
-    level: str | None = None
-    source: str | None = None
-
-    def base(self) -> dict:
-        return {
-            "raw": "\n".join(self.raw),
-            "message": self.message,
-            "timestamp": self.timestamp,
-            "uptime_s": self.uptime_s,
-            "wallclock": _wallclock(*self.clock) if self.clock else None,
-            "level": self.level,
-            "source": self.source,
-        }
-
-
-def _wallclock(kind: str, ts: str) -> datetime | None:
-    try:
-        if kind in ("iso", "journal_iso"):
-            return datetime.fromisoformat(ts.replace(",", ".").replace(" ", "T", 1).replace("Z", "+00:00"))
-        if kind == "ctime":
-            return datetime.strptime(re.sub(r"\s+", " ", ts), "%a %b %d %H:%M:%S %Y")
-    except ValueError:
-        return None
-    return None
-
-
-def _strip_prefixes(line: str) -> tuple[_Entry, bool]:
-    """Entry for one physical line; the flag says whether any prefix was found."""
-    # The check's `dmesg --time-format iso` line, an ISO stamp and a message, read in one step: a
-    # digit starts journal_iso (tried first; its match ends in 'kernel: ' or ']: ') and iso, after
-    # which the loop below stops when no other prefix matches the rest.
-    if "kernel: " not in line and "]: " not in line and (m := _PREFIX["iso"].match(line)):
-        rest = line[m.end() :]
-        for kind, rx in _candidates(rest[:1]):
-            if kind != "iso" and rx.match(rest):
-                break
-        else:
-            return _Entry([line], rest.strip(), m["ts"], None, ("iso", m["ts"])), True
-    rest = line
-    used: list[str] = []  # each kind of prefix is read once
-    level = source = timestamp = uptime_s = clock = None
-    while True:
-        for kind, rx in _candidates(rest[:1]):
-            if kind not in used and (m := rx.match(rest)):
-                break
-        else:  # no prefix left
-            break
-        used.append(kind)
-        groups = m.groupdict()
-        if lvl := groups.get("lvl"):
-            level = _LEVELS[int(lvl)] if lvl.isdigit() else lvl
-        source = groups.get("src") or source
-        if up := groups.get("up"):
-            timestamp, uptime_s = up, float(up)
-        elif (ts := groups.get("ts")) and timestamp is None:
-            timestamp, clock = ts, (kind, ts)  # only an event's stamp is read (base())
-        rest = rest[m.end() :]
-    return _Entry([line], rest.strip(), timestamp, uptime_s, clock, level, source), bool(used)
-
-
-def _is_continuation(line: str) -> bool:
-    if line[:1].isspace():
-        return True
-    stripped = line.strip()
-    return stripped.startswith("(") or bool(re.fullmatch(r"[A-Za-z][\w\-]*\.?", stripped))
-
-
-def _scan(text: str) -> list[tuple[str, _Entry, bool]]:
+def _scan(text: str) -> list[tuple[str, Entry, bool]]:
     """Every line that is not blank or a ``#`` annotation: (the line, its entry, whether it had
     a kernel-log prefix)."""
     scanned = []
     for line in split_lines(text):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if line.lstrip()[:1] in ("", "#"):
             continue
-        entry, found = _strip_prefixes(line)
+        entry, found = strip_prefixes(line)
         scanned.append((line, entry, found))
     return scanned
 
 
-def _entries(scanned: list[tuple[str, _Entry, bool]]) -> list[_Entry]:
-    entries: list[_Entry] = []
+def _entries(scanned: list[tuple[str, Entry, bool]]) -> list[Entry]:
+    entries: list[Entry] = []
     for line, entry, found in scanned:
-        if not found and entries and _is_continuation(line):
+        if not found and entries and is_continuation(line):
             prev = entries[-1]
             prev.raw.append(line)
+            if is_kmsg_dictionary(line):
+                continue
             part = re.sub(r"^NVRM:\s*", "", line.strip())
             prev.message = f"{prev.message} {part}".strip()
             continue
@@ -311,14 +206,14 @@ def read_kernel_log(text: str) -> tuple[int, list[KernelEvent]]:
     return count, _parse_scanned(text, scanned)
 
 
-def _count_prefixed(scanned: list[tuple[str, _Entry, bool]]) -> int:
+def _count_prefixed(scanned: list[tuple[str, Entry, bool]]) -> int:
     prefixed = bare = 0
     for line, entry, found in scanned:
         if found:
             # A prefix alone ('<0>', an empty '[ 1.0] ' record) says nothing: not counted as a
             # record, nor against the text as a foreign line.
             prefixed += bool(entry.message.strip())
-        elif not _is_continuation(line):
+        elif not is_continuation(line):
             bare += 1
     if prefixed == 0:
         raise ParseError("not a kernel log: no kernel-log line (timestamp, level or 'kernel:' prefix)")
@@ -397,7 +292,10 @@ def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
 _LOUD_WORDS = (
     "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
     ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
+    "edac", "reset", "health", "synd",  # host errors without an error word (host_errors.py)
 )  # fmt: skip
+# Words one of which a message holds when classify_host_error can make anything of it.
+_HOST_WORDS = ("edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ")
 
 
 def _severity(value: str) -> str | None:
@@ -417,7 +315,7 @@ def _float(value: str | None) -> float | None:
 
 @dataclass
 class _AerDraft:
-    entry: _Entry
+    entry: Entry
     bdf: str | None
     driver: str | None
     severity: str | None = None
@@ -444,7 +342,7 @@ class _AerDraft:
         )
 
 
-def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> KernelEvent | None:
+def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> KernelEvent | None:
     msg = entry.message
     base = entry.base()
     if m := _XID_RE.search(msg):
@@ -516,6 +414,18 @@ def _classify(entry: _Entry, drv: str | None, bdf: str | None, rest: str) -> Ker
         word = m.group(2).lower()
         state = "down" if ("lost" in word or word.endswith("down")) else "up"
         return LinkFlapEvent(**base, interface=m.group(1), state=state, bdf=bdf)
+    if _may_be(msg, low, _HOST_WORDS) and (host := classify_host_error(msg)) is not None:
+        if host.error == IGNORED:  # a report's other lines: its verdict line is classified
+            return None
+        return HostErrorEvent(
+            **base,
+            error=host.error,
+            device=bdf or (host.location if host.error.startswith("nvme") else None),
+            location=host.location,
+            count=host.count,
+            record=host.record,
+            detail=host.detail,
+        )
     if _may_be(msg, low, _SUSPICIOUS_WORDS) and (m := _SUSPICIOUS_RE.search(msg)):
         return SuspiciousEvent(**base, matched=m.group(0), bdf=bdf)
     return None
@@ -532,12 +442,12 @@ def parse_kernel_log(text: str) -> list[KernelEvent]:
 
 
 @parser
-def _parse_scanned(text: str, scanned: list[tuple[str, _Entry, bool]]) -> list[KernelEvent]:
+def _parse_scanned(text: str, scanned: list[tuple[str, Entry, bool]]) -> list[KernelEvent]:
     """``parse_kernel_log`` of ``text`` whose lines ``_scan`` has read (its safety net kept)."""
     return _events(_entries(scanned))
 
 
-def _events(entries: list[_Entry]) -> list[KernelEvent]:
+def _events(entries: list[Entry]) -> list[KernelEvent]:
     events: list[KernelEvent | _AerDraft] = []
     open_aer: _AerDraft | None = None
     for entry in entries:

@@ -44,6 +44,7 @@ def test_every_sample_parses_into_typed_events(sample, name):
             "pcie_limited",
             "link_flap",
             "module_event",
+            "host_error",
             "suspicious",
         }
         assert e.raw and e.message

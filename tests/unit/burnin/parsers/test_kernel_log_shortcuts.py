@@ -13,15 +13,14 @@ from burnin.parsers import ParseError
 from burnin.parsers.kernel_log import (
     _FALLEN_RE,
     _FLAP_RE,
-    _PREFIXES,
     _SUSPICIOUS_RE,
     _SUSPICIOUS_WORDS,
-    _candidates,
     _may_be,
     parse_kernel_log,
     read_kernel_log,
     require_kernel_log,
 )
+from burnin.parsers.kernel_prefix import _PREFIXES, _candidates
 from tests.unit.burnin.parsers._samples import load, names
 
 # Pieces of kernel-log lines, and characters that IGNORECASE matches to ASCII letters
