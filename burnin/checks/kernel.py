@@ -112,6 +112,7 @@ class KernelLog(Check):
     judges = ("host.kernel_log_allowlist",)
     description = "kernel log: Xid/SXid, AER, GPUs off the bus, IB link flaps, unknown error lines"
     timeout_s = 30
+    whole_at_line_ends = True  # no end of its own (burnin.checks.base.judge)
 
     def command(self, profile: Profile) -> str:
         return "dmesg --time-format iso"

@@ -89,9 +89,6 @@ class Evaluation:
 def _prepare(text: str, section: str) -> str:
     if section and SECTION_MARK not in text:
         text = f"{SECTION_MARK}{section}\n{text}"
-    stripped = text.rstrip()
-    if stripped.startswith("{") and stripped.endswith("}") and not text.endswith("\n"):
-        text += "\n"  # a whole JSON document saved without a final newline is not cut short
     return text
 
 
