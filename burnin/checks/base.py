@@ -140,13 +140,7 @@ def _judged_without_a_partial_line(check: Check, output: CommandOutput, profile:
     head = output.stdout[: output.stdout.rfind("\n") + 1]
     with_line = _evaluated(check, output, profile)
     if not head.strip():
-        return (
-            with_line
-            if with_line.verdict is Verdict.FAIL
-            else Result.unknown(
-                check.name, "the output is one line without its newline: it may be cut mid-line"
-            )
-        )
+        return with_line  # one line: nothing before it to judge instead
     without = _evaluated(check, replace(output, stdout=head), profile)
     return with_line if with_line.verdict.rank >= without.verdict.rank else without
 

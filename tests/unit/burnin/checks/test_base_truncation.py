@@ -14,7 +14,7 @@ import pytest
 from bringup.profiles.load import Profile, apply_overrides, load_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
-from burnin.evaluate.handed_in import judging_checks
+from burnin.evaluate.handed_in import evaluate_text, judging_checks
 from burnin.result import Verdict
 from tests import sample_index
 from tests.paths import REPO
@@ -113,14 +113,39 @@ STRUCTURED = [r for r in ROWS if not CHECKS[r.check].whole_at_line_ends]
 NO_END = [r for r in ROWS if CHECKS[r.check].whole_at_line_ends]
 
 
+def _wrong_cuts(row: sample_index.Row) -> list[tuple[int, str, str]]:
+    allowed = {Verdict.UNKNOWN} | ({Verdict.FAIL} if _judged(row, row.output()) is Verdict.FAIL else set())
+    return [
+        (end, v.value, text[-80:]) for end, text in _cuts(row) if (v := _judged(row, text)) not in allowed
+    ]
+
+
 @pytest.mark.parametrize("row", STRUCTURED, ids=[r.id() for r in STRUCTURED])
 def test_a_cut_inside_the_structure_is_unknown(row: sample_index.Row) -> None:
     """A FAIL may stand only where the whole sample fails too: what was kept showed it."""
-    allowed = {Verdict.UNKNOWN} | ({Verdict.FAIL} if _whole(row) is Verdict.FAIL else set())
-    wrong = [
-        (end, v.value, text[-80:]) for end, text in _cuts(row) if (v := _judged(row, text)) not in allowed
-    ]
+    wrong = _wrong_cuts(row)
     assert wrong == [], f"{row.check} on {row.name} cut: {wrong[:5]}"
+
+
+def test_the_cut_property_catches_a_parser_blind_to_its_structure(monkeypatch) -> None:
+    """The property can fail: an ibstat parser that takes the CA blocks it finds (as ib_ports did
+    before it refused a cut block) fails the sample cut inside its first CA as a missing HCA."""
+    import burnin.parsers.ibstat as ibstat
+
+    monkeypatch.setattr(ibstat, "_refuse_a_cut_block", lambda *args: None)
+    row = next(r for r in STRUCTURED if r.check == "ib_ports" and r.verdict == "PASS")
+    assert _wrong_cuts(row) != []
+
+
+EVALUATE_ROWS = sample_index.evaluate_rows()
+
+
+@pytest.mark.parametrize("row", EVALUATE_ROWS, ids=[r.id() for r in EVALUATE_ROWS])
+def test_burnin_evaluate_gives_the_same_verdict_without_the_final_newline(row: sample_index.Row) -> None:
+    profile = _profile(row.profile, row.overrides)
+    text, rc = row.output(), row.run_fields()["rc"]
+    whole = evaluate_text(text, profile, rc=rc).verdict
+    assert evaluate_text(text.rstrip("\n"), profile, rc=rc).verdict is whole
 
 
 @pytest.mark.parametrize("row", NO_END, ids=[r.id() for r in NO_END])
@@ -131,8 +156,8 @@ def test_a_partial_last_line_of_an_output_with_no_end_does_not_count(row: sample
     lines = _lines(row)
     wrong = []
     for end, text in _cuts(row):
-        if text.endswith("\n") or not text:
-            continue
+        if text.endswith("\n") or not end:
+            continue  # whole lines; or a first line, with nothing before it to be judged instead
         at_line_end = _judged(row, "".join(lines[:end]))
         verdict = _judged(row, text)
         with_line = _judged(row, "".join(lines[: end + 1]))
