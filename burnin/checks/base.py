@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import ClassVar
 
 from bringup.profiles.load import Profile
 from burnin.parsers import ParseError
-from burnin.result import Result
+from burnin.result import Result, Verdict
 
 # A multi-part output (e.g. PCIe links at idle, under load, after) is split by lines of this form.
 SECTION_MARK = "@@burnin-section "
@@ -72,6 +72,11 @@ class Check(ABC):
     # Exit codes that mean "the tool ran and its output is to be judged" (ibstat exits 255
     # after printing good data, dcgmi non-zero when a test fails): the check decides.
     judge_any_rc: ClassVar[bool] = False
+    # An output with no end of its own (a kernel log is what the ring buffer holds, df lists the
+    # mounts there are): whole at any line end, so its parser cannot tell a cut there. Every other
+    # output has a structure whose end its parser finds, and refuses (ParseError) when it is
+    # missing: a missing final newline alone is no cut (docs/burnin.md, "A cut output").
+    whole_at_line_ends: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -113,16 +118,31 @@ def judge(check: Check, output: CommandOutput, profile: Profile) -> Result:
     if not output.stdout.strip():
         detail = _last_line(output.stderr)
         return Result.unknown(check.name, "the command printed nothing" + (f" ({detail})" if detail else ""))
-    if not output.stdout.endswith("\n"):
-        # Every tool ends its output with a newline; without one the output was cut short, and a
-        # cut-short output that happens to parse (fewer dmesg lines, fewer mounts) must not pass.
-        return Result.unknown(check.name, "the output ends mid-line: it was cut short")
+    if check.whole_at_line_ends and not output.stdout.endswith("\n"):
+        return _judged_without_a_partial_line(check, output, profile)
+    return _evaluated(check, output, profile)
+
+
+def _evaluated(check: Check, output: CommandOutput, profile: Profile) -> Result:
     try:
         return check.evaluate(output, profile)
     except ParseError as exc:
         return Result.unknown(check.name, f"could not parse the output: {exc}")
     except Exception as exc:  # noqa: BLE001 - a bug in a check is UNKNOWN, never a pass
         return Result.unknown(check.name, f"evaluation error: {type(exc).__name__}: {exc}")
+
+
+def _judged_without_a_partial_line(check: Check, output: CommandOutput, profile: Profile) -> Result:
+    """An output with no end whose last line has no newline: that line may be whole (a paste
+    saved without one) or cut mid-line (a prefix of a count, of a path, of an Xid). It cannot
+    count towards a pass: the output is judged without it, and with it, and the worse verdict
+    stands (a failure the line shows is shown; a line that read as a recovery does not clear)."""
+    head = output.stdout[: output.stdout.rfind("\n") + 1]
+    with_line = _evaluated(check, output, profile)
+    if not head.strip():
+        return with_line  # one line: nothing before it to judge instead
+    without = _evaluated(check, replace(output, stdout=head), profile)
+    return with_line if with_line.verdict.rank >= without.verdict.rank else without
 
 
 def _last_line(text: str) -> str:

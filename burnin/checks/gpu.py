@@ -19,6 +19,7 @@ from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nvidia_smi import (
     GpuQuery,
+    NvlinkStatus,
     SmiQuery,
     parse_nvlink_status,
     parse_query,
@@ -397,6 +398,7 @@ class Nvlink(Check):
             # `nvidia-smi -L` and gpu-burn name GPUs in the same lines: without one link line
             # this is a GPU list, not a node whose every NVLink is down.
             raise ParseError("GPUs listed but no NVLink line: not the output of nvidia-smi nvlink -s")
+        _refuse_a_cut_last_gpu(status, want)
         speeds = [link.speed_gbps for g in status.gpus for link in g.links if link.speed_gbps]
         typical = statistics.median(speeds) if speeds else None
         active = 0
@@ -439,6 +441,22 @@ class Nvlink(Check):
         return Result.judged(
             self.name, findings, {"active_links": active, "link_gbps": typical}, incomplete=incomplete
         )
+
+
+def _refuse_a_cut_last_gpu(status: NvlinkStatus, want: int) -> None:
+    """nvlink -s lists every link of a GPU, an inactive one too ('Link 3: <inactive>'): an output
+    that ends in a GPU listing fewer links than the GPUs before it (or, alone, than the
+    profile), or on a link line with no whole value, was cut there (docs/burnin.md, "A cut output")."""
+    last = status.gpus[-1]
+    if last.all_inactive:
+        return
+    expected = max(len(g.links) for g in status.gpus[:-1]) if len(status.gpus) > 1 else want
+    if len(last.links) < expected:
+        raise ParseError(
+            f"the output ends in GPU {last.index}'s links ({len(last.links)} of {expected}): it was cut"
+        )
+    if last.links and not (last.links[-1].speed_gbps or last.links[-1].inactive):
+        raise ParseError(f"the output ends in GPU {last.index}'s link {last.links[-1].number}: it was cut")
 
 
 @register

@@ -57,6 +57,7 @@ class DiskUsage(Check):
     judges = ("host.disk_use_warn_pct", "host.disk_use_fail_pct")
     description = "every real filesystem below the profile's use limits (df)"
     timeout_s = 30
+    whole_at_line_ends = True  # no end of its own (burnin.checks.base.judge)
 
     def command(self, profile: Profile) -> str:
         return "df -P -k -x tmpfs -x devtmpfs -x squashfs -x overlay"
@@ -149,9 +150,10 @@ class ClockOffset(Check):
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         limit = profile.host.max_clock_offset_s
         last = (output.stdout.strip().splitlines() or [""])[-1].strip()
-        # `date +%s.%N` prints digits, a dot, digits: float() would also take 'nan' (which
-        # compares false with everything, so it passed), 'inf' or '1_700_000_000'.
-        if not re.fullmatch(r"\d{1,12}(?:\.\d{1,9})?", last):
+        # `date +%s.%N` prints digits, a dot, nine digits (GNU date(1): %N is nanoseconds,
+        # zero-padded): float() would also take 'nan' (which compares false with everything, so
+        # it passed), 'inf' or '1_700_000_000', and fewer digits are a number cut short.
+        if not re.fullmatch(r"\d{1,12}\.\d{9}", last):
             raise ParseError(f"not a time from date +%s.%N: {last[:60]!r}")
         node_time = float(last)
         if output.started_at is None or output.finished_at is None:

@@ -168,6 +168,7 @@ class PerfqueryCounters(Check):
     stages = ()  # no stage: judged offline only (burnin evaluate); the ib stage diffs counters around its load
     reads = ("perfquery",)
     description = "perfquery -x / -E: error counters of each port (a single read: warnings, not a rise)"
+    whole_at_line_ends = True  # a list with no count and no end (burnin.checks.base.judge)
 
     def command(self, profile: Profile) -> str:
         return "perfquery -x"

@@ -80,6 +80,7 @@ class KernelLog(Check):
         "APEI, NVMe, mlx5 health), unknown error lines"
     )
     timeout_s = 30
+    whole_at_line_ends = True  # no end of its own (burnin.checks.base.judge)
 
     def command(self, profile: Profile) -> str:
         return "dmesg --time-format iso"

@@ -176,7 +176,10 @@ class PcieLinks(Check):
         loads = [_links(_json_section(text, name)) for name, text in parts.items() if name.startswith("load")]
         after = _links(_json_section(parts["after"], "after")) if "after" in parts else {}
         findings: list[Finding] = []
-        incomplete = ""
+        # The command prints every mark, the kernel one last: an output that ends before it was
+        # cut, and the AER counters or the kernel lines it lost may hold a failure.
+        lost = [name for name in ("after", "kernel") if name not in parts]
+        incomplete = f"the output ends before its {' and '.join(lost)} section: it was cut" if lost else ""
         links = {"gpu": profile.pcie.gpu, "nic": profile.pcie.nic, "nvme": profile.pcie.nvme}
         expected = {kind: (link.gen, link.width) for kind, link in links.items()}
         if not any(link.kind == "gpu" for link in idle.values()) and profile.gpu.count > 0:

@@ -128,6 +128,7 @@ class LspciLinks(Check):
         "pcie.nvme.width",
     )
     description = "lspci -vv: each GPU, NIC and NVMe link's width (and NIC/NVMe speed) against the profile"
+    whole_at_line_ends = True  # a list with no count and no end (burnin.checks.base.judge)
 
     def command(self, profile: Profile) -> str:
         return "lspci -vv"

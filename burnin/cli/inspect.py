@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -14,7 +15,7 @@ from bringup.profiles.load import Profile, apply_overrides, find_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.evidence import EVIDENCE_CHECKS
 from burnin.cli.render import print_findings, styled
-from burnin.evaluate.handed_in import MAX_BYTES, Evaluation, evaluate_evidence
+from burnin.evaluate.handed_in import MAX_BYTES, Evaluation, HandedIn, evaluate_evidence, evaluate_files
 from burnin.result import PASSING, Finding, Result
 from burnin.stages import ALL_STAGES, stage_checks
 
@@ -37,7 +38,7 @@ def _profile(ctx: click.Context, name: str) -> Profile:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print {check, tool, confidence, verdict, findings, ...} as JSON."
 )
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @click.pass_context
 def evaluate_cmd(
     ctx: click.Context,
@@ -46,11 +47,23 @@ def evaluate_cmd(
     rc: int,
     overrides: tuple[str, ...],
     as_json: bool,
-    file: str,
+    files: tuple[str, ...],
 ) -> None:
     """Judge a saved tool output FILE ('-' for stdin) offline: the tool is recognised from its
-    content (or named with --check) and judged against the profile as on a node."""
+    content (or named with --check) and judged against the profile as on a node. A directory or
+    several files (a ticket's attachments): one row each, the tool, the verdict and the first
+    finding; the exit status is the worst verdict's."""
     profile = apply_overrides(_profile(ctx, profile_name), overrides)
+    if len(files) > 1 or Path(files[0]).is_dir():
+        if "-" in files:
+            raise click.BadParameter("'-' (stdin) is read alone, not with other files", param_hint="FILES")
+        handed_in = evaluate_files([Path(f) for f in files], profile, check_name=check_name, rc=rc)
+        if as_json:
+            click.echo(json.dumps(handed_in.to_dict(), indent=2))
+        else:
+            _print_files(handed_in)
+        sys.exit(0 if handed_in.verdict in PASSING else 1)
+    file = files[0]
     with click.open_file(file, "rb") as stream:
         data = stream.read(MAX_BYTES + 1)
     source = "stdin" if file == "-" else file
@@ -78,6 +91,14 @@ def _print_evaluation(evaluation: Evaluation) -> None:
         console.print(f"  {evaluation.reason}", highlight=False)
     for result in evaluation.results:
         _print_result(result)
+
+
+def _print_files(handed_in: HandedIn) -> None:
+    out = table(f"{len(handed_in.files)} file(s) judged", "file", "tool", "verdict", "first finding")
+    for f in handed_in.files:
+        out.add_row(f.path, f.tool or "-", styled(f.verdict), f.first_finding())
+    console.print(out)
+    console.print(f"verdict: {styled(handed_in.verdict)}", highlight=False)
 
 
 def _print_result(result: Result) -> None:

@@ -13,7 +13,9 @@ With a check named, that check judges it, whatever it looks like.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bringup.core.errors import BadInput
@@ -89,9 +91,6 @@ class Evaluation:
 def _prepare(text: str, section: str) -> str:
     if section and SECTION_MARK not in text:
         text = f"{SECTION_MARK}{section}\n{text}"
-    stripped = text.rstrip()
-    if stripped.startswith("{") and stripped.endswith("}") and not text.endswith("\n"):
-        text += "\n"  # a whole JSON document saved without a final newline is not cut short
     return text
 
 
@@ -167,3 +166,99 @@ def evaluate_evidence(
         recognition = Recognition(None, 0.0, "not recognised: a binary file is no tool's output")
         return Evaluation(recognition, given, (), Verdict.UNKNOWN, str(exc), bool(given))
     return evaluate_text(text, profile, check_name, rc)
+
+
+# -- several files at once: an operator's ticket attachments (`burnin evaluate DIR` / FILE FILE ...)
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class FileJudged:
+    """One handed-in file: its evaluation, or why it could not be read (then UNKNOWN)."""
+
+    path: str
+    evaluation: Evaluation | None
+    unread: str = ""  # why the file was not judged: unreadable, binary, over MAX_BYTES
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.evaluation.verdict if self.evaluation is not None else Verdict.UNKNOWN
+
+    @property
+    def tool(self) -> str | None:
+        return self.evaluation.tool if self.evaluation is not None else None
+
+    def first_finding(self) -> str:
+        """The most severe finding's message (the first of that severity), else the reason."""
+        if self.evaluation is None:
+            return self.unread
+        findings = sorted(self.evaluation.findings(), key=lambda f: _SEVERITY_ORDER.get(f["severity"], 3))
+        return findings[0]["message"] if findings else self.evaluation.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "file": self.path,
+            "tool": self.tool,
+            "verdict": self.verdict.value,
+            "first_finding": self.first_finding(),
+        }
+        out["evaluation"] = self.evaluation.to_dict() if self.evaluation is not None else None
+        return out
+
+
+@dataclass(frozen=True)
+class HandedIn:
+    """Every file judged, in the order given (a directory's files sorted by path)."""
+
+    files: tuple[FileJudged, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst file's verdict; no file at all is UNKNOWN (nothing was judged)."""
+        return worst(f.verdict for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, "files": [f.to_dict() for f in self.files]}
+
+
+def files_of(paths: Sequence[Path]) -> list[Path]:
+    """The files named, a directory's files (all of its tree, sorted, hidden ones left out)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+        else:
+            out.append(path)
+    return out
+
+
+def evaluate_files(
+    paths: Sequence[Path], profile: Profile, *, check_name: str | None = None, rc: int | None = 0
+) -> HandedIn:
+    """`burnin evaluate DIR` / `FILE FILE ...`: each file read with a size cap (one at a time, its
+    text dropped once judged) and judged as `burnin evaluate FILE` would; a file that cannot be
+    read, is binary or too large is an UNKNOWN row with why, and the others carry on."""
+    if check_name is not None:
+        _named_check(check_name)  # an unknown check is the command line's mistake, not a row
+    judged: list[FileJudged] = []
+    for path in files_of(paths):
+        try:
+            with path.open("rb") as stream:
+                data = stream.read(MAX_BYTES + 1)
+        except OSError as exc:
+            judged.append(FileJudged(str(path), None, f"could not read it: {exc.strerror or exc}"))
+            continue
+        try:
+            evaluation = evaluate_evidence(data, profile, source=str(path), check_name=check_name, rc=rc)
+        except BadInput as exc:  # over MAX_BYTES: not read whole
+            judged.append(FileJudged(str(path), None, str(exc)))
+            continue
+        finally:
+            del data
+        judged.append(FileJudged(str(path), evaluation))
+    return HandedIn(tuple(judged))

@@ -170,8 +170,14 @@ _OFED_RE = re.compile(r"^(?P<prefix>MLNX_OFED_LINUX|OFED-internal|OFED)-(?P<vers
 @parser
 def parse_ofed_version(text: str) -> OfedVersion:
     """``ofed_info -s``: 'MLNX_OFED_LINUX-24.04-0.6.6.0:' or DOCA's 'OFED-internal-24.04-0.6.6:'."""
-    for line in split_lines(text):
+    lines = split_lines(text)
+    for at, line in enumerate(lines):
         if m := _OFED_RE.match(line.strip()):
+            if at == len(lines) - 1 and not line.rstrip().endswith(":"):
+                # ofed_info -s ends its version with ':': the last line, unfinished, was cut in it
+                raise ParseError(
+                    f"the output ends in the version line without its ':': it was cut ({line.strip()!r})"
+                )
             flavour = "mlnx_ofed" if m.group("prefix") == "MLNX_OFED_LINUX" else "doca_ofed"
             return OfedVersion(m.group("version"), flavour, line.strip())
     raise ParseError("not 'ofed_info -s' output: no 'MLNX_OFED_LINUX-x:' / 'OFED-internal-x:' line")

@@ -84,6 +84,7 @@ def parse_ibstat(text: str) -> Ibstat:
     ca: dict | None = None
     port_kv: dict[str, str] | None = None
     port_no = 0
+    cut_line = False
 
     def close_port() -> None:
         nonlocal port_kv
@@ -112,6 +113,7 @@ def parse_ibstat(text: str) -> Ibstat:
 
     # A substring test before each regex (one its every match holds) spares most lines three of them.
     for line in split_lines(text):
+        cut_line = cut_line and not line.strip()
         if "ib" in line and (m := _PROBLEM_RE.match(line)):
             problems.append(m.group(0).strip())
         elif line.startswith("CA '") and (m := _CA_RE.match(line)):
@@ -126,11 +128,38 @@ def parse_ibstat(text: str) -> Ibstat:
             target = port_kv if port_kv is not None else ca["kv"]
             target.setdefault(m.group(1).lower(), m.group(2).strip())
         elif line.strip():
+            cut_line = ca is not None  # the block's last line, if the text ends in it unfinished
             close_ca()  # something else (a prompt, another command's output) ends the CA
+    if cut_line and not text.endswith(("\n", "\r")):
+        raise ParseError("the output ends in a CA block, in a line it does not finish: it was cut")
+    if ca is not None:
+        _refuse_a_cut_block(ca, port_kv, port_no)
+    elif text.rstrip().rpartition("\n")[2].startswith("CA '"):
+        raise ParseError("the output ends in a CA line: it was cut")
     close_ca()
     if not hcas and not problems:
         raise ParseError("not ibstat output: no \"CA '...'\" block and no ibpanic line")
     return Ibstat(tuple(hcas), tuple(problems))
+
+
+# ibstat ends each port with its link layer (infiniband-diags ibstat.c prints it last).
+_LINK_LAYERS = ("InfiniBand", "Ethernet")
+
+
+def _refuse_a_cut_block(ca: dict, port_kv: dict[str, str] | None, port_no: int) -> None:
+    """The CA block the output ends in: whole when it holds its 'Number of ports' ports and its
+    last port ends with a whole 'Link layer' line; else the output was cut inside it
+    (docs/burnin.md, "A cut output")."""
+    where = f"CA '{ca['name']}'"
+    if port_kv is None:
+        raise ParseError(f"the output ends in {where} before its ports: it was cut")
+    if port_kv.get("link layer") not in _LINK_LAYERS:
+        raise ParseError(f"the output ends in {where} port {port_no} before its link layer: it was cut")
+    ports = to_int(ca["kv"].get("number of ports"))
+    if ports is not None and len(ca["ports"]) + 1 < ports:
+        raise ParseError(
+            f"the output ends in {where} after {len(ca['ports']) + 1} of {ports} ports: it was cut"
+        )
 
 
 @dataclass(frozen=True)

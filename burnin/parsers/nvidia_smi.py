@@ -358,11 +358,9 @@ def _cut_block(first: Node | LazyNode, last: Node | LazyNode) -> str:
         return f"the block of {last.key} is empty: the output was cut short"
     if first.has("Product Name"):
         missing = [] if last.has("Processes") else ["Processes"]
-    else:  # the same sections, down to their last line
-        have = [n.key for n in last.walk()]
-        missing = (
-            [n.key for n in first.walk()][len(have) :] if len(have) < sum(1 for _ in first.walk()) else []
-        )
+    else:  # the same sections, down to their last line, by name: a key cut mid-line is none of them
+        have = {n.key for n in last.walk()}
+        missing = [n.key for n in first.walk() if n.key not in have]
     if not missing:
         return ""
     return f"the block of {last.key} ends before {', '.join(missing[:3])!r}: the output was cut short"
@@ -581,6 +579,12 @@ def parse_gpu_list(text: str) -> list[GpuListEntry]:
             raise ParseError(f"not 'nvidia-smi -L' output: a line that is no GPU: {line.strip()[:120]!r}")
     if not gpus and not re.search(r"No devices were found", text):
         raise ParseError("not 'nvidia-smi -L' output: no 'GPU n: ...' line")
+    last = text.rpartition("\n")[2]
+    if last.strip() and gpus and (gpus[-1].uuid is None or "(UUID:" not in last) and _gpu_line(last):
+        # A GPU line ends with its '(UUID: ...)': one without it, unfinished, was cut there.
+        raise ParseError(
+            f"the output ends in a GPU line it does not finish: it was cut ({last.strip()[:80]!r})"
+        )
     return gpus
 
 

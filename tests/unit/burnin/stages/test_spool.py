@@ -239,11 +239,16 @@ def test_a_clock_off_by_a_minute_fails_through_the_spool_as_over_ssh() -> None:
     profile = shipped()
     plan = [c for c in stage_checks("preflight", profile) if c.name == "clock_offset"]
     reported = SpoolResult(
-        "/s/7-n1-preflight.json", 7, "n1", "preflight", [], {"clock_offset": CommandOutput("1000.0\n")}
+        "/s/7-n1-preflight.json",
+        7,
+        "n1",
+        "preflight",
+        [],
+        {"clock_offset": CommandOutput("1000.000000000\n")},
     )
     ((result, text),) = merge_judged(plan, profile, reported, {}, (1060.0, 1065.0))
     assert result.verdict is Verdict.FAIL and "-60.0 s off" in result.findings[0].message
-    assert text == "1000.0\n"
+    assert text == "1000.000000000\n"
 
 
 def test_a_check_the_task_did_not_report_is_unknown_never_a_pass() -> None:
