@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from bringup.profiles.load import Profile
 from burnin.parsers import ParseError
-from burnin.result import Result, Verdict
+from burnin.result import Result
 
 # A multi-part output (e.g. PCIe links at idle, under load, after) is split by lines of this form.
 SECTION_MARK = "@@burnin-section "

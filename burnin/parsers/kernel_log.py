@@ -206,7 +206,13 @@ def read_kernel_log(text: str) -> tuple[int, list[KernelEvent]]:
     return count, _parse_scanned(text, scanned)
 
 
-def _count_prefixed(scanned: list[tuple[str, Entry, bool]]) -> int:
+def kernel_line_counts(text: str) -> tuple[int, int]:
+    """(kernel-log lines, other lines that are not continuations) of ``text``: how much of it is
+    a kernel log, for a text that may hold one beside another tool's output."""
+    return _counts(_scan(text))
+
+
+def _counts(scanned: list[tuple[str, Entry, bool]]) -> tuple[int, int]:
     prefixed = bare = 0
     for line, entry, found in scanned:
         if found:
@@ -215,6 +221,11 @@ def _count_prefixed(scanned: list[tuple[str, Entry, bool]]) -> int:
             prefixed += bool(entry.message.strip())
         elif not is_continuation(line):
             bare += 1
+    return prefixed, bare
+
+
+def _count_prefixed(scanned: list[tuple[str, Entry, bool]]) -> int:
+    prefixed, bare = _counts(scanned)
     if prefixed == 0:
         raise ParseError("not a kernel log: no kernel-log line (timestamp, level or 'kernel:' prefix)")
     if prefixed < bare:

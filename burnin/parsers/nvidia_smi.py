@@ -322,12 +322,15 @@ class SmiFailure:
 # "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error" (or "GPU is lost",
 # on drivers that say so): NVML cannot reach a GPU it enumerated, as after an Xid 79. Newer
 # drivers print no space before the address; Windows' nvidia-smi.exe says "detect".
+# Whole sentences only: an answer cut mid-line ("... for GPU 0000:09:00.0: Unknown E") is a cut
+# output, UNKNOWN, not an answer (burnin/checks/base.py: a cut is judged by structure).
 _GPU_LOST_RE = re.compile(
     r"Unable to (?:determine|detect) the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])?"
+    r"\s*:\s*(?:Unknown Error|GPU is lost)"
 )
 _NO_DEVICES_RE = re.compile(r"^\s*No devices were found\s*$", re.M)
 # The apostrophe is any character: pastes carry it as a typographic quote.
-_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver")
+_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver\.")
 
 
 def smi_failure(text: str) -> SmiFailure | None:
@@ -702,6 +705,7 @@ def parse_query_gpu_csv_sections(
     names: list[str] | None = list(fields) if fields else None
     sections: list[list[dict[str, str | None]]] = [[]]
     seen_header = names is not None
+    short_last = ""  # the last line, when it is a row with fewer fields than its header: cut
     for line in split_lines(text):
         if not line.strip() or "--query-" in line or "--format" in line:
             continue  # blank, or the command line itself pasted above its output
@@ -713,13 +717,18 @@ def parse_query_gpu_csv_sections(
             if sections[-1]:
                 sections.append([])
             continue
+        short_last = ""
         if names is None or len(cells) != len(names):
+            if names is not None and 1 < len(cells) < len(names):
+                short_last = f"the last row has {len(cells)} of {len(names)} fields: the output was cut short"
             continue
         sections[-1].append(
             {n: clean(c) if not is_na(c) else None for n, c in zip(names, cells, strict=False)}
         )
     if not seen_header:
         raise ParseError("no CSV header line ('index, pcie.link.gen.current, ...') found")
+    if short_last:
+        raise ParseError(short_last)
     return [section for section in sections if section]
 
 

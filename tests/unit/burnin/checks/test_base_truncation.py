@@ -72,10 +72,18 @@ def _whole(row: sample_index.Row) -> Verdict:
     return _judged(row, row.output())
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id() for r in ROWS])
+# The samples captured without their final newline (the corpus keeps some as the field pasted
+# them) are judged as they are by test_samples; here, those that have one to remove.
+WITH_NEWLINE = [r for r in ROWS if r.output().endswith("\n")]
+
+
+def test_most_samples_end_with_their_newline() -> None:
+    assert len(WITH_NEWLINE) > 0.9 * len(ROWS)
+
+
+@pytest.mark.parametrize("row", WITH_NEWLINE, ids=[r.id() for r in WITH_NEWLINE])
 def test_removing_the_final_newline_keeps_the_verdict(row: sample_index.Row) -> None:
     text = row.output()
-    assert text.endswith("\n"), "a sample ends with its newline"
     assert _judged(row, text.rstrip("\n")) is _whole(row)
 
 
@@ -87,8 +95,9 @@ def _lines(row: sample_index.Row) -> list[str]:
 
 
 # Outputs that list blocks with no count and no end of their own (ibstat lists the CAs there are,
-# nvidia-smi -L a line a GPU): whole before each block, where a cut is a shorter whole list.
-WHOLE_BEFORE = {"ibstat": "CA '", "nvidia-smi -L": "GPU "}
+# nvidia-smi -L a line a GPU, a --query-gpu CSV a row a GPU): whole before each block, where a cut
+# is a shorter whole list (judged on its count: never a pass on a count the profile does not have).
+WHOLE_BEFORE = {"ibstat": "CA '", "nvidia-smi -L": "GPU ", "nvidia-smi --query-gpu CSV": ""}
 
 
 def _cuts(row: sample_index.Row) -> list[tuple[int, str]]:
@@ -101,7 +110,7 @@ def _cuts(row: sample_index.Row) -> list[tuple[int, str]]:
     for end in range(0, part, max(1, part // 40)):
         head = "".join(lines[:end])
         block = WHOLE_BEFORE.get(row.tool or "")
-        if not (block and end and lines[end].startswith(block)):
+        if not (block is not None and end and lines[end].startswith(block)):
             out.append((end, head))
         line = lines[end].rstrip("\r\n")
         if len(line) > 1:  # a one-character line has no middle

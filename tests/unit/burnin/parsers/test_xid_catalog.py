@@ -97,7 +97,9 @@ def test_an_xid_nvidia_escalates_to_support_fails_a_node_under_test():
         info = XID_CATALOG[x]
         assert (info.severity, info.action, info.app_error) == (Severity.CRITICAL, Action.REBOOT, False), x
     # what NVIDIA calls the application's fault stays a warning, whatever the investigation
-    assert all(i.severity is Severity.WARNING for i in XID_CATALOG.values() if i.app_error and i.rule != "floor")
+    assert all(
+        i.severity is Severity.WARNING for i in XID_CATALOG.values() if i.app_error and i.rule != "floor"
+    )
     assert {68, 96, 105} <= floored  # video engine and memory errors the older, shorter list failed too
 
 
