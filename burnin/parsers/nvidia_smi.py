@@ -330,7 +330,10 @@ _GPU_LOST_RE = re.compile(
 )
 _NO_DEVICES_RE = re.compile(r"^\s*No devices were found\s*$", re.M)
 # The apostrophe is any character: pastes carry it as a typographic quote.
-_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver\.")
+_NO_DRIVER_RE = re.compile(
+    r"NVIDIA-SMI has failed because it couldn.t communicate with the NVIDIA driver\."
+    r"(?:(?![ \t]*M)|[ \t]*Make sure that the latest NVIDIA driver is installed and running\.)"
+)
 
 
 def smi_failure(text: str) -> SmiFailure | None:
