@@ -32,6 +32,7 @@ import selectors
 import shlex
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -429,10 +430,17 @@ class _Multiplexer:
         self._wake()
 
     def _wake(self) -> None:
-        with self.lock:  # never write to a closed (and perhaps reused) descriptor
+        # At interpreter exit (a generator closed as the process ends after Ctrl-C) the daemon
+        # threads are frozen wherever they were, perhaps holding the lock: there is no one to wake,
+        # and waiting for the lock hung the exit (1 run in 4 of the interrupt test).
+        if sys.is_finalizing() or not self.lock.acquire(timeout=5):
+            return
+        try:  # never write to a closed (and perhaps reused) descriptor
             if not self.pipe_closed:
                 with contextlib.suppress(BlockingIOError):  # full: the reader has plenty to wake it
                     os.write(self.wake_w, b"x")
+        finally:
+            self.lock.release()
 
     def _connector(self) -> None:
         try:

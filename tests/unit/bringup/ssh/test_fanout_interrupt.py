@@ -17,20 +17,23 @@ from bringup.ssh.fanout import SshTarget
 from tests.paths import REPO
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again when the block ends: connections are refused
+def refusing() -> socket.socket:
+    """A socket bound to a port and never listening: a connection to that port is refused at once,
+    and no other socket (the silent listener, another test's server) can take the port meanwhile,
+    as it could once a closed port's number was handed out again."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    return s
 
 
 def test_an_interrupted_fan_out_starts_no_more_nodes(monkeypatch):
     """n0 refuses at once; n1..n5 accept and never say a word (each would take its connect
     timeout). With one at a time, n1 is running when the caller stops: the rest never start."""
-    with socket.socket() as silent:
+    with socket.socket() as silent, refusing() as refused:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         port = silent.getsockname()[1]
-        targets = [SshTarget("n0", "127.0.0.1", port=closed_port(), connect_timeout=2)] + [
+        targets = [SshTarget("n0", "127.0.0.1", port=refused.getsockname()[1], connect_timeout=2)] + [
             SshTarget(f"n{i}", "127.0.0.1", port=port, connect_timeout=2) for i in range(1, 6)
         ]
         started = []
@@ -59,11 +62,13 @@ import socket, sys, time
 from bringup.ssh import fanout as remote
 from bringup.ssh.fanout import SshTarget
 from tests.paths import REPO
+refused = socket.socket()
+refused.bind(("127.0.0.1", 0))  # bound, never listening: a connection is refused at once
 silent = socket.socket()
 silent.bind(("127.0.0.1", 0))
 silent.listen(8)
 targets = [
-    SshTarget("n0", "127.0.0.1", port=int(sys.argv[1]), connect_timeout=90),
+    SshTarget("n0", "127.0.0.1", port=refused.getsockname()[1], connect_timeout=90),
     SshTarget("n1", "127.0.0.1", port=silent.getsockname()[1], connect_timeout=90),
 ]
 results = remote.fan_out(targets, "true", 120, concurrency=1)
@@ -82,7 +87,7 @@ def test_a_process_interrupted_outside_the_fan_out_ends_at_once():
     not daemons, and nothing told them to stop."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(closed_port())],
+        [sys.executable, "-c", CHILD],
         cwd=REPO,
         capture_output=True,
         text=True,
