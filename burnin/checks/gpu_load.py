@@ -246,18 +246,17 @@ class GpuStress(Check):
             "max_power_w": max(power) if power else None,
             "throttle_samples": len(samples),
         }
-        loaded = {g.get("index") for g in gpus if isinstance(g, dict)}
-        unsampled = sorted(str(i) for i in loaded - {s.index for s in samples})
-        incomplete = (
-            "no clock throttle samples during the load (nvidia-smi sampler)"
-            if not samples
-            # the sampler prints a row per GPU each time: a GPU without one was never watched
-            # (the sampler died, or its output was cut)
-            else f"no clock throttle sample of GPU {', '.join(unsampled)} during the load"
-            if unsampled
-            else ""
-        )
-        return Result.judged(self.name, findings, metrics, incomplete=incomplete)
+        return Result.judged(self.name, findings, metrics, incomplete=_unsampled(gpus, samples))
+
+
+def _unsampled(gpus: list, samples: list) -> str:
+    """Why the throttle sampling does not cover the load, or ''. The sampler prints a row per GPU
+    each time: a GPU without one was never watched (the sampler died, or its output was cut)."""
+    if not samples:
+        return "no clock throttle samples during the load (nvidia-smi sampler)"
+    loaded = {g.get("index") for g in gpus if isinstance(g, dict)}
+    missing = sorted(str(i) for i in loaded - {s.index for s in samples})
+    return f"no clock throttle sample of GPU {', '.join(missing)} during the load" if missing else ""
 
 
 def _stress_report(text: str) -> dict:
