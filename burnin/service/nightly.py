@@ -68,6 +68,7 @@ from burnin.service.nightly_plan import (
 )
 from burnin.service.reasons import DrainOrigin, drain_origin
 from burnin.stages import STAGE_ORDER, is_group_stage
+from burnin.stages.beside import run_beside_partners
 from burnin.stages.jobs import BurninOutcome, NodeJob
 from burnin.stages.launch import group_settings
 from burnin.stages.runner import BurninRun, record_for
@@ -414,31 +415,27 @@ def _burn_in(
         record = record_for(node.hardware, previous_check_time(store, name, "bmc_event_log"))
         jobs[name] = NodeJob(name, profile, target, record)
     settings = group_settings(rack.hosts[0].vars if rack.hosts else {}, slurm_reservation=req.reservation)
-    single = [s for s in req.stages if not is_group_stage(s)]
-    group = [s for s in req.stages if is_group_stage(s)]
-    outcomes: dict[str, BurninOutcome] = {}
-    if single:
-        say(f"stages {','.join(single)} on {', '.join(tested)}")
-        for o in BurninRun(store, run.id, single, req.concurrency, True).run([jobs[n] for n in tested]):
-            outcomes[o.node] = o
-    still = [n for n in tested if n not in outcomes or outcomes[n].verdict in PASSING]
-    if group and still:
-        say(f"stages {','.join(group)} on {', '.join(still)} beside golden {', '.join(partners) or '(none)'}")
-        runner = BurninRun(
+
+    def make_run(stages: list[str], beside: frozenset[str]) -> BurninRun:
+        if not any(is_group_stage(s) for s in stages):
+            say(f"stages {','.join(stages)} on {', '.join(tested)}")
+        # the ib pairs and nccl anchors (GroupContext.partners)
+        return BurninRun(
             store,
             run.id,
-            group,
+            stages,
             req.concurrency,
             True,
             group_settings=settings,
             on_group_progress=say,
-            partners=frozenset(partners),  # the ib pairs and nccl anchors (GroupContext.partners)
+            partners=beside,
         )
-        for o in runner.run([jobs[n] for n in [*still, *partners]]):
-            if o.node in outcomes:
-                outcomes[o.node].stages.extend(o.stages)
-            else:
-                outcomes[o.node] = o
+
+    def told(still: list[str], beside: list[str]) -> None:
+        group = ",".join(s for s in req.stages if is_group_stage(s))
+        say(f"stages {group} on {', '.join(still)} beside golden {', '.join(beside) or '(none)'}")
+
+    outcomes = run_beside_partners(make_run, jobs, req.stages, tested, partners, told)
     passed = [n for n in tested if (o := outcomes.get(n)) is not None and o.stages and o.verdict in PASSING]
     back_to_golden(store, run.id, passed, req.stages)
     return outcomes

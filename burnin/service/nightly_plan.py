@@ -36,6 +36,7 @@ from datetime import datetime
 from enum import Enum
 
 from burnin.parsers.slurm import SlurmNode
+from burnin.plan.partners import Candidate, choose_partners
 from burnin.service.reasons import DrainOrigin, drain_origin, fit_reason
 
 NIGHTLY_PREFIX = "bringup nightly run "
@@ -112,21 +113,6 @@ def outside_reservation(plan: NightPlan, reserved: Collection[str]) -> list[str]
     return [n for n in plan.nodes if n not in covered]
 
 
-# The fewest partners a night takes by default: with two, each node under test meets two proven
-# ports (what blame by agreement needs) and the partners cross-check each other; a lone partner
-# is trusted, so were it the bad one, the node beside it would be blamed.
-DEFAULT_PARTNERS = 2
-
-
-def partner_count(tested: int, partners: int | None = None) -> int:
-    """How many golden partners a night takes: ``partners`` when given (``--partners N``), else
-    one per tested node and at least ``DEFAULT_PARTNERS``, so every tested node has its own
-    partner in every ib round and its own nccl group, without a second suspect beside it.
-    Counted per hardware profile (``tested``: the tested nodes of one profile). The partners are
-    idle nodes, drained for the night: ``--partners N`` caps what that costs, N per profile."""
-    return partners if partners is not None else max(DEFAULT_PARTNERS, tested)
-
-
 def revalidation_count(pool: int, pct: float) -> int:
     """How many golden nodes a night revalidates: ``pct`` % of the pool, at least 1 above 0 %."""
     if pct <= 0 or pool <= 0:
@@ -197,29 +183,13 @@ def plan_night(
 def _partners(
     plan: NightPlan, free: Sequence[NodeView], profiles: dict[str, str], cap: int | None
 ) -> set[str]:
-    """The free golden nodes that stand beside ``plan.tested``: for each profile among the tested
-    nodes, ``partner_count`` of that profile's tested nodes, of that profile, in rack order (the
-    nccl stage soaks each profile on its own, so a partner of another profile is no anchor
-    there, and the ib stage's rails and rates are the profile's). A profile with too few free
-    gets what there is, and ``plan.notes`` says so."""
-    tested: dict[str, list[str]] = {}
-    for p in plan.tested:
-        tested.setdefault(profiles.get(p.node, ""), []).append(p.node)
-    chosen: set[str] = set()
-    for profile, names in tested.items():
-        want = partner_count(len(names), cap)
-        got = [v.name for v in free if v.profile == profile][:want]
-        chosen.update(got)
-        if len(got) < want:
-            plan.notes.append(_short_note(profile, names, len(got), want))
-    return chosen
-
-
-def _short_note(profile: str, tested: list[str], got: int, want: int) -> str:
-    """'profile P: 1 golden partner free of the 2 wanted for n1, n2'."""
-    who = f"profile {profile}" if profile else "partners"
-    free = f"{got} golden partner{'s' if got != 1 else ''} free" if got else "no golden partner free"
-    return f"{who}: {free} of the {want} wanted for {', '.join(tested)}"
+    """The free golden nodes that stand beside ``plan.tested`` (burnin/plan/partners.py: of each
+    tested node's profile, in rack order); a profile with too few free gets what there is, and
+    ``plan.notes`` says so."""
+    tested = [Candidate(p.node, profiles.get(p.node, "")) for p in plan.tested]
+    choice = choose_partners(tested, [Candidate(v.name, v.profile) for v in free], cap)
+    plan.notes.extend(choice.notes)
+    return set(choice.chosen)
 
 
 def plan_idle(views: Sequence[NodeView], revalidate_pct: float = 0.0) -> list[Pick]:

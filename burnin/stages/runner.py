@@ -310,7 +310,9 @@ class BurninRun:
         for node, outcome in outcomes.items():
             outcome.final_state = states.get(node, "")
             failed = [s for s in outcome.stages if s.verdict is Verdict.FAIL]
-            if failed and outcome.final_state == State.BURNIN.value:
+            # A partner is an anchor, proven before this run (an acceptance's accepted node is
+            # still in burnin): the group stage's findings are recorded, it is never failed here.
+            if failed and outcome.final_state == State.BURNIN.value and node not in self.partners:
                 stage = failed[0]
                 findings = [
                     f.to_dict() for r in stage.results for f in r.findings if f.severity is Severity.CRITICAL

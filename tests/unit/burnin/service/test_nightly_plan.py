@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from burnin.parsers.slurm import SlurmNode, parse_sinfo_nodes
+from burnin.plan.partners import partner_count
 from burnin.service.nightly_plan import (
     NodeView,
     Return,
@@ -12,7 +13,6 @@ from burnin.service.nightly_plan import (
     nightly_reason,
     nightly_run_of,
     outside_reservation,
-    partner_count,
     plan_night,
     return_action,
     revalidation_count,
