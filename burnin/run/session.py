@@ -23,6 +23,7 @@ from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles.load import apply_overrides, find_profile
 from bringup.ssh.fanout import default_concurrency, target_for_node
 from burnin.result import Verdict
+from burnin.stages.beside import run_beside_partners
 from burnin.stages.group import GROUP_STAGES
 from burnin.stages.jobs import BurninOutcome, NodeJob, StageOutcome
 from burnin.stages.launch import group_settings
@@ -52,6 +53,13 @@ class RackRunRequest:
     launch: LaunchOptions = field(default_factory=LaunchOptions)
     wait: timedelta | None = None  # --wait: queue this long behind a run holding the nodes
     tags: Mapping[str, Any] = field(default_factory=dict)  # kept in Run.params (an acceptance's iteration)
+    # Proven nodes beside the tested ones in the group stages (burnin/stages/beside.py): claimed by
+    # the run, never gated, moved or given the single-node stages. An acceptance's re-delivery.
+    partners: Sequence[str] = ()
+    # Every single-node stage runs on a node even after one failed (the group stages still take
+    # only the nodes that passed them): an acceptance, whose vendor wants every finding and
+    # whose pcie stage reads the PCI tree that names a part the OS lost (docs/acceptance.md).
+    single_keep_going: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,11 +129,15 @@ def run_rack(
             slurm_reservation=launch.reservation,
         )
         params["launcher"] = "slurm"
+    tested = {a.host.name for a in admitted}
+    partners = [p for p in dict.fromkeys(request.partners) if p not in tested]
+    if partners:
+        params["partners"] = partners
     with run_ledger(
         store,
         "burnin",
         request.rack,
-        nodes=[a.host.name for a in admitted],
+        nodes=[a.host.name for a in admitted] + partners,
         params=params,
         wait=request.wait,
         on_wait=progress.on_wait if progress is not None else None,
@@ -155,16 +167,38 @@ def run_rack(
             )
             target = target_for_node(host.name, host.vars, selection.rack.path.parent, node)
             jobs.append(NodeJob(host.name, profiles[host.name], target, record_for(node.hardware, previous)))
-        concurrency = request.concurrency or default_concurrency(len(jobs))
-        runner = BurninRun(
-            store, run.id, stages, concurrency, not request.keep_going, group_settings=settings
-        )
+        partner_jobs = []
+        for name in partners:
+            host, node = selection.rack.host(name), records.get(name) or store.get_node(name)
+            profile = apply_overrides(selection.rack.profiles[host.profile], request.overrides)
+            target = target_for_node(name, host.vars, selection.rack.path.parent, node)
+            partner_jobs.append(NodeJob(name, profile, target, record_for(node.hardware, None)))
+        concurrency = request.concurrency or default_concurrency(len(jobs) + len(partner_jobs))
+        on_line = progress.on_group_progress if progress is not None else None
         if slurm is not None:
-            on_line = progress.on_group_progress if progress is not None else None
-            runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)
             for stage in GROUP_STAGES:  # what each group stage needs to run through Slurm too
                 settings.update(stage.slurm_settings(slurm, run.id, on_line))
-        outcomes = _execute(runner, jobs, progress)
+
+        def make_run(these: list[str], beside: frozenset[str] = frozenset()) -> BurninRun:
+            keep = request.keep_going or (request.single_keep_going and not beside)
+            runner = BurninRun(
+                store, run.id, these, concurrency, not keep, group_settings=settings, partners=beside
+            )
+            if slurm is not None:
+                runner.stage_engine = SlurmStages(slurm, run.id, request.overrides, on_line)
+            if progress is not None:
+                runner.on_stage_start = progress.on_stage_start
+                runner.on_node_done = progress.on_node_done
+                runner.on_group_progress = progress.on_group_progress
+            return runner
+
+        if partners or request.single_keep_going:
+            every = {j.name: j for j in [*jobs, *partner_jobs]}
+            tested_names = [j.name for j in jobs]
+            beside = run_beside_partners(make_run, every, stages, tested_names, partners)
+            outcomes = [beside[n] for n in tested_names if n in beside]
+        else:
+            outcomes = _execute(make_run(stages), jobs, progress)
         run.finish("failed" if any(o.verdict is Verdict.FAIL for o in outcomes) else "done")
     return skipped + outcomes
 
