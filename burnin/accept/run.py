@@ -9,8 +9,9 @@ so the same command after a crash or a kill continues the acceptance instead of 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bringup.core.errors import UserError
@@ -23,7 +24,7 @@ from bringup.fleet.transitions import Note, Transition, states_of, transition_ma
 from bringup.inventory.delivery import Delivery, load_delivery
 from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.accept import ledger
-from burnin.accept.decide import REJECTED, NodeDecision, NodeEvidence, decide_delivery, decide_node
+from burnin.accept.decide import ACCEPTED, REJECTED, NodeDecision, NodeEvidence, decide_delivery, decide_node
 from burnin.accept.order_check import conformance_of, delivery_problems
 from burnin.accept.outcome import (
     AcceptanceResult,
@@ -34,7 +35,9 @@ from burnin.accept.outcome import (
 )
 from burnin.accept.report import write_outputs
 from burnin.accept.soak import SoakPlan, failed_nodes, run_soak, still_in
+from burnin.plan.partners import Candidate, choose_partners
 from burnin.run.session import Progress, RackRunRequest, run_rack
+from burnin.stages import is_group_stage
 
 
 class NothingToTest(UserError):
@@ -76,6 +79,8 @@ class AcceptPlan:
     soak_s: float
     redelivery_of: int | None
     waiting: dict[str, str]
+    partners: tuple[str, ...] = ()  # proven nodes beside the tested ones in the group stages
+    notes: tuple[str, ...] = ()  # a profile short of partners
 
 
 _WAIT_HINT = (
@@ -98,9 +103,17 @@ def plan_acceptance(
     soak_s = request.soak_s if request.soak_s is not None else float(delivery.acceptance.soak)
     if history and not history[-1].complete:
         last = history[-1]
-        return AcceptPlan(last.id, last.nodes, last.soak_s, last.redelivery_of, {})
+        return _with_partners(
+            store,
+            delivery,
+            request.rack,
+            hosts,
+            AcceptPlan(last.id, last.nodes, last.soak_s, last.redelivery_of, {}),
+        )
     if not history:
-        return AcceptPlan(None, tuple(hosts), soak_s, None, {})
+        return _with_partners(
+            store, delivery, request.rack, hosts, AcceptPlan(None, tuple(hosts), soak_s, None, {})
+        )
     latest = {d.node: d for d in ledger.decisions(store, request.rack, delivery.name)}
     rejected = sorted(n for n, d in latest.items() if d.decision == REJECTED and n in hosts)
     untested = [h for h in hosts if h not in latest]  # joined the rack after the last acceptance
@@ -112,19 +125,71 @@ def plan_acceptance(
         else:
             waiting[name] = _WAIT_HINT.format(node=name) if state is State.FAILED else f"{state.value}"
     todo = ready + untested
-    if not todo:
-        if waiting:
-            lines = "; ".join(f"{n}: {why}" for n, why in waiting.items())
-            raise NothingToTest(
-                f"delivery {delivery.name}: no rejected node can be tested again ({lines})", False
-            )
-        when = history[-1].finished_at.date().isoformat() if history[-1].finished_at else "?"
-        raise NothingToTest(
-            f"delivery {delivery.name} on rack {request.rack}: every node was accepted "
-            f"(acceptance #{history[-1].id}, {when}); nothing to test again",
-            True,
+    if todo:
+        return _with_partners(
+            store,
+            delivery,
+            request.rack,
+            hosts,
+            AcceptPlan(None, tuple(todo), soak_s, history[-1].id, waiting),
         )
-    return AcceptPlan(None, tuple(todo), soak_s, history[-1].id, waiting)
+    if waiting:
+        lines = "; ".join(f"{n}: {why}" for n, why in waiting.items())
+        raise NothingToTest(
+            f"delivery {delivery.name}: no rejected node can be tested again ({lines})", False
+        )
+    when = history[-1].finished_at.date().isoformat() if history[-1].finished_at else "?"
+    raise NothingToTest(
+        f"delivery {delivery.name} on rack {request.rack}: every node was accepted "
+        f"(acceptance #{history[-1].id}, {when}); nothing to test again",
+        True,
+    )
+
+
+_PARTNER = "accepted or golden partner"
+
+
+def _with_partners(
+    store: FleetStore, delivery: Delivery, rack: str, hosts: Sequence[str], plan: AcceptPlan
+) -> AcceptPlan:
+    """The plan with the partners its group stages need (burnin/plan/partners.py, as the
+    nightly's): for a re-delivery, ``partner_count`` per profile of the nodes tested; for a first
+    acceptance, only for a profile with a single node to test (the others meet each other).
+    Candidates: the delivery's accepted nodes of that profile (still in burnin or golden), then
+    the rack's golden nodes. A node whose profile has no node to meet in the group stages, even
+    with the partners, is not tested: it waits, neither tested alone nor rejected."""
+    group = [s for s in (*delivery.acceptance.stages, *delivery.acceptance.soak_stages) if is_group_stage(s)]
+    if not group:
+        return plan
+    nodes = {n.name: n for n in store.list_nodes(rack=rack)}
+    profile = {name: nodes[name].profile if name in nodes else "" for name in hosts}
+    tested = [Candidate(n, profile.get(n, "")) for n in plan.nodes]
+    counts = Counter(t.profile for t in tested)
+    if plan.redelivery_of is None:
+        tested = [t for t in tested if counts[t.profile] < 2]  # the others meet each other
+    if not tested:
+        return plan
+    latest = {d.node: d.decision for d in ledger.decisions(store, rack, delivery.name)}
+    proven = (State.BURNIN.value, State.GOLDEN.value)
+    accepted = [n for n in hosts if latest.get(n) == ACCEPTED and n in nodes and nodes[n].state in proven]
+    golden = [n for n in hosts if n in nodes and nodes[n].state == State.GOLDEN.value and n not in accepted]
+    candidates = [Candidate(n, profile[n]) for n in [*accepted, *golden] if n not in plan.nodes]
+    choice = choose_partners(tested, candidates, noun=_PARTNER)
+    alone = {p for p, (got, _want) in choice.short.items() if got + counts[p] < 2}
+    waiting = dict(plan.waiting)
+    for t in tested:
+        if t.profile in alone:
+            waiting[t.name] = (
+                f"too few partners: the group stages ({', '.join(dict.fromkeys(group))}) need another "
+                f"node of profile {t.profile or '-'}, and no accepted node of the delivery nor golden "
+                "node of the rack is free; it waits (not rejected) until one is"
+            )
+    todo = tuple(n for n in plan.nodes if n not in waiting)
+    if not todo:
+        lines = "; ".join(f"{n}: {why}" for n, why in waiting.items())
+        raise NothingToTest(f"delivery {delivery.name}: no node can be tested now ({lines})", False)
+    notes = tuple(line for p, line in zip(choice.short, choice.notes, strict=True) if p not in alone)
+    return replace(plan, nodes=todo, waiting=waiting, partners=tuple(choice.chosen), notes=notes)
 
 
 def accept_delivery(
@@ -155,9 +220,13 @@ def accept_delivery(
                 f"continuing acceptance #{acceptance} (started {record.started_at:%Y-%m-%d %H:%M} UTC, "
                 f"soak {plan.soak_s:.0f} s as it began)"
             )
-        skipped = _burn_in(store, inventory_dir, request, acceptance, plan.nodes, stages, progress)
+        for line in plan.notes:
+            progress.line(line)
+        if plan.partners:
+            progress.line(f"group stages beside {len(plan.partners)} partner(s): {', '.join(plan.partners)}")
+        skipped = _burn_in(store, inventory_dir, request, acceptance, plan, stages, progress)
         soak = SoakPlan(record.started_at, plan.soak_s, soak_stages)
-        _soak(store, inventory_dir, request, acceptance, plan.nodes, soak, progress)
+        _soak(store, inventory_dir, request, acceptance, plan, soak, progress)
         result = _decide(store, delivery, request.rack, hosts, acceptance, record, plan, skipped, run.id)
         if request.out_dir is not None:
             result.outputs = [str(p) for p in write_outputs(result, request.out_dir)]
@@ -174,7 +243,7 @@ def _burn_in(
     inventory_dir: Path,
     request: AcceptRequest,
     acceptance: int,
-    nodes: Sequence[str],
+    plan: AcceptPlan,
     stages: Sequence[str],
     progress: AcceptProgress,
 ) -> dict[str, str]:
@@ -182,14 +251,16 @@ def _burn_in(
     refused, with why."""
     if any(i.iteration == 0 and i.finished for i in ledger.iterations(store, request.rack, acceptance)):
         return {}
-    progress.line(f"burn-in: stages {', '.join(stages)} on {len(nodes)} node(s)")
+    progress.line(f"burn-in: stages {', '.join(stages)} on {len(plan.nodes)} node(s)")
     run = RackRunRequest(
         request.rack,
         list(stages),
-        list(nodes),
+        list(plan.nodes),
         request.concurrency,
         overrides=request.overrides,
         tags=_tags(acceptance, 0),
+        partners=plan.partners,
+        single_keep_going=True,  # every finding for the vendor, and the pcie stage's PCI tree
     )
     outcomes = run_rack(store, inventory_dir, run, progress.burnin)
     return {o.node: o.skipped for o in outcomes if o.skipped}
@@ -200,10 +271,12 @@ def _soak(
     inventory_dir: Path,
     request: AcceptRequest,
     acceptance: int,
-    nodes: Sequence[str],
+    accept_plan: AcceptPlan,
     plan: SoakPlan,
     progress: AcceptProgress,
 ) -> None:
+    nodes = accept_plan.nodes
+
     def load() -> tuple[list[ledger.IterationRecord], list[str]]:
         done = ledger.iterations(store, request.rack, acceptance)
         rows = ledger.results_of_runs(store, [i.run_id for i in done], not_passing=True)
@@ -221,6 +294,7 @@ def _soak(
             request.concurrency,
             overrides=request.overrides,
             tags=_tags(acceptance, number),
+            partners=accept_plan.partners,
         )
         run_rack(store, inventory_dir, run, progress.burnin)
 
@@ -246,7 +320,10 @@ def _decide(
 ) -> AcceptanceResult:
     iterations = ledger.iterations(store, rack, acceptance)
     iteration_of = {i.run_id: i.iteration for i in iterations}
-    rows = ledger.results_of_runs(store, list(iteration_of), not_passing=True)
+    tested = set(plan.nodes)  # the partners' results in these runs judge nobody
+    rows = [
+        r for r in ledger.results_of_runs(store, list(iteration_of), not_passing=True) if r.node in tested
+    ]
     first_failed = failed_nodes(rows)
     by_node: dict[str, list[ledger.ResultRow]] = {}
     for row in rows:
