@@ -51,7 +51,12 @@ def _json(data: Any) -> bytes:
 
 
 def bundle_name(node: NodeFacts) -> str:
-    return f"{_safe(node.name)}-{_safe(node.serial or 'no-serial')}-rma"
+    return bundle_name_of(node.name, node.serial)
+
+
+def bundle_name_of(node: str, serial: str | None) -> str:
+    """<node>-<chassis serial>-rma, as the folder and the archive are named."""
+    return f"{_safe(node)}-{_safe(serial or 'no-serial')}-rma"
 
 
 def _evidence_files(reasons: tuple[Reason, ...], evidence: Mapping[int, str]) -> dict[int, str]:

@@ -6,6 +6,7 @@ imports only the pure decision types, so the writers never depend on the orchest
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -61,6 +62,59 @@ class HistoryEntry:
     time: datetime
 
 
+NEVER_ARRIVED, UNORDERED, ARRIVED = "never arrived", "unordered", "arrived"
+WAITING, UNDECIDED = "waiting", "not decided"
+
+
+@dataclass(frozen=True)
+class RosterRow:
+    """One node or ordered serial of the delivery, with its latest decision and the acceptance
+    that made it: what every report lists, whichever nodes this acceptance tested."""
+
+    node: str | None  # None: an ordered serial no node of the rack has
+    serial: str | None
+    status: str  # arrived | unordered (its serial is not on the packing list) | never arrived
+    decision: str  # accepted | rejected | waiting | not decided | never arrived
+    acceptance: int | None = None  # the acceptance whose decision this is
+    decided_at: datetime | None = None
+    reasons: tuple[str, ...] = ()  # that decision's reasons, one line each
+    note: str = ""  # why it waits
+
+
+def delivery_roster(
+    ordered_serials: Sequence[str],
+    arrived: Sequence[tuple[str, str | None]],
+    history: Sequence[HistoryEntry],
+    waiting: Mapping[str, str],
+) -> tuple[RosterRow, ...]:
+    """The whole delivery (pure): each arrived node (``(name, chassis serial)``, rack order) with
+    its latest decision over every acceptance of the delivery (``history``, oldest first), or
+    waiting (``waiting``: node -> why it was not tested); then each packing-list serial no node
+    has. With a packing list, a node whose serial is not on it is ``unordered``."""
+    latest = {h.node: h for h in history}
+    listed = set(ordered_serials)
+    rows = []
+    for node, serial in arrived:
+        status = UNORDERED if listed and serial not in listed else ARRIVED
+        last = latest.get(node)
+        decision = WAITING if node in waiting else last.decision if last else UNDECIDED
+        rows.append(
+            RosterRow(
+                node,
+                serial,
+                status,
+                decision,
+                last.acceptance if last else None,
+                last.time if last else None,
+                last.reasons if last else (),
+                waiting.get(node, ""),
+            )
+        )
+    present = {serial for _node, serial in arrived}
+    rows += [RosterRow(None, s, NEVER_ARRIVED, NEVER_ARRIVED) for s in ordered_serials if s not in present]
+    return tuple(rows)
+
+
 @dataclass
 class AcceptanceResult:
     delivery: str
@@ -83,6 +137,19 @@ class AcceptanceResult:
     evidence: dict[int, str] = field(default_factory=dict)  # result id -> raw output, for the bundles
     waiting: dict[str, str] = field(default_factory=dict)  # rejected nodes not re-tested: why
     outputs: list[str] = field(default_factory=list)  # files written
+    # The whole delivery (delivery_roster); empty: only what this acceptance decided is known
+    roster: tuple[RosterRow, ...] = ()
+
+    def whole(self) -> tuple[RosterRow, ...]:
+        """Every node and ordered serial of the delivery; without a roster, this acceptance's
+        decisions and the nodes waiting."""
+        if self.roster:
+            return self.roster
+        mine = tuple(
+            RosterRow(d.node, d.serial, ARRIVED, d.decision, self.acceptance_id, self.finished_at)
+            for d in self.decisions
+        )
+        return mine + tuple(RosterRow(n, None, ARRIVED, WAITING, note=why) for n, why in self.waiting.items())
 
     @property
     def rejected(self) -> list[NodeDecision]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from burnin.accept.bundle import write_bundle
+from burnin.accept.bundle import bundle_name_of, write_bundle
 from burnin.accept.decide import NodeDecision, Reason
 from burnin.accept.outcome import AcceptanceResult
 from burnin.report.html import CSS
@@ -40,6 +40,8 @@ CSV_FIELDS = (
     "check",
     "soak_iteration",
     "seen_at",
+    "status",  # arrived | unordered | never arrived
+    "acceptance",  # the acceptance whose decision the row is
 )
 _EXTRA_CSS = """
 .accepted { color: var(--pass); font-weight: 600; } .rejected { color: var(--fail); font-weight: 600; }
@@ -144,6 +146,19 @@ def render_json(result: AcceptanceResult) -> str:
             for n in result.decisions
         ],
         "waiting_for_vendor": dict(result.waiting),
+        "delivery_nodes": [
+            {
+                "node": r.node,
+                "serial": r.serial,
+                "status": r.status,
+                "decision": r.decision,
+                "acceptance": r.acceptance,
+                "decided_at": _when(r.decided_at) if r.decided_at else None,
+                "reasons": list(r.reasons),
+                "note": r.note,
+            }
+            for r in result.whole()
+        ],
         "conformance": [vars(c) for c in result.conformance],
         "iterations": [
             {
@@ -172,32 +187,51 @@ def render_json(result: AcceptanceResult) -> str:
 
 
 def render_csv(result: AcceptanceResult) -> str:
-    """One row per reason of a rejected node, one row per accepted node."""
+    """The whole delivery: one row per reason of a node this acceptance rejected, one per reason
+    line of a node an earlier acceptance rejected, one per other node or ordered serial."""
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for n in result.decisions:
-        base = {"node": n.node, "chassis_serial": n.serial or "", "decision": n.decision}
-        if not n.reasons:
-            writer.writerow(base)
-        for r in n.reasons:
-            writer.writerow(
-                {
-                    **base,
-                    "source": r.source,
-                    "part": r.part,
-                    "slot": r.slot,
-                    "part_serial": r.serial,
-                    "finding": _CONTROL.sub("", r.finding),
-                    "action": r.action,
-                    "ordered": r.ordered,
-                    "found": r.found,
-                    "stage": r.stage,
-                    "check": r.check,
-                    "soak_iteration": "" if r.iteration is None else r.iteration,
-                    "seen_at": _when(r.seen_at),
-                }
-            )
+    mine = {n.node: n for n in result.decisions}
+    for row in result.whole():
+        base = {
+            "node": row.node or "",
+            "chassis_serial": row.serial or "",
+            "decision": row.decision,
+            "status": row.status,
+            "acceptance": "" if row.acceptance is None else row.acceptance,
+        }
+        n = mine.get(row.node or "")
+        if n is not None and row.acceptance == result.acceptance_id and row.decision == n.decision:
+            base |= {"chassis_serial": n.serial or ""}
+            if not n.reasons:
+                writer.writerow(base)
+            for r in n.reasons:
+                writer.writerow(
+                    {
+                        **base,
+                        "source": r.source,
+                        "part": r.part,
+                        "slot": r.slot,
+                        "part_serial": r.serial,
+                        "finding": _CONTROL.sub("", r.finding),
+                        "action": r.action,
+                        "ordered": r.ordered,
+                        "found": r.found,
+                        "stage": r.stage,
+                        "check": r.check,
+                        "soak_iteration": "" if r.iteration is None else r.iteration,
+                        "seen_at": _when(r.seen_at),
+                    }
+                )
+            continue
+        lines = row.reasons if row.decision != "accepted" else ()
+        if row.note:
+            lines = (*lines, row.note)
+        if not lines:
+            writer.writerow(base | {"seen_at": _when(row.decided_at) if row.decided_at else ""})
+        for line in lines:
+            writer.writerow(base | {"finding": _CONTROL.sub("", line), "seen_at": _when(row.decided_at)})
     return out.getvalue()
 
 
@@ -205,28 +239,46 @@ def render_csv(result: AcceptanceResult) -> str:
 
 
 def render_junit(result: AcceptanceResult) -> str:
-    """One testcase per node: a rejection is a failure listing its reasons."""
+    """One testcase per node and ordered serial of the delivery: a rejection (this acceptance's
+    or an earlier one's) and a serial that never arrived are failures, a node waiting is skipped."""
     cases = []
-    for n in result.decisions:
-        name = quoteattr(_CONTROL.sub("", f"{n.node} ({n.serial or 'no serial'})"))
-        classname = quoteattr(_CONTROL.sub("", f"accept.{result.delivery}"))
-        if n.accepted:
+    failures = skipped = 0
+    mine = {n.node: n for n in result.decisions}
+    classname = quoteattr(_CONTROL.sub("", f"accept.{result.delivery}"))
+    for row in result.whole():
+        label = row.node or "(not delivered)"
+        name = quoteattr(_CONTROL.sub("", f"{label} ({row.serial or 'no serial'})"))
+        n = mine.get(row.node or "")
+        if row.decision == "accepted":
             cases.append(f"    <testcase classname={classname} name={name}/>")
             continue
-        lines = "\n".join(r.line() for r in n.reasons)
-        message = quoteattr(_CONTROL.sub("", n.reasons[0].line()))
-        body = escape(_CONTROL.sub("", lines))
+        if row.decision in ("waiting", "not decided"):
+            skipped += 1
+            why = quoteattr(_CONTROL.sub("", row.note or row.decision))
+            cases.append(
+                f"    <testcase classname={classname} name={name}>\n      <skipped message={why}/>\n    </testcase>"
+            )
+            continue
+        if n is not None and row.acceptance == result.acceptance_id and n.reasons:
+            lines = [r.line() for r in n.reasons]
+        elif row.decision == "never arrived":
+            lines = [f"serial {row.serial} is on the packing list and never arrived"]
+        else:
+            lines = [f"acceptance #{row.acceptance}: {line}" for line in row.reasons] or [row.decision]
+        failures += 1
+        message = quoteattr(_CONTROL.sub("", lines[0]))
+        body = escape(_CONTROL.sub("", "\n".join(lines)))
+        kind = "never-arrived" if row.decision == "never arrived" else "rejected"
         cases.append(
             f"    <testcase classname={classname} name={name}>\n"
-            f'      <failure message={message} type="rejected">{body}</failure>\n'
+            f'      <failure message={message} type="{kind}">{body}</failure>\n'
             "    </testcase>"
         )
-    failures = len(result.rejected)
     suite = quoteattr(f"acceptance {result.delivery} #{result.acceptance_id} on {result.rack}")
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuites tests="{len(cases)}" failures="{failures}">\n'
-        f'  <testsuite name={suite} tests="{len(cases)}" failures="{failures}" errors="0" '
+        f'<testsuites tests="{len(cases)}" failures="{failures}" skipped="{skipped}">\n'
+        f'  <testsuite name={suite} tests="{len(cases)}" failures="{failures}" errors="0" skipped="{skipped}" '
         f'timestamp="{_when(result.finished_at)}">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
     )
 
@@ -252,25 +304,38 @@ def _cards(result: AcceptanceResult) -> str:
 
 
 def _decisions(result: AcceptanceResult) -> str:
+    """Every node and ordered serial of the delivery, with its latest decision and the
+    acceptance that made it: this one's with its reasons and notes, an earlier one's with the
+    reasons it recorded."""
     rows = []
     history = history_lines(result)
-    for n in sorted(result.decisions, key=lambda n: (n.accepted, n.node)):
-        reasons = "".join(f"<li>{_t(r.line())}</li>" for r in n.reasons) or "-"
-        notes = "".join(f"<li>{_t(r.line())}</li>" for r in n.notes)
-        past = "".join(f"<li>{_t(line)}</li>" for line in history.get(n.node, []))
+    mine = {n.node: n for n in result.decisions}
+    order = {"rejected": 0, "never arrived": 1, "waiting": 2, "not decided": 3, "accepted": 4}
+    for row in sorted(result.whole(), key=lambda r: (order.get(r.decision, 5), r.node or "", r.serial or "")):
+        n = mine.get(row.node or "")
+        if n is not None and row.acceptance == result.acceptance_id:
+            reasons = "".join(f"<li>{_t(r.line())}</li>" for r in n.reasons) or "-"
+            notes = "".join(f"<li>{_t(r.line())}</li>" for r in n.notes)
+            reasons = f'<ul class="reasons">{reasons}</ul>' + (
+                f"<p>notes:</p><ul>{notes}</ul>" if notes else ""
+            )
+        else:
+            lines = [*(row.reasons if row.decision != "accepted" else ()), *([row.note] if row.note else [])]
+            reasons = (
+                f'<ul class="reasons">{"".join(f"<li>{_t(x)}</li>" for x in lines)}</ul>' if lines else "-"
+            )
+        css = "accepted" if row.decision == "accepted" else "rejected"
+        by = f"#{row.acceptance}" + (" (this one)" if row.acceptance == result.acceptance_id else "")
+        past = "".join(f"<li>{_t(line)}</li>" for line in history.get(row.node or "", []))
         rows.append(
-            f"<tr><td>{_t(n.node)}</td><td>{_t(n.serial or '-')}</td>"
-            f'<td class="{n.decision}">{_t(n.decision)}</td>'
-            f'<td><ul class="reasons">{reasons}</ul>{f"<p>notes:</p><ul>{notes}</ul>" if notes else ""}</td>'
-            f'<td><ul class="reasons">{past}</ul></td></tr>'
+            f"<tr><td>{_t(row.node or '-')}</td><td>{_t(row.serial or '-')}</td><td>{_t(row.status)}</td>"
+            f'<td class="{css}">{_t(row.decision)}</td><td>{_t(by if row.acceptance else "-")}</td>'
+            f'<td>{reasons}</td><td><ul class="reasons">{past}</ul></td></tr>'
         )
-    for node, why in sorted(result.waiting.items()):
-        past = "".join(f"<li>{_t(line)}</li>" for line in history.get(node, []))
-        rows.append(
-            f'<tr><td>{_t(node)}</td><td>-</td><td class="rejected">not re-tested</td><td>{_t(why)}</td>'
-            f'<td><ul class="reasons">{past}</ul></td></tr>'
-        )
-    head = "<tr><th>node</th><th>chassis serial</th><th>decision</th><th>reasons</th><th>history</th></tr>"
+    head = (
+        "<tr><th>node</th><th>chassis serial</th><th>arrived</th><th>decision</th><th>decided by</th>"
+        "<th>reasons</th><th>history</th></tr>"
+    )
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -347,7 +412,8 @@ def render_html(result: AcceptanceResult) -> str:
 
 
 def write_outputs(result: AcceptanceResult, out_dir: Path) -> list[Path]:
-    """acceptance.html/.csv/.json/.junit.xml and rma/<node>-<serial>-rma.tar.gz per rejected node."""
+    """acceptance.html/.csv/.json/.junit.xml and rma/<node>-<serial>-rma.tar.gz per rejected node;
+    the bundle of a node accepted since moves to rma/superseded/ (``supersede``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
@@ -363,4 +429,49 @@ def write_outputs(result: AcceptanceResult, out_dir: Path) -> list[Path]:
         rma = out_dir / "rma"
         rma.mkdir(exist_ok=True)
         written += [write_bundle(result, d, rma) for d in result.rejected]
+    written += supersede(result, out_dir)
     return written
+
+
+SUPERSEDED = "superseded"
+LOG = "acceptance.log"
+
+
+def supersede(result: AcceptanceResult, out_dir: Path) -> list[Path]:
+    """The folder matches the decisions: the RMA bundle of a node whose latest decision is
+    accepted (a re-delivery accepted it) moves to rma/superseded/, named for the acceptance that
+    rejected it, with a line in the delivery's log (acceptance.log). Returns what moved there."""
+    rma = out_dir / "rma"
+    if not rma.is_dir():
+        return []
+    moved: list[Path] = []
+    for row in result.whole():
+        old = rma / f"{bundle_name_of(row.node, row.serial)}.tar.gz" if row.node else None
+        if old is None or row.decision != "accepted" or not old.exists():
+            continue
+        rejected_by = [
+            h.acceptance for h in result.history if h.node == row.node and h.decision == "rejected"
+        ]
+        tag = f"-acceptance{rejected_by[-1]}" if rejected_by else ""
+        stem = old.name[: -len(".tar.gz")]
+        target = rma / SUPERSEDED / f"{stem}{tag}.tar.gz"
+        n = 1
+        while target.exists():
+            n += 1
+            target = rma / SUPERSEDED / f"{stem}{tag}.{n}.tar.gz"
+        target.parent.mkdir(exist_ok=True)
+        old.rename(target)
+        moved.append(target)
+        because = f" (its rejection in acceptance #{rejected_by[-1]})" if rejected_by else ""
+        _log(
+            out_dir,
+            f"{row.node} accepted in acceptance #{row.acceptance}: rma/{old.name}{because} moved to "
+            f"rma/{SUPERSEDED}/{target.name}",
+            result.finished_at,
+        )
+    return moved
+
+
+def _log(out_dir: Path, line: str, when: datetime) -> None:
+    with (out_dir / LOG).open("a", encoding="utf-8") as log:
+        log.write(f"{_when(when)} {_CONTROL.sub('', line)}\n")

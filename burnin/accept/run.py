@@ -32,6 +32,7 @@ from burnin.accept.outcome import (
     HistoryEntry,
     IterationSummary,
     NodeFacts,
+    delivery_roster,
 )
 from burnin.accept.report import write_outputs
 from burnin.accept.soak import SoakPlan, failed_nodes, run_soak, still_in
@@ -356,7 +357,11 @@ def _decide(
         for d in ledger.decisions(store, rack, delivery.name)
     ]
     last_word = {h.node: h.decision for h in history}
-    problems = delivery_problems(delivery, [store.get_node(h) for h in hosts])
+    records = [store.get_node(h) for h in hosts]
+    problems = delivery_problems(delivery, records)
+    roster = delivery_roster(
+        tuple(delivery.nodes.serials or ()), [(n.name, n.serial) for n in records], history, plan.waiting
+    )
     wanted = [r.result_id for d in decisions if not d.accepted for r in d.reasons if r.result_id is not None]
     summaries = tuple(
         IterationSummary(
@@ -392,6 +397,7 @@ def _decide(
         nodes=facts,
         evidence=ledger.evidence_by_id(store, wanted),
         waiting=dict(plan.waiting),
+        roster=roster,
     )
 
 
