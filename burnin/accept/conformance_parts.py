@@ -10,6 +10,7 @@ from typing import Any
 
 from bringup.inventory.delivery import OrderProfile, version_at_least
 from burnin.accept.conformance_model import Collected, Mismatch, ResultRecord
+from burnin.accept.missing_parts import PciPart, describe, missing_gpus, missing_hcas, pci_parts
 from burnin.result import Action
 
 BAD_HEALTH = frozenset({"Warning", "Critical"})
@@ -73,6 +74,25 @@ def _where(item: Mapping[str, Any], key: str = "slot") -> dict[str, str]:
 
 
 # -- one section each -------------------------------------------------------------------------------
+
+
+def _pci(results: Mapping[str, ResultRecord]) -> list[PciPart]:
+    """The PCI tree the pcie stage read (burnin/accept/missing_parts.py)."""
+    return pci_parts(_metric(results, "pcie_links", "links"))
+
+
+def _lost_text(lost: list[PciPart], tool: str) -> str:
+    return f": the PCI tree still shows {describe(lost)}, which {tool} does not list" if lost else ""
+
+
+def _lost_where(lost: list[PciPart]) -> dict[str, str]:
+    """The slot and serial of the parts the OS lost, for the reason and the RMA bundle."""
+    if not lost:
+        return {}
+    return {
+        "slot": "; ".join(p.where() for p in lost),
+        "serial": "; ".join(p.serial for p in lost if p.serial),
+    }
 
 
 def cpu(
@@ -255,12 +275,14 @@ def gpu(order: OrderProfile, results: Mapping[str, ResultRecord], out: Collected
     if want.count is not None and len(gpus) != want.count:
         ok = False
         fewer = len(gpus) < want.count
+        lost = missing_gpus([str(g.get("bus_id") or "") for g in gpus], _pci(results)) if fewer else []
         out.add(
             "gpu",
-            f"{len(gpus)} GPUs, the order has {want.count}",
+            f"{len(gpus)} GPUs, the order has {want.count}" + _lost_text(lost, "nvidia-smi"),
             Action.RESEAT if fewer else Action.RMA,
             ordered=str(want.count),
             found=str(len(gpus)),
+            **_lost_where(lost),
         )
     for gpu in gpus:
         slot = f"GPU {gpu.get('index')} ({gpu.get('bus_id')})"
@@ -314,12 +336,16 @@ def nics(order: OrderProfile, results: Mapping[str, ResultRecord], out: Collecte
         if nic.count is not None and len(found) != nic.count:
             ok = False
             fewer = len(found) < nic.count
+            names = [str(h.get("name") or "") for h in hcas]
+            lost = missing_hcas(names, _pci(results)) if fewer else []
             out.add(
                 part,
-                f"{len(found)} {nic.model} adapter(s), the order has {nic.count}",
+                f"{len(found)} {nic.model} adapter(s), the order has {nic.count}"
+                + _lost_text(lost, "ibstat"),
                 Action.RESEAT if fewer else Action.RMA,
                 ordered=str(nic.count),
                 found=str(len(found)),
+                **_lost_where(lost),
             )
         for hca in found:
             where = {

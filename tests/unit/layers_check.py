@@ -100,6 +100,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.accept.conformance_model",
             "burnin.accept.conformance_parts",
             "burnin.accept.decide",
+            "burnin.accept.missing_parts",
             "burnin.accept.outcome",
         ),
     ),

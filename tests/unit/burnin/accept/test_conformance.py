@@ -319,3 +319,44 @@ def test_a_bmc_listing_populated_dimms_only_gets_the_empty_slot_from_dmidecode()
     [missing] = [m for m in conf.mismatches if m.part == "memory"]
     assert (missing.slot, missing.action) == ("DIMM_B1", Action.RESEAT)
     assert missing.finding == "3 (Redfish), 3 (dmidecode) DIMMs populated, the order has 4; empty: DIMM_B1"
+
+
+def pcie_tree(gpu_buses=(0x53, 0x64, 0x75, 0x86, 0x97, 0xA8, 0xB9, 0xCA)) -> CheckResult:
+    """The pcie stage's record of the PCI tree (pcie_links' ``links`` metric) of an 8-GPU HGX
+    node as the lab's fake sysfs lays it out (bringup/lab/standins/sysfs.py): GPU n in slot n+1,
+    its ConnectX-7 mlx5_n in slot n+11."""
+    links = []
+    for i, bus in enumerate(gpu_buses):
+        links.append({"role": f"GPU {i}", "bdf": f"0000:{bus:02x}:00.0", "slot": str(i + 1)})
+        links.append({"role": f"mlx5_{i}", "bdf": f"0000:{bus + 1:02x}:00.0", "slot": str(i + 11)})
+    return CheckResult(
+        check="pcie_links", stage="pcie", verdict="PASS", metrics={"links": links}, findings=[]
+    )
+
+
+def test_a_gpu_the_os_lost_is_named_by_the_pci_address_and_slot_the_pci_tree_still_shows():
+    """nvidia-smi lists 7 of 8 GPUs (GPU 4, 00000000:97:00.0, gone); the count alone named no
+    part ('Slot: -' in the RMA bundle). The PCI tree still shows the device: its address and
+    slot name the card to reseat."""
+    seven = result("gpu_versions", lab_sample("nvidia_smi_q_8xh100_535_183_gpu4_missing_DERIVED.txt"))
+    conf = compare_node(order(), node(discovered()), [seven, healthy_results()[1], pcie_tree()])
+    (gpu,) = [m for m in conf.mismatches if m.part == "gpu"]
+    assert gpu.action is Action.RESEAT
+    assert gpu.slot == "PCI 0000:97:00.0, slot 5"
+    assert "0000:97:00.0" in gpu.finding and "7 GPUs, the order has 8" in gpu.finding
+    # without the pcie stage's record nothing is named, and nothing is invented
+    conf = compare_node(order(), node(discovered()), [seven, healthy_results()[1]])
+    (gpu,) = [m for m in conf.mismatches if m.part == "gpu"]
+    assert (gpu.finding, gpu.slot) == ("7 GPUs, the order has 8", "")
+
+
+def test_an_hca_ibstat_lost_is_named_by_its_pci_address():
+    ibstat = result("ib_ports", lab_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt"))
+    ibstat.metrics = {
+        **ibstat.metrics,
+        "hca_list": [h for h in ibstat.metrics["hca_list"] if h["name"] != "mlx5_3"],
+    }
+    gpus = healthy_results()[0]
+    conf = compare_node(order(), node(discovered()), [gpus, ibstat, pcie_tree()])
+    (nic,) = [m for m in conf.mismatches if m.part == "nic MT4129"]
+    assert nic.slot == "PCI 0000:87:00.0, slot 14" and "mlx5_3 at PCI 0000:87:00.0" in nic.finding
