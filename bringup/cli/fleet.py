@@ -182,6 +182,39 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
         console.print("no check results yet")
 
 
+@nodes.command("history")
+@click.argument("node")
+@click.option(
+    "--kind", default=None, help="Only events of this kind (transition, acceptance, burnin, nightly...)."
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def nodes_history(ctx: click.Context, node: str, kind: str | None, as_json: bool) -> None:
+    """NODE's events (name or serial), oldest first: its moves, burn-ins, acceptance decisions."""
+    events = [e for e in store_from(ctx).history(node) if kind is None or e.kind == kind]
+    if as_json:
+        click.echo(json.dumps([_event(e) for e in events], indent=2))
+        return
+    out = table(f"history of {node}", "time", "event", "reason", "actor", "run")
+    for e in events:
+        what = f"{e.from_state or '-'} -> {e.to_state}" if e.kind == "transition" else e.kind
+        out.add_row(e.time.strftime("%Y-%m-%d %H:%M:%S"), what, e.reason, e.actor, str(e.run_id or "-"))
+    console.print(out)
+
+
+def _event(e: Any) -> dict[str, Any]:
+    return {
+        "time": e.time.isoformat(),
+        "kind": e.kind,
+        "from": e.from_state,
+        "to": e.to_state,
+        "reason": e.reason,
+        "actor": e.actor,
+        "run": e.run_id,
+        "details": e.details,
+    }
+
+
 @nodes.command("mark-repaired")
 @click.argument("node")
 @click.option("--reason", required=True, help="What was repaired (ticket, part swapped).")

@@ -45,3 +45,27 @@ def test_nodes_show_gives_record_history_and_latest_results(tmp_path):
 
     missing = runner.invoke(main, ["--db", str(db), "nodes", "show", "gpu09"])
     assert missing.exit_code == 1 and "gpu09" in missing.stderr and "internal error" not in missing.stderr
+
+
+def test_nodes_history_lists_a_nodes_events_and_filters_them_by_kind(tmp_path):
+    """docs/acceptance.md sends an operator to `bringup nodes history` for a node's acceptance
+    decisions; the command did not exist."""
+    db = tmp_path / "fleet.db"
+    store = FleetStore.open(str(db))
+    store.enroll("gpu01", "r01", "h100-sxm-8x400g", rack_unit=1)
+    store.transition("gpu01", "discovered", "test: found")
+    store.record_event(
+        "gpu01", "acceptance", "delivery po1, acceptance #4: rejected", details={"decision": "rejected"}
+    )
+    store.close()
+    runner = CliRunner(env={"COLUMNS": "200"})
+    every = runner.invoke(main, ["--db", str(db), "nodes", "history", "gpu01", "--json"])
+    assert every.exit_code == 0, every.output
+    assert [e["kind"] for e in json.loads(every.stdout)][-2:] == ["transition", "acceptance"]
+    only = runner.invoke(
+        main, ["--db", str(db), "nodes", "history", "gpu01", "--kind", "acceptance", "--json"]
+    )
+    (decision,) = json.loads(only.stdout)
+    assert decision["details"] == {"decision": "rejected"} and "acceptance #4" in decision["reason"]
+    text = runner.invoke(main, ["--db", str(db), "nodes", "history", "gpu01"])
+    assert text.exit_code == 0 and "enrolled -> discovered" in text.stdout and "acceptance #4" in text.stdout
