@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -328,5 +329,108 @@ def test_a_delivery_of_six_nodes_rejects_exactly_the_five_faulty_ones_with_bundl
         page = (again / "acceptance.html").read_text()
         assert "rejected on " in page and "accepted on " in page
         assert not (again / "rma").exists()  # nothing rejected this time: no bundle
+    finally:
+        rack.down()
+
+
+# ---- (c) a re-delivery of one repaired node, beside the accepted ones ---------------------------
+
+REDELIVERY_NODES = ["node01", "node02", "node03"]
+
+
+def test_a_node_rejected_for_a_lost_gpu_is_accepted_when_redelivered_alone_with_the_default_stages(
+    tmp_path: Path,
+) -> None:
+    """node01's nvidia-smi lists 7 of 8 GPUs (the lab's gpu-missing: GPU 4, 0000:97:00.0, gone
+    from nvidia-smi, still in the PCI tree). The first acceptance, with the lab order's default
+    stages (preflight, gpu, pcie, ib, nccl), rejects it naming the PCI address and slot, in the
+    finding and in the RMA bundle. Repaired and re-delivered alone, its ib and nccl stages run
+    beside the accepted node02 and node03: it is accepted, its old bundle leaves rma/ for
+    rma/superseded/ with a line in acceptance.log, and every report lists every node of the
+    delivery and the serial that never arrived."""
+    rack, spec, inv, name = rack_up(tmp_path, "c", {"node01": ["gpu-missing"]})
+    try:
+        state = rack.up(len(REDELIVERY_NODES), spec)
+        # Provisioned and configured are recorded, as bringup/lab/demo.py does for the demo
+        # (tests/lab/conftest.py ready_for_burnin): lab nodes boot with their OS and tools.
+        base, store = ready_for_burnin(name, inv, tmp_path / "fleet.db", REDELIVERY_NODES, state)
+        serials = [store.get_node(n).serial for n in REDELIVERY_NODES]
+        order(
+            inv,
+            "redeliver",
+            nodes={"count": 4, "serials": [*serials, "ORDERED-NEVER-SHIPPED"]},
+            acceptance={"min_accepted_fraction": 0.75},  # the lab order's stages: all five
+        )
+        out = tmp_path / "out"
+        started = time.monotonic()
+        first = subprocess.run(
+            accept_argv(base, name, "redeliver", out), capture_output=True, text=True, timeout=1500
+        )
+        print(f"\nacceptance of 3 nodes, all five stages: {time.monotonic() - started:.0f} s")
+        output = first.stdout + first.stderr
+        assert first.returncode == 1, output  # 2 of 4 accepted, the order wants 3
+        report = json.loads((out / "acceptance.json").read_text())
+        decided = {n["node"]: n for n in report["nodes"]}
+        assert {n: d["decision"] for n, d in decided.items()} == {
+            "node01": "rejected",
+            "node02": "accepted",
+            "node03": "accepted",
+        }, json.dumps(decided, indent=1)[-6000:]
+        (gpu,) = [r for r in decided["node01"]["reasons"] if r["part"] == "gpu"]
+        assert gpu["slot"] == "PCI 0000:97:00.0, slot 5", gpu
+        assert "0000:97:00.0" in gpu["finding"] and gpu["action"] == "RESEAT", gpu
+        (bundle,) = sorted((out / "rma").glob("*.tar.gz"))
+        summary = unpack(bundle)["summary.txt"].decode()
+        assert "Slot:     PCI 0000:97:00.0, slot 5" in summary, summary
+        assert store.get_node("node01").state == "failed"
+
+        # The vendor reseats GPU 4; an operator marks node01 repaired and discovers it again.
+        rc, _, err = node_ssh(state, "node01", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
+        assert rc == 0, err
+        for args in (
+            ["nodes", "mark-repaired", "node01", "--reason", "GPU 4 reseated"],
+            ["discover", "--rack", name],
+        ):
+            res = subprocess.run(
+                [str(BIN / "bringup"), *base, *args], capture_output=True, text=True, timeout=300
+            )
+            assert res.returncode == 0, res.stdout + res.stderr
+        started = time.monotonic()
+        again = subprocess.run(
+            accept_argv(base, name, "redeliver", out), capture_output=True, text=True, timeout=1500
+        )
+        print(f"re-delivery of node01 beside 2 partners: {time.monotonic() - started:.0f} s")
+        output = again.stdout + again.stderr
+        assert again.returncode == 0, output  # 3 of 4: the delivery is accepted
+        assert "beside 2 partner(s): node02, node03" in output, output
+        second = json.loads((out / "acceptance.json").read_text())
+        assert [(n["node"], n["decision"]) for n in second["nodes"]] == [("node01", "accepted")], second
+        assert second["redelivery_of"] == report["acceptance"]
+        assert {n: store.get_node(n).state for n in REDELIVERY_NODES} == dict.fromkeys(
+            REDELIVERY_NODES, "burnin"
+        )
+
+        # the folder matches the decisions
+        assert not list((out / "rma").glob("*.tar.gz"))
+        (old,) = (out / "rma" / "superseded").iterdir()
+        assert old.name == f"{bundle.name[: -len('.tar.gz')]}-acceptance{report['acceptance']}.tar.gz"
+        log = (out / "acceptance.log").read_text()
+        assert f"node01 accepted in acceptance #{second['acceptance']}" in log and old.name in log, log
+
+        # every report lists the whole delivery: three nodes and the serial that never arrived
+        whole = {(r["node"], r["serial"], r["decision"]) for r in second["delivery_nodes"]}
+        assert whole == {
+            ("node01", serials[0], "accepted"),
+            ("node02", serials[1], "accepted"),
+            ("node03", serials[2], "accepted"),
+            (None, "ORDERED-NEVER-SHIPPED", "never arrived"),
+        }, whole
+        with (out / "acceptance.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        assert {r["chassis_serial"] for r in rows} == {*serials, "ORDERED-NEVER-SHIPPED"}
+        junit = (out / "acceptance.junit.xml").read_text()
+        assert junit.count("<testcase ") == 4 and "ORDERED-NEVER-SHIPPED" in junit
+        page = (out / "acceptance.html").read_text()
+        assert all(f"<td>{n}</td>" in page for n in REDELIVERY_NODES) and "ORDERED-NEVER-SHIPPED" in page
     finally:
         rack.down()
