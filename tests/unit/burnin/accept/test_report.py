@@ -77,3 +77,40 @@ def test_csv_json_and_junit_for_the_vendor_and_ci():
     assert suite.get("tests") == "3" and suite.get("failures") == "2"
     failure = suite.findall("testcase")[0].find("failure")
     assert "DIMM_B1" in failure.get("message") and "PSU.Slot.2" in failure.text
+
+
+def test_the_roster_holds_every_node_and_ordered_serial_with_its_latest_decision():
+    from dataclasses import replace
+
+    from burnin.accept.outcome import HistoryEntry, delivery_roster
+
+    r = result()
+    history = (
+        *r.history,
+        HistoryEntry("n4", 2, REJECTED, ("gpu: 7 GPUs, the order has 8 -> RESEAT",), r.started_at),
+    )
+    roster = delivery_roster(
+        ["SN1", "SN3", "SN4", "SN-LOST"],
+        [("n1", "SN1"), ("n2", "SN-X"), ("n3", "SN3"), ("n4", "SN4"), ("n5", "SN5")],
+        history,
+        {"n5": "too few partners"},
+    )
+    assert [(x.node, x.serial, x.status, x.decision, x.acceptance) for x in roster] == [
+        ("n1", "SN1", "arrived", "rejected", 5),
+        ("n2", "SN-X", "unordered", "not decided", None),
+        ("n3", "SN3", "arrived", "accepted", 5),
+        ("n4", "SN4", "arrived", "rejected", 2),
+        ("n5", "SN5", "unordered", "waiting", None),
+        (None, "SN-LOST", "never arrived", "never arrived", None),
+    ]
+    whole = replace(r, roster=roster, history=history)
+    rows = list(csv.DictReader(io.StringIO(render_csv(whole))))
+    assert {x["chassis_serial"] for x in rows} == {"SN1", "SN-X", "SN3", "SN4", "SN5", "SN-LOST"}
+    (n4,) = [x for x in rows if x["node"] == "n4"]
+    assert n4["acceptance"] == "2" and "7 GPUs" in n4["finding"]
+    suite = ET.fromstring(render_junit(whole)).find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("6", "3", "2")
+    page = render_html(whole)
+    assert all(f"<td>{n}</td>" in page for n in ("n1", "n2", "n3", "n4", "n5")) and "SN-LOST" in page
+    data = json.loads(render_json(whole))
+    assert len(data["delivery_nodes"]) == 6
