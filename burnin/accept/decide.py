@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -168,12 +168,31 @@ def result_reasons(
     return list(reasons.values()), list(notes.values())
 
 
+# A burn-in check that counts a part the order counts too (check -> the order's part): its count
+# finding names no part, while the order's comparison may have named the one the OS lost from the
+# PCI tree (burnin/accept/missing_parts.py).
+_COUNTS = {"gpu_inventory": "gpu", "ib_ports": "nic"}
+
+
+def lend_slots(burn: Sequence[Reason], conformance: Sequence[Reason]) -> list[Reason]:
+    """The burn-in's count findings (no slot, the same action) with the slot and serial the
+    order's comparison named for that part from the PCI tree."""
+    named = {c.part.split()[0]: c for c in conformance if c.slot.startswith("PCI ")}
+    out = []
+    for r in burn:
+        c = named.get(_COUNTS.get(r.check, ""))
+        if c is not None and not r.slot and r.action == c.action:
+            r = replace(r, slot=c.slot, serial=r.serial or c.serial)
+        out.append(r)
+    return out
+
+
 def decide_node(facts: NodeEvidence, iteration_of: Mapping[int, int]) -> NodeDecision:
     reasons = list(facts.conformance)
     if facts.skipped:
         reasons.append(Reason("burn-in", "node", f"not burnt in: {facts.skipped}", ""))
     burn, notes = result_reasons(facts.results, iteration_of)
-    reasons.extend(burn)
+    reasons.extend(lend_slots(burn, facts.conformance))
     if not facts.skipped:
         first = facts.first_stages
         if first is None:

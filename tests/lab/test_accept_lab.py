@@ -379,6 +379,9 @@ def test_a_node_rejected_for_a_lost_gpu_is_accepted_when_redelivered_alone_with_
         (gpu,) = [r for r in decided["node01"]["reasons"] if r["part"] == "gpu"]
         assert gpu["slot"] == "PCI 0000:97:00.0, slot 5", gpu
         assert "0000:97:00.0" in gpu["finding"] and gpu["action"] == "RESEAT", gpu
+        # the burn-in's own count of the GPUs names the same card
+        counts = [r for r in decided["node01"]["reasons"] if r["part"] == "gpu_inventory"]
+        assert counts and all(r["slot"] == "PCI 0000:97:00.0, slot 5" for r in counts), counts
         (bundle,) = sorted((out / "rma").glob("*.tar.gz"))
         summary = unpack(bundle)["summary.txt"].decode()
         assert "Slot:     PCI 0000:97:00.0, slot 5" in summary, summary

@@ -126,3 +126,25 @@ def test_the_delivery_passes_on_the_share_of_ordered_nodes_accepted():
     missing = decide_delivery({"n1": ACCEPTED}, 4, 0.25, ["1 node(s) ... it lists 4"])
     assert missing.accepted and missing.problems == ("1 node(s) ... it lists 4",)
     assert not decide_delivery({}, 0, 0.0).accepted
+
+
+def test_the_burn_in_count_of_gpus_takes_the_slot_the_pci_tree_named():
+    """gpu_inventory's '7 GPU(s) found' names no GPU: its line in the RMA bundle said 'Slot: -'
+    while the order's comparison had named the lost card from the PCI tree."""
+    count = {
+        "message": "7 GPU(s) found, the profile has 8 (nvidia-smi says 7 attached)",
+        "severity": "critical",
+        "action": "RESEAT",
+        "subject": "",
+        "evidence": "Attached GPUs : 7",
+    }
+    lost = Reason("order", "gpu", "7 GPUs, the order has 8: ...", "RESEAT", slot="PCI 0000:97:00.0, slot 5")
+    rows = [
+        row(1, "preflight", "gpu_inventory", "FAIL", findings=[count]),
+        row(2, "gpu", "gpu_stress", "PASS"),
+    ]
+    d = decide_node(NodeEvidence("n1", "SN1", (lost,), "", rows, STAGES), ITER)
+    assert [(r.part, r.slot) for r in d.reasons] == [
+        ("gpu", "PCI 0000:97:00.0, slot 5"),
+        ("gpu_inventory", "PCI 0000:97:00.0, slot 5"),
+    ]
