@@ -4,7 +4,7 @@ A table is drawn with borders only on a terminal wide enough for it. Anywhere el
 one line, whatever its cells hold: piped or redirected, the table is TSV (a header row, a
 ``# title`` line above it), and on a terminal narrower than the table it is plain columns the
 terminal may wrap but nothing folds word by word. ``BRINGUP_TABLES=box|columns|tsv`` chooses
-one explicitly. Lines printed on stdout are never wrapped by rich either (``soft_wrap``): a
+one explicitly. Lines printed on stdout or stderr are never wrapped by rich (``soft_wrap``): a
 command printed for the operator to copy stays one line.
 """
 
@@ -26,7 +26,7 @@ TABLE_MODES = ("box", "columns", "tsv")
 _BLANKS = re.compile(r"[\t\r\n\x0b\x0c]+")  # what would break a TSV field or a line
 
 console = Console(soft_wrap=True)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def table_mode(console: Console, fits: bool) -> str:

@@ -139,7 +139,10 @@ def test_lab_up_to_golden_with_the_documented_commands(tmp_path):
         assert op.states(rack)[FAULTY] == "failed"
 
         # The README's burn-in: every stage on the others (the failed node waits for a repair).
-        op(burn)
+        # Exit 1: the rack holds a failed node, listed UNKNOWN with what to do; the others run.
+        burnt = op(burn, 1)
+        row = next(line for line in burnt.stdout.splitlines() if line.startswith(FAULTY + "\t"))
+        assert "mark-repaired" in row, burnt.stdout
         after = op.states(rack)
         assert after[FAULTY] == "failed" and all(after[n] == "burnin" for n in NODES if n != FAULTY), after
 

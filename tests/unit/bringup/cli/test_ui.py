@@ -25,7 +25,7 @@ def _row(i: int) -> tuple[str, ...]:
     )
 
 
-def _discover_table() :
+def _discover_table():
     out = ui.table(f"rack p32: {ROWS} node(s) discovered", *COLUMNS)
     for i in range(ROWS):
         out.add_row(*_row(i))
@@ -96,3 +96,14 @@ def test_a_long_command_line_is_printed_on_one_line(monkeypatch):
     monkeypatch.setattr(ui.console, "_width", 80)  # an 80-column terminal
     ui.console.print(f"ssh:       {command}")
     assert buf.getvalue() == f"ssh:       {command}\n"
+
+
+def test_a_long_progress_line_on_stderr_is_one_line(monkeypatch):
+    line = (
+        "nccl: 1 group(s) of 3 node(s), soak 0.1 min, launcher mpirun, tests all_reduce_perf, all_gather_perf"
+    )
+    buf = io.StringIO()
+    monkeypatch.setattr(ui.err_console, "_file", buf)
+    monkeypatch.setattr(ui.err_console, "_width", 80)
+    ui.err_console.print(line, highlight=False, markup=False)
+    assert buf.getvalue() == line + "\n"
