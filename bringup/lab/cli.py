@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from bringup.cli.ui import console, table
+from bringup.lab.demo import LAB_SETTINGS
 
 
 def _rack(ctx: click.Context, name: str, lab_dir: Path | None):
@@ -81,8 +82,30 @@ def lab_up(
     console.print(out)
     console.print(f"inventory: {state.inventory}")
     known = Path(state.state_dir) / "known_hosts"  # the keys `lab up` gave the nodes' sshd
-    console.print(f"ssh:       ssh -i {state.ssh_key} -o UserKnownHostsFile={known} root@{state.nodes[0].ip}")
-    console.print(f"next:      bringup inventory check {name}   |   bringup lab down --name {name}")
+    console.print(
+        f"ssh:       ssh -i {state.ssh_key} -o UserKnownHostsFile={known} root@{state.nodes[0].ip}",
+        highlight=False,
+        markup=False,
+    )
+    # The README's path, each command on its own line (a line to copy stays whole: ui.py).
+    console.print("next:", highlight=False)
+    for command in next_commands(name):
+        console.print(f"  {command}", highlight=False, markup=False)
+    console.print(f"done:      bringup lab down --name {name}", highlight=False)
+
+
+def next_commands(rack: str) -> list[str]:
+    """The README's path from a fresh lab to its golden nodes (docs/lab.md, "From lab up to golden")."""
+    return [
+        f"bringup inventory check {rack}",
+        f"bringup inventory enroll {rack}",
+        f"bringup discover --rack {rack}",
+        f"bringup provision --rack {rack}",
+        f"bringup configure --rack {rack}",
+        f"burnin run --rack {rack} {' '.join(f'--set {s}' for s in LAB_SETTINGS)}",
+        f"burnin golden --rack {rack}",
+        f"burnin report --rack {rack} --html {rack}.html --junit {rack}.junit.xml",
+    ]
 
 
 @lab.command("down")

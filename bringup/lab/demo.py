@@ -7,7 +7,8 @@ Every step runs the real `bringup` / `burnin` command line as a subprocess and p
 so the demo doubles as a walk-through. Everything lives under the lab directory (its own fleet
 store and inventory directory), and the demo starts by taking down what an earlier demo left,
 so running it again gives the same result. The fake nodes are network namespaces: they cannot
-PXE-boot, so they start with their OS in place and are recorded as provisioned; the PXE path
+PXE-boot, so they start with their OS in place and `bringup provision` checks them over SSH
+(the lab inventory's ``provisioner: preinstalled``); the PXE path
 is shown on QEMU VMs that really network-boot from the project's dnsmasq and boot server.
 """
 
@@ -22,10 +23,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from bringup.fleet.lifecycle import State
-from bringup.fleet.store import FleetStore
-from bringup.lab.state import LabState
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_FAULTS = REPO / "inventories" / "faults" / "demo.yml"
@@ -117,22 +114,6 @@ def clean(demo: Demo) -> None:
     shutil.copytree(REPO / "inventories" / "profiles", demo.inventory_dir / "profiles")
 
 
-def mark_preinstalled(demo: Demo, state: LabState) -> None:
-    """The namespace nodes come with their OS: record them as provisioned, saying why, with the
-    SSH host keys the lab gave them (as provisioning records what a node reports)."""
-    from bringup.lab.rack import record_host_keys
-
-    store = FleetStore.open(str(demo.db))
-    try:
-        for node in store.list_nodes(rack=demo.name, state=State.DISCOVERED):
-            reason = "lab: a network-namespace node starts with its OS installed (it cannot PXE-boot)"
-            store.transition(node.name, State.PROVISIONING, reason, actor="demo")
-            store.transition(node.name, State.PROVISIONED, reason, actor="demo")
-        record_host_keys(store, state, actor="demo")
-    finally:
-        store.close()
-
-
 def main(demo: Demo) -> int:
     from bringup.lab.pxe import PxeLab, PxeVmSpec
     from bringup.lab.rack import VirtualRack
@@ -166,8 +147,9 @@ def main(demo: Demo) -> int:
     if pxe is not None:
         say(f"$ bringup provision --rack {demo.pxe_name}   (one-time PXE through Redfish, dnsmasq + iPXE)")
         _show(pxe.bringup("provision", "--rack", demo.pxe_name, db=demo.db))
-    say(f"the {demo.name} nodes are network namespaces: recorded as provisioned with their OS in place")
-    mark_preinstalled(demo, state)
+    say(f"the {demo.name} nodes are network namespaces with their OS in place (provisioner: preinstalled):")
+    say("provisioning logs in to each over SSH, compares it with discovery and records it provisioned")
+    run(demo, ["bringup", "provision", "--rack", demo.name])
 
     step("configure: driver, fabric manager, DOCA-OFED, DCGM, container toolkit, burn-in tools (Ansible)")
     run(demo, ["bringup", "configure", "--rack", demo.name], ok_codes=(0, 1))

@@ -63,6 +63,18 @@ if [ -f "$fake.tar" ] && [ -d sys/bus/pci ]; then
     for dir in sys/devices/*; do
         case ${dir##*/} in pci*) continue ;; esac
         [ -d "$dir" ] || continue
+        if [ "${dir##*/}" = virtual ] && [ -d etc/bringup-lab/dmi ]; then
+            # The node's own SMBIOS identity (its BMC's serial and UUID) as the kernel shows it,
+            # in virtual/dmi/id: virtual's other children are bound one by one around it.
+            for sub in "$dir"/*; do
+                [ "${sub##*/}" = dmi ] && continue
+                mkdir -p "$fake/devices/virtual/${sub##*/}"
+                mount --bind "$sub" "$fake/devices/virtual/${sub##*/}"
+            done
+            mkdir -p "$fake/devices/virtual/dmi/id"
+            cp -p etc/bringup-lab/dmi/* "$fake/devices/virtual/dmi/id/"
+            continue
+        fi
         mkdir -p "$fake/devices/${dir##*/}"
         mount --bind "$dir" "$fake/devices/${dir##*/}"
     done

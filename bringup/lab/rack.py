@@ -89,6 +89,21 @@ def record_host_keys(store: FleetStore, state: LabState, actor: str = "lab") -> 
             )
 
 
+def write_dmi_identity(root: Path, node: LabNode) -> None:
+    """The SMBIOS serial and UUID the node's BMC reports, as files the node's init shows in
+    /sys/devices/virtual/dmi/id (nodes.NODE_INIT), where an installed OS reads them: the
+    preinstalled provisioning backend compares them with discovery."""
+    dmi = root / "etc" / "bringup-lab" / "dmi"
+    dmi.mkdir(parents=True, exist_ok=True)
+    for name, value in (
+        ("product_serial", node.serial),
+        ("chassis_serial", node.serial),
+        ("product_uuid", node.uuid),
+    ):
+        (dmi / name).write_text(value + "\n")
+        (dmi / name).chmod(0o400)  # root-only, as the kernel's
+
+
 def render_inventory(state: LabState, inventory_path: Path, password_file: Path, profile: str) -> str:
     """The lab's rack inventory: the same shape as a production rack's (no faults in it)."""
     rel = os.path.relpath(password_file, inventory_path.parent.resolve())
@@ -103,6 +118,9 @@ def render_inventory(state: LabState, inventory_path: Path, password_file: Path,
         "all": {
             "vars": {
                 "profile": profile,
+                # Namespace nodes start with their OS in place (they cannot PXE-boot):
+                # `bringup provision` checks each over SSH and records it (docs/lab.md).
+                "provisioner": "preinstalled",
                 "bmc_vendor": "generic",
                 "bmc_allow_http": True,  # sushy-tools serves plain HTTP on the lab's own bridge
                 "bmc_username": BMC_USER,
@@ -221,6 +239,7 @@ class VirtualRack:
                 )
                 (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
                 (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
+                write_dmi_identity(root, node)
                 install_standins(root, node.faults)
                 for service in services:
                     service.prepare_node(state, node, root)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bringup.redfish.endpoint import BmcEndpoint
+    from bringup.ssh.hostkeys import PinnedKeys
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class ProvisionTarget:
     # The BMC with its credentials resolved (None when the reference could not be read);
     # never printed (the password is in it).
     bmc: BmcEndpoint | None = field(default=None, repr=False, compare=False)
+    # The SSH host keys the store recorded for the node (None: none), for a backend that logs in.
+    pinned: PinnedKeys | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -50,8 +50,9 @@ from bringup.redfish.endpoint import TransportOptions
 from bringup.redfish.targets import Target
 from bringup.ssh.hostkey_records import record as record_host_keys
 from bringup.ssh.hostkeys import clean_keys
+from bringup.ssh.hostkeys import pinned as pinned_keys
 
-BACKENDS = ("pxe", "maas")
+BACKENDS = ("pxe", "maas", "preinstalled")
 DEFAULT_BATCH = 32
 # Rack-level settings: they must agree between every host of the rack.
 RACK_KEY_PREFIXES = ("provisioner", "pxe_", "maas_")
@@ -135,6 +136,7 @@ def build_target(node: Node, host: InventoryHost, target: Target | None) -> Prov
         uuid=(hw.get("system") or {}).get("uuid"),
         boot_mode=target.boot_mode if target else str(host.vars.get("boot_mode", "uefi")),
         bmc=target.endpoint if target else None,
+        pinned=pinned_keys(node) if node.ssh_host_keys else None,
     )
 
 
@@ -281,6 +283,10 @@ def make_backend(
         from bringup.provision.pxe.backend import PxeBackend
 
         return PxeBackend(rack, vars_, inventory_dir=inventory_dir, transport=transport)
+    if name == "preinstalled":
+        from bringup.provision.preinstalled import PreinstalledBackend
+
+        return PreinstalledBackend(vars_, inventory_dir)
     from bringup.provision.maas import MaasBackend  # imported only when a rack uses MAAS
 
     verify: bool | str = transport.ca_bundle or not transport.insecure

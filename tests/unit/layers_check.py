@@ -115,6 +115,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "bringup.provision.backend",  # the interface the PXE and MAAS backends implement
             "bringup.provision.pxe",
             "bringup.provision.maas",
+            "bringup.provision.preinstalled",  # nodes that already run their OS: checked over SSH
             "bringup.configure.runner",
             "burnin.stages.launch",
             "burnin.service.local",

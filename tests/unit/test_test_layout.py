@@ -85,8 +85,6 @@ UNMIRRORED: dict[str, str] = {
     "bringup/redfish/vendors/generic.py": "the base behaviour unchanged: vendor_for('generic') in "
     "tests/unit/bringup/redfish/vendors/test_dell.py, and the racks of tests/unit/bringup/cli/test_redfish.py",
     "bringup/redfish/vendors/supermicro.py": "the Supermicro tree in tests/unit/bringup/redfish/test_vendors.py",
-    "bringup/cli/ui.py": "tables and colours of every command: through the CLI tests "
-    "(tests/unit/bringup/cli/test_redfish_discover_enclosure.py, tests/unit/burnin/cli/test_accept_cmd.py)",
     # -- burnin -------------------------------------------------------------------------------------
     "burnin/accept/conformance_model.py": "the records of the order comparison: "
     "tests/unit/burnin/accept/test_conformance.py",
