@@ -316,7 +316,7 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
     trial_results: dict[int, Result] = {}
     for group in groups:
         soak = counted[frozenset(group)]
-        soak_results[frozenset(group)] = judge_soak([r.result for r in soak])
+        soak_results[frozenset(group)] = judge_soak([r.result for r in soak], per_iteration=len(plan.tests))
         failed = [r for r in soak if not r.passed]
         trial = loc.record(group, not failed, failed[0].detail() if failed else "")
         trial_results[trial.index] = (failed or soak)[0].result
