@@ -58,7 +58,7 @@ def nccl_chart(series: Sequence[NcclSeries]) -> str:
     values = [p.busbw_gbps for s in series for p in s.points if p.busbw_gbps is not None]
     floors = [s.floor_gbps for s in series if s.floor_gbps is not None]
     lo_i, hi_i = min(indexes), max(indexes)
-    top_value = max(values + floors + [1.0]) * 1.1
+    top_value = (max(values + floors, default=0.0) or 1.0) * 1.1  # the lab's 0.2 GB/s fills the plot too
     step = nice_step(top_value)
     top_value = math.ceil(top_value / step) * step
 
