@@ -9,6 +9,7 @@ import re
 import shutil
 import struct
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 from datetime import datetime, timedelta, timezone
@@ -378,7 +379,20 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
     if exe is None:
         unavailable("Debian's chromium is not installed (make test installs it)")
     base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"]
-    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
+    # nothing fetched from the network, and a profile of its own: tests run in parallel (xdist)
+    quiet = [
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ]
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        return subprocess.run(
+            [*base, *quiet, "--disable-sync", f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def console_messages(stderr: str) -> list[str]:
