@@ -451,7 +451,9 @@ def _record(group: Sequence[str], soak: Result, runs: Sequence[TestRun]) -> str:
         )
         for r in runs
     ]
-    return record_text(group, soak.verdict not in (Verdict.PASS, Verdict.WARN), kept)
+    # the runs of the first iteration: one per test (burnin.checks.nccl.judge_soak numbers them)
+    per_iteration = sum(1 for row in soak.metrics.get("iterations") or () if row.get("index") == 1) or 1
+    return record_text(group, soak.verdict not in (Verdict.PASS, Verdict.WARN), kept, per_iteration)
 
 
 def _combine(node: str, soak: Result, localised: Result) -> Result:
