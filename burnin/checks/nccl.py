@@ -27,6 +27,7 @@ SOAK_CHECK = "nccl_soak"
 LOCALISE_CHECK = "nccl_localise"
 LARGEST_SIZES = 2  # gate on the busbw of this many largest message sizes
 UNSTABLE_FRACTION = 0.85  # an iteration this far under the soak's median busbw is a warning
+# (the profile's floors.nccl_busbw_steady_fraction, which the stage and the rejudge pass)
 MAX_WARN_FINDINGS = 10  # distinct NCCL WARN messages recorded per iteration
 
 # Test failures whose cause is the node's software, not its hardware.
@@ -280,10 +281,17 @@ def _iterations_text(numbers: list[int], total: int) -> str:
     return f"{len(numbers)} of {total} iterations ({shown})"
 
 
-def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK, per_iteration: int = 1) -> Result:
+def judge_soak(
+    iterations: Sequence[Result],
+    *,
+    check: str = SOAK_CHECK,
+    per_iteration: int = 1,
+    steady_fraction: float = UNSTABLE_FRACTION,
+) -> Result:
     """A group's soak: the judged runs, in order, ``per_iteration`` runs (one per test) to each
     soak iteration, numbered from 1 as the stage's progress line numbers them. FAIL if any run
-    failed; each distinct finding once, with the iterations it occurred in.
+    failed; each distinct finding once, with the iterations it occurred in. An iteration under
+    ``steady_fraction`` of the median is a WARN.
 
     The first iteration is a warm-up for the stability comparison: judged against the floor,
     for corruption and hangs like every other, but not against the soak's median (a group's first
@@ -342,7 +350,7 @@ def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK, per_ite
     if len(steady) >= 3:
         median = statistics.median(v for _, v in steady)
         low_index, low = min(steady, key=lambda iv: iv[1])
-        if median > 0 and low < UNSTABLE_FRACTION * median:
+        if median > 0 and low < steady_fraction * median:
             findings.append(
                 warning(
                     f"bus bandwidth unstable over the soak: {low:g} GB/s in iteration {low_index} "

@@ -102,6 +102,7 @@ def replay(doc: dict[str, Any], profile: Profile) -> Result:
     soak = judge_soak(
         [_judge_run(r, profile) for r in doc["soak"] if r.get("counted", True)],
         per_iteration=per if isinstance(per, int) and per > 0 else 1,
+        steady_fraction=profile.floors.nccl_busbw_steady_fraction,
     )
     if soak.verdict in PASSING or soak.verdict is Verdict.UNKNOWN:
         return soak

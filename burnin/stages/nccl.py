@@ -316,7 +316,11 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
     trial_results: dict[int, Result] = {}
     for group in groups:
         soak = counted[frozenset(group)]
-        soak_results[frozenset(group)] = judge_soak([r.result for r in soak], per_iteration=len(plan.tests))
+        soak_results[frozenset(group)] = judge_soak(
+            [r.result for r in soak],
+            per_iteration=len(plan.tests),
+            steady_fraction=profile.floors.nccl_busbw_steady_fraction,
+        )
         failed = [r for r in soak if not r.passed]
         trial = loc.record(group, not failed, failed[0].detail() if failed else "")
         trial_results[trial.index] = (failed or soak)[0].result
