@@ -152,6 +152,13 @@ def test_32_nodes_that_never_ran_ib_and_nccl_are_one_line_not_32(tmp_path):
     assert "Excluded nodes and why (32 in 1 group)" in dom
     # each node keeps its anchor (the matrix links to it) inside its group
     assert all(f'id="excluded-{name(i)}"' in dom for i in range(32))
+    assert '<details class="ex-group r1" id="why-stages_ib_and_nccl_never_ran" data-nodes="32">' in dom
+    # a link to one of them (the matrix's) opens the group in the browser
+    opened = rendered(page, "#excluded-gpu00005")
+    assert (
+        '<details class="ex-group r1" id="why-stages_ib_and_nccl_never_ran" data-nodes="32" open="">'
+        in opened
+    )
     assert 'id="matrix-filters" hidden' not in dom and 'id="f-verdict"' in dom and 'id="f-stage"' in dom
     # the matrix: the node with a warning first, then one row for the other 31
     assert visible_rows(dom) == [("gpu00003", 1), ("gpu00000", 31)]
