@@ -3,7 +3,7 @@
 #                    burn-in -> golden list + report (DEMO_NODES=6, FAULTS=inventories/faults/demo.yml)
 #   make demo-service  the in-service loop on the lab's Slurm: one health-check drain, one nightly return
 #   make test        installs what the tests need (apt + pip + PostgreSQL) and runs the whole suite
-#   make unit        fast unit tests only (no root, no lab, no PostgreSQL)
+#   make unit        fast unit tests only (no root, no lab, no PostgreSQL, no browser)
 #   make lint        ruff
 #   make install     virtualenv in .venv with bringup/burnin installed
 #   make lab-up      start the virtual rack (LAB_NODES=4, FAULTS=inventories/faults/none.yml)
@@ -56,7 +56,7 @@ test: system-deps dev
 		$(BIN)/pytest -n $(WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 unit: dev
-	$(BIN)/pytest -n $(WORKERS) -m "not lab and not postgres and not gpu" $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(WORKERS) -m "not lab and not postgres and not gpu and not browser" $(PYTEST_ARGS)
 
 lint: dev
 	$(BIN)/ruff check bringup burnin tests benchmarks

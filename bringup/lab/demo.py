@@ -37,6 +37,8 @@ LAB_SETTINGS: tuple[str, ...] = (
     "diag.nccl_soak_minutes=0.1",
     "diag.nccl_iteration_timeout_s=20",
     "floors.nccl_busbw_multi_node_gbps=0.04",
+    # veth TCP on a shared machine wavers by a fifth between iterations: not a fabric's steadiness
+    "floors.nccl_busbw_steady_fraction=0.5",
 )
 
 

@@ -268,6 +268,12 @@ class Floors(_Section):
         description="all_reduce_perf bus bandwidth across nodes at the largest sizes, GB/s (8x NDR ring: "
         "~390 possible; 360 leaves ~8% margin; docs/reference.md, NCCL)."
     )
+    nccl_busbw_steady_fraction: Fraction = Field(
+        default=0.85,
+        description="A soak iteration (after the first, a warm-up) whose bus bandwidth falls under this "
+        "fraction of the soak's median is a WARN: unstable (0.85 on a dedicated fabric; the lab's TCP "
+        "links on a shared machine waver more, and its demo sets 0.5).",
+    )
     h2d_gbps: PositiveNumber | None = Field(
         default=None,
         description="Host<->device copy floor per GPU and direction, GB/s, for the link pcie.gpu names (48 on "

@@ -27,6 +27,7 @@ SOAK_CHECK = "nccl_soak"
 LOCALISE_CHECK = "nccl_localise"
 LARGEST_SIZES = 2  # gate on the busbw of this many largest message sizes
 UNSTABLE_FRACTION = 0.85  # an iteration this far under the soak's median busbw is a warning
+# (the profile's floors.nccl_busbw_steady_fraction, which the stage and the rejudge pass)
 MAX_WARN_FINDINGS = 10  # distinct NCCL WARN messages recorded per iteration
 
 # Test failures whose cause is the node's software, not its hardware.
@@ -273,21 +274,36 @@ def judge_output(
     )
 
 
-def _iterations_text(indices: list[int], total: int) -> str:
-    if len(indices) == 1:
-        return f"iteration {indices[0]}"
-    shown = ", ".join(str(i) for i in indices[:8]) + (", ..." if len(indices) > 8 else "")
-    return f"{len(indices)} of {total} iterations ({shown})"
+def _iterations_text(numbers: list[int], total: int) -> str:
+    if len(numbers) == 1:
+        return f"iteration {numbers[0]}"
+    shown = ", ".join(str(i) for i in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
+    return f"{len(numbers)} of {total} iterations ({shown})"
 
 
-def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK) -> Result:
-    """A group's soak: the judged iterations, in order (index = position). FAIL if any iteration
-    failed; each distinct finding once, with the iterations it occurred in."""
+def judge_soak(
+    iterations: Sequence[Result],
+    *,
+    check: str = SOAK_CHECK,
+    per_iteration: int = 1,
+    steady_fraction: float = UNSTABLE_FRACTION,
+) -> Result:
+    """A group's soak: the judged runs, in order, ``per_iteration`` runs (one per test) to each
+    soak iteration, numbered from 1 as the stage's progress line numbers them. FAIL if any run
+    failed; each distinct finding once, with the iterations it occurred in. An iteration under
+    ``steady_fraction`` of the median is a WARN.
+
+    The first iteration is a warm-up for the stability comparison: judged against the floor,
+    for corruption and hangs like every other, but not against the soak's median (a group's first
+    launch opens its connections right after the previous stage's load; the lab's first one
+    measured up to a third under the steady ones)."""
     if not iterations:
         return Result.unknown(check, "no soak iteration ran", {"iterations": []})
+    per = max(1, per_iteration)
+    number = [i // per + 1 for i in range(len(iterations))]
     rows = [
         {
-            "index": i,
+            "index": number[i],
             "busbw_gbps": r.metrics.get("busbw_gbps"),
             "wrong": r.metrics.get("wrong"),
             "seconds": r.metrics.get("seconds"),
@@ -295,16 +311,18 @@ def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK) -> Resu
         }
         for i, r in enumerate(iterations)
     ]
+    total = number[-1]
     grouped: dict[tuple[str, str, str, str], list[int]] = {}
     evidence: dict[tuple[str, str, str, str], str] = {}
     for i, r in enumerate(iterations):
         for f in r.findings:
             key = (f.severity.value, f.action.value, f.message, f.subject)
-            grouped.setdefault(key, []).append(i)
+            if number[i] not in grouped.setdefault(key, []):
+                grouped[key].append(number[i])
             evidence.setdefault(key, f.evidence)
     findings = [
         Finding(
-            f"{_iterations_text(idx, len(iterations))}: {msg}",
+            f"{_iterations_text(idx, total)}: {msg}",
             Severity(sev),
             Action(act),
             evidence[key],
@@ -318,8 +336,8 @@ def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK) -> Resu
     ]
     metrics: dict[str, Any] = {
         "iterations": rows,
-        "iterations_run": len(rows),
-        "failed_iterations": sum(1 for r in iterations if r.verdict is Verdict.FAIL),
+        "iterations_run": total,
+        "failed_iterations": len({number[i] for i, r in enumerate(iterations) if r.verdict is Verdict.FAIL}),
         "floor_gbps": next(
             (r.metrics.get("floor_gbps") for r in iterations if r.metrics.get("floor_gbps")), None
         ),
@@ -328,21 +346,23 @@ def judge_soak(iterations: Sequence[Result], *, check: str = SOAK_CHECK) -> Resu
         "busbw_max_gbps": max((v for _, v in values), default=None),
         "hosts": next((r.metrics["hosts"] for r in iterations if r.metrics.get("hosts")), []),
     }
-    if len(values) >= 3:
-        median = statistics.median(v for _, v in values)
-        low_index, low = min(values, key=lambda iv: iv[1])
-        if median > 0 and low < UNSTABLE_FRACTION * median:
+    steady = [(i, v) for i, v in values if i > 1]  # after the warm-up
+    if len(steady) >= 3:
+        median = statistics.median(v for _, v in steady)
+        low_index, low = min(steady, key=lambda iv: iv[1])
+        if median > 0 and low < steady_fraction * median:
             findings.append(
                 warning(
                     f"bus bandwidth unstable over the soak: {low:g} GB/s in iteration {low_index} "
-                    f"against a median of {median:g} GB/s",
+                    f"against a median of {median:g} GB/s (iterations 2 to {total}; the first is a warm-up)",
                     Action.MONITOR,
                 )
             )
-    unknown = [i for i, r in enumerate(iterations) if r.verdict is Verdict.UNKNOWN]
+    unknown = sorted({number[i] for i, r in enumerate(iterations) if r.verdict is Verdict.UNKNOWN})
     incomplete = ""
     if unknown:
-        incomplete = f"{_iterations_text(unknown, len(iterations))} could not be judged: {iterations[unknown[0]].reason}"
+        first = next(r for r in iterations if r.verdict is Verdict.UNKNOWN)
+        incomplete = f"{_iterations_text(unknown, total)} could not be judged: {first.reason}"
     return Result.judged(check, findings, metrics, incomplete=incomplete)
 
 

@@ -54,8 +54,16 @@ def soak_run(
     }
 
 
-def record_text(group: Iterable[str], soak_failed: bool, runs: Iterable[dict[str, Any]]) -> str:
-    doc = {"group": list(group), "soak_failed": soak_failed, "soak": list(runs)}
+def record_text(
+    group: Iterable[str], soak_failed: bool, runs: Iterable[dict[str, Any]], per_iteration: int = 1
+) -> str:
+    """``per_iteration``: the runs of one soak iteration (one per test of ``diag.nccl_tests``)."""
+    doc = {
+        "group": list(group),
+        "soak_failed": soak_failed,
+        "soak": list(runs),
+        "per_iteration": per_iteration,
+    }
     return replay_record.record_text(RECORD_MARK, doc)
 
 
@@ -90,7 +98,12 @@ def replay(doc: dict[str, Any], profile: Profile) -> Result:
         raise ParseError(
             "its group's soak failed and the stage localised it with trials; a rejudge runs no trial"
         )
-    soak = judge_soak([_judge_run(r, profile) for r in doc["soak"] if r.get("counted", True)])
+    per = doc.get("per_iteration")  # records made before it was kept: one test per iteration
+    soak = judge_soak(
+        [_judge_run(r, profile) for r in doc["soak"] if r.get("counted", True)],
+        per_iteration=per if isinstance(per, int) and per > 0 else 1,
+        steady_fraction=profile.floors.nccl_busbw_steady_fraction,
+    )
     if soak.verdict in PASSING or soak.verdict is Verdict.UNKNOWN:
         return soak
     note = info(

@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 
 from bringup.fleet.reads import collector_paused
 from burnin.report import RackReport
+from burnin.report.excluded import EXCLUDED_CSS, excluded_section
 from burnin.report.heatmap import HEATMAP_CSS, heat_map
 from burnin.report.matrix import MATRIX_CSS, matrix_section
 from burnin.report.nccl import nccl_chart
 from burnin.report.page import CSS, Section, esc, render_page
-from burnin.report.problems import excluded_section, links, problems_section
+from burnin.report.problems import links, problems_section
 from burnin.stages.group import GROUP_STAGES, PORT_CHART, SOAK_CHART
 
 __all__ = ["CSS", "EXTRA_SECTIONS", "render_html"]
@@ -71,5 +72,9 @@ def _render(report: RackReport, extra: Sequence[Section]) -> str:
         "<code>burnin golden</code> applies them</p>"
     )
     return render_page(
-        f"Burn-in report: rack {report.rack}", header, sections, footer, extra_css=HEATMAP_CSS + MATRIX_CSS
+        f"Burn-in report: rack {report.rack}",
+        header,
+        sections,
+        footer,
+        extra_css=HEATMAP_CSS + MATRIX_CSS + EXCLUDED_CSS,
     )

@@ -1,51 +1,74 @@
-"""The node-by-stage matrix: one row per node, failures first, one verdict cell per stage, with
-filters (verdict, stage, text) and paging in a small inline script. A link can carry them:
-``report.html#verdict=FAIL&stage=gpu&find=gpu01&size=250``.
+"""The node-by-check matrix: one compact cell per check (its latest stage run's verdict), the
+checks under their stage, sticky headers. Nodes whose rows would be identical (same state, same
+golden word, same verdict in every cell) share one row that opens to list them, so 1,000 healthy
+nodes are one line and the few that differ stand out; failures first.
 
-Without the script (a browser with scripts off) every row shows and the filters stay hidden; with
-it, a page of rows shows and the rest are ``hidden``, so 1,000 rows cost the browser no layout.
+Filters (verdict, stage, text) and paging live in a small inline script. A link can carry them:
+``report.html#verdict=FAIL&stage=gpu&find=gpu01&size=250``. Without the script (a browser with
+scripts off) every row shows and the filters stay hidden.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from burnin.report import NodeReport, RackReport
 from burnin.report.page import Section, anchor, esc
 from burnin.result import Verdict
 
 VERDICT_CLASS = {Verdict.PASS: "pass", Verdict.WARN: "warn", Verdict.FAIL: "fail", Verdict.UNKNOWN: "unknown"}
+LETTER = {"PASS": "P", "WARN": "W", "FAIL": "F", "UNKNOWN": "U"}
 PAGE_SIZES = (50, 100, 250, 1000)
+NAMES_SHOWN = 400  # the names a group's row lists; the rest are counted (the find box still finds them)
 MATRIX_CSS = """
 .filters { display: flex; gap: 14px; align-items: center; flex-wrap: wrap; margin: 0 0 8px; }
 .filters select, .filters input, .filters button { font: inherit; padding: 2px 6px; }
 #f-count { color: #555; }
+table.matrix { font-size: 12px; }
+table.matrix th, table.matrix td { padding: 2px 4px; }
+table.matrix thead th { position: sticky; top: 0; z-index: 2; background: #f0f0f0; }
+table.matrix thead tr.checks th { top: 25px; height: 118px; vertical-align: bottom; padding: 2px 0; }
+table.matrix thead tr.stages th { height: 25px; white-space: nowrap; }
+table.matrix thead tr.checks th span { writing-mode: vertical-rl; transform: rotate(180deg);
+  display: inline-block; max-height: 112px; overflow: hidden; text-overflow: ellipsis; font-weight: 400; }
+table.matrix td.v { width: 18px; min-width: 18px; max-width: 18px; padding: 1px 0; font-size: 11px; }
+table.matrix tbody th { position: sticky; left: 0; background: #fff; z-index: 1; font-weight: 400;
+  min-width: 130px; max-width: 360px; }
+table.matrix tbody th details { border: 0; margin: 0; padding: 0; background: none; }
+table.matrix tbody th summary { font-weight: 600; }
+table.matrix .names { font: 11px/1.5 ui-monospace, Menlo, Consolas, monospace; max-height: 220px;
+  overflow-y: auto; word-break: break-all; }
+table.matrix td.stage-start, table.matrix th.stage-start { border-left: 2px solid #999; }
 """
 
-# Plain ES2017, no library. Rows carry data-golden and data-find (lower-case name, state and
-# reasons); verdict cells carry data-v; the header's cells carry data-stage.
+# Plain ES2017, no library. Rows carry data-golden, data-count (nodes in the row), data-find
+# (lower-case names, states and reasons) and data-sv ("stage=VERDICT ...", the stages that ran).
 MATRIX_JS = r"""
 (function () {
   var table = document.getElementById('matrix-table');
   if (!table) return;
   var el = function (id) { return document.getElementById(id); };
   var fv = el('f-verdict'), fs = el('f-stage'), ft = el('f-text'), fz = el('f-size'), count = el('f-count');
-  var stages = Array.prototype.map.call(table.tHead.rows[0].cells, function (c) {
-    return c.getAttribute('data-stage');
-  });
   var rows = Array.prototype.map.call(table.tBodies[0].rows, function (tr) {
     var v = {};
-    for (var i = 0; i < tr.cells.length; i++) {
-      if (stages[i]) v[stages[i]] = tr.cells[i].getAttribute('data-v') || 'none';
-    }
-    return {tr: tr, golden: tr.getAttribute('data-golden') === '1', find: tr.getAttribute('data-find'), v: v};
+    (tr.getAttribute('data-sv') || '').split(' ').forEach(function (kv) {
+      var i = kv.indexOf('=');
+      if (i > 0) v[kv.slice(0, i)] = kv.slice(i + 1);
+    });
+    return {tr: tr, golden: tr.getAttribute('data-golden') === '1', find: tr.getAttribute('data-find'),
+            n: parseInt(tr.getAttribute('data-count'), 10) || 1, v: v};
   });
+  var stages = Array.prototype.map.call(fs.options, function (o) { return o.value; }).filter(Boolean);
+  var total = rows.reduce(function (a, r) { return a + r.n; }, 0);
   var page = 0, matched = rows;
+  function verdictIn(r, stage) { return r.v[stage] || 'none'; }
   function keep(r, verdict, stage, text) {
     if (text && r.find.indexOf(text) < 0) return false;
     if (!verdict) return true;
     if (verdict === 'excluded') return !r.golden;
-    if (stage) return r.v[stage] === verdict;
-    for (var s in r.v) if (r.v[s] === verdict) return true;
-    return false;
+    if (stage) return verdictIn(r, stage) === verdict;
+    return stages.some(function (s) { return verdictIn(r, s) === verdict; });
   }
   function show() {
     var size = parseInt(fz.value, 10) || 100, pages = Math.max(1, Math.ceil(matched.length / size));
@@ -53,14 +76,19 @@ MATRIX_JS = r"""
     var first = page * size, last = Math.min(first + size, matched.length);
     rows.forEach(function (r) { r.tr.hidden = true; });
     for (var i = first; i < last; i++) matched[i].tr.hidden = false;
+    var nodes = matched.reduce(function (a, r) { return a + r.n; }, 0);
     count.textContent = matched.length ? 'rows ' + (first + 1) + '-' + last + ' of ' + matched.length +
-      ' matching (' + rows.length + ' nodes)' : 'no node matches (' + rows.length + ' nodes)';
+      ' matching, ' + nodes + ' of ' + total + ' nodes' : 'no node matches (' + total + ' nodes)';
     el('f-prev').disabled = page === 0;
     el('f-next').disabled = page >= pages - 1;
   }
   function filter() {
     var verdict = fv.value, stage = fs.value, text = ft.value.trim().toLowerCase();
     matched = rows.filter(function (r) { return keep(r, verdict, stage, text); });
+    matched.forEach(function (r) {  // a name searched for: open its row's list of nodes
+      var d = r.tr.querySelector('details');
+      if (d) d.open = !!text && r.n > 1;
+    });
     page = 0;
     show();
   }
@@ -88,47 +116,153 @@ MATRIX_JS = r"""
 """
 
 
-def _rank(n: NodeReport) -> tuple[int, int]:
-    """Failures first: nodes that do not qualify before those that do, the worst verdict first."""
-    worst = max((Verdict(s.verdict).rank for s in n.stages.values() if s.verdict), default=0)
-    return (1 if n.golden else 0, -worst)
+@dataclass(frozen=True)
+class Column:
+    stage: str
+    check: str  # "": the stage never ran on any node, so its checks are not known
 
 
-def _row(report: RackReport, n: NodeReport, linked: dict[str, str]) -> str:
-    cells = []
-    for stage in report.stages:
-        st = n.stages.get(stage)
-        required = stage in n.required
+def columns(report: RackReport) -> list[Column]:
+    """Every stage's checks, as the nodes' latest runs of it have them, in stage order."""
+    seen: dict[str, set[str]] = {s: set() for s in report.stages}
+    for n in report.nodes:
+        for stage, st in n.stages.items():
+            seen.setdefault(stage, set()).update(r.check for r in st.results)
+    return [Column(s, c) for s in report.stages for c in (sorted(seen[s]) or [""])]
+
+
+def _cell_codes(n: NodeReport, cols: Sequence[Column]) -> tuple[str, ...]:
+    """Each column's verdict for this node; 'none!' a required stage that never ran, 'none' a
+    stage that did not run, '-' a check its stage's run did not include."""
+    out = []
+    for col in cols:
+        st = n.stages.get(col.stage)
         if st is None or st.verdict is None:
-            title = "required for golden, never ran" if required else "not run"
-            cls = "v v-none required" if required else "v v-none"
-            cells.append(f'<td class="{cls}" title="{title}">{"not run" if required else "–"}</td>')
+            out.append("none!" if col.stage in n.required else "none")
             continue
+        verdict = next((r.verdict for r in st.results if r.check == col.check), None)
+        out.append(verdict or (st.verdict if not col.check else "-"))
+    return tuple(out)
+
+
+def _golden_word(n: NodeReport) -> str:
+    # qualifies but not recorded yet: `burnin golden` makes the move
+    return ("golden" if n.state == "golden" else "qualifies") if n.golden else "no"
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    nodes: tuple[NodeReport, ...]
+    codes: tuple[str, ...]
+
+    @property
+    def first(self) -> NodeReport:
+        return self.nodes[0]
+
+    @property
+    def rank(self) -> tuple[int, int, int, str]:
+        """Failures first: rows that do not qualify, the worst verdict first, then the biggest."""
+        worst = max((Verdict(s.verdict).rank for s in self.first.stages.values() if s.verdict), default=0)
+        return (1 if self.first.golden else 0, -worst, -len(self.nodes), self.first.name)
+
+
+def matrix_rows(report: RackReport, cols: Sequence[Column]) -> list[MatrixRow]:
+    """The nodes grouped by identical rows (state, golden word, every cell), failures first."""
+    groups: dict[tuple, list[NodeReport]] = {}
+    codes: dict[tuple, tuple[str, ...]] = {}
+    for n in report.nodes:
+        cells = _cell_codes(n, cols)
+        key = (n.state, _golden_word(n), cells)
+        groups.setdefault(key, []).append(n)
+        codes[key] = cells
+    return sorted((MatrixRow(tuple(v), codes[k]) for k, v in groups.items()), key=lambda r: r.rank)
+
+
+def _cell(code: str, col: Column, row: MatrixRow, start: str) -> str:
+    """``start``: " stage-start" on a stage's first column."""
+    where = f"{col.stage}/{col.check}" if col.check else col.stage
+    if code.startswith("none"):
+        required = code == "none!"
+        title = f"{where}: {'required for golden, never ran' if required else 'not run'}"
+        return f'<td class="v v-none{" required" if required else ""}{start}" title="{esc(title)}">·</td>'
+    if code == "-":
+        return f'<td class="v v-none{start}" title="{esc(where)}: not in this run">–</td>'
+    cls = VERDICT_CLASS.get(code, "unknown") + start
+    if len(row.nodes) == 1:
+        st = row.first.stages[col.stage]
         when = st.time.strftime("%Y-%m-%d %H:%M") if st.time else "?"
-        cells.append(
-            f'<td class="v v-{VERDICT_CLASS.get(st.verdict, "unknown")}" data-stage="{esc(stage)}" '
-            f'data-v="{esc(st.verdict)}" title="run {st.run_id}, {when}">{esc(st.verdict)}</td>'
-        )
+        title = f"{where}: {code}, run {st.run_id}, {when}"
+    else:
+        title = f"{where}: {code} on all {len(row.nodes)} nodes of this row"
+    return (
+        f'<td class="v v-{cls}" data-stage="{esc(col.stage)}" data-check="{esc(col.check)}" '
+        f'data-v="{esc(code)}" title="{esc(title)}">{LETTER.get(code, "?")}</td>'
+    )
+
+
+def _name_cell(row: MatrixRow, linked: dict[str, str]) -> str:
+    def link(n: NodeReport) -> str:
+        name = esc(n.name)
+        return f'<a href="#{linked[n.name]}">{name}</a>' if n.name in linked else name
+
+    if len(row.nodes) == 1:
+        return f"<th>{link(row.first)}</th>"
+    shown = " ".join(link(n) for n in row.nodes[:NAMES_SHOWN])
+    more = len(row.nodes) - NAMES_SHOWN
+    shown += f" … and {more} more (find one by name above)" if more > 0 else ""
+    return (
+        f"<th><details><summary>{len(row.nodes)} nodes</summary>"
+        f'<div class="names">{shown}</div></details></th>'
+    )
+
+
+def _row(row: MatrixRow, cols: Sequence[Column], linked: dict[str, str]) -> str:
+    n = row.first
+    word = _golden_word(n)
     if n.golden:
-        # qualifies but not recorded yet: `burnin golden` makes the move
-        word = "golden" if n.state == "golden" else "qualifies"
         golden = f'<td class="golden-yes">{word}</td>'
     else:
-        golden = f'<td class="golden-no" title="{esc("; ".join(n.reasons))}">no</td>'
-    name = esc(n.name)
-    link = f'<a href="#{linked[n.name]}">{name}</a>' if n.name in linked else name
-    find = esc(" ".join((n.name, n.state, *n.reasons)).lower())
+        why = "; ".join(n.reasons) if len(row.nodes) == 1 else "see the excluded nodes above"
+        golden = f'<td class="golden-no" title="{esc(why)}">no</td>'
+    starts = [i == 0 or cols[i - 1].stage != c.stage for i, c in enumerate(cols)]
+    cells = "".join(
+        _cell(code, col, row, " stage-start" if s else "")
+        for code, col, s in zip(row.codes, cols, starts, strict=True)
+    )
+    stage_verdicts = " ".join(f"{s}={st.verdict}" for s, st in n.stages.items() if st.verdict is not None)
+    reasons = dict.fromkeys(r for m in row.nodes for r in m.reasons)
+    find = esc(" ".join((*(m.name for m in row.nodes), n.state, *reasons)).lower())
+    ident = f' id="{anchor("node", n.name)}" data-node="{esc(n.name)}"' if len(row.nodes) == 1 else ""
     return (
-        f'<tr id="{anchor("node", n.name)}" data-node="{name}" data-golden="{int(n.golden)}" '
-        f'data-find="{find}"><th>{link}</th><td>{esc(n.state)}</td>{golden}{"".join(cells)}</tr>'
+        f'<tr{ident} data-count="{len(row.nodes)}" data-golden="{int(n.golden)}" data-sv="{esc(stage_verdicts)}" '
+        f'data-find="{find}">{_name_cell(row, linked)}<td>{esc(n.state)}</td>{golden}{cells}</tr>'
+    )
+
+
+def _head(report: RackReport, cols: Sequence[Column]) -> str:
+    spans: dict[str, int] = {}
+    for c in cols:
+        spans[c.stage] = spans.get(c.stage, 0) + 1
+    stages = "".join(
+        f'<th class="stage-start" colspan="{k}" data-stage="{esc(s)}">{esc(s)}</th>' for s, k in spans.items()
+    )
+    checks, last = [], None
+    for c in cols:
+        cls = ' class="stage-start"' if c.stage != last else ""
+        last = c.stage
+        label = c.check or "(not run)"
+        checks.append(f'<th{cls} title="{esc(c.stage)}/{esc(label)}"><span>{esc(label)}</span></th>')
+    return (
+        '<thead><tr class="stages"><th rowspan="2">node</th><th rowspan="2">state</th>'
+        f'<th rowspan="2">golden</th>{stages}</tr><tr class="checks">{"".join(checks)}</tr></thead>'
     )
 
 
 def matrix_section(report: RackReport, linked: dict[str, str]) -> Section:
     """``linked``: node -> the anchor its name links to (its first problem, or why it is excluded)."""
-    order = sorted(range(len(report.nodes)), key=lambda i: (*_rank(report.nodes[i]), i))
-    rows = "".join(_row(report, report.nodes[i], linked) for i in order)
-    head = "".join(f'<th data-stage="{esc(s)}">{esc(s)}</th>' for s in report.stages)
+    cols = columns(report)
+    grouped = matrix_rows(report, cols)
+    rows = "".join(_row(r, cols, linked) for r in grouped)
     stage_options = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in report.stages)
     verdicts = "".join(f'<option value="{v}">{v}</option>' for v in ("FAIL", "UNKNOWN", "WARN", "PASS"))
     sizes = "".join(f'<option value="{s}"{" selected" if s == 100 else ""}>{s}</option>' for s in PAGE_SIZES)
@@ -144,14 +278,16 @@ def matrix_section(report: RackReport, linked: dict[str, str]) -> Section:
         '<span id="f-count"></span></div>'
     )
     legend = (
-        "".join(f'<span class="v-{c}">{v}</span>' for v, c in VERDICT_CLASS.items())
-        + '<span style="background:#9e9e9e">not run</span>'
+        "".join(f'<span class="v-{c}">{LETTER[v]} {v}</span>' for v, c in VERDICT_CLASS.items())
+        + '<span style="background:#9e9e9e">· not run</span>'
     )
     body = (
         f"{filters}"
-        '<table class="matrix" id="matrix-table"><thead><tr><th>node</th><th>state</th><th>golden</th>'
-        f"{head}</tr></thead><tbody>{rows}</tbody></table>"
+        f'<table class="matrix" id="matrix-table" data-nodes="{len(report.nodes)}" data-rows="{len(grouped)}">'
+        f"{_head(report, cols)}<tbody>{rows}</tbody></table>"
         f'<p class="legend">{legend} Hatched: a stage the golden rules need that never ran. '
-        "Nodes that do not qualify come first, the worst verdict first.</p>"
+        f"{len(report.nodes)} nodes in {len(grouped)} rows: nodes whose every cell, state and golden word "
+        "agree share a row (open it for their names). Rows that do not qualify come first, the worst "
+        "verdict first. Hover a cell for its check and run.</p>"
     )
-    return Section("matrix", "Nodes by stage", body, MATRIX_JS)
+    return Section("matrix", "Nodes by check", body, MATRIX_JS)

@@ -1,7 +1,8 @@
-"""NCCL bus bandwidth over the soak, as an SVG chart: one line per node, bad iterations as red
-circles. Over ``MAX_LINES`` nodes a line each is noise, so the chart draws the spread of every
-node (min to max per iteration, and the median) and lines only for the worst nodes: those with a
-bad iteration first, then the lowest bandwidth.
+"""NCCL bus bandwidth over the soak, as an SVG chart: one line per soak (the nodes of one soak
+group share its figures, so they share one line, named once), bad iterations as red circles.
+Over ``MAX_LINES`` lines a line each is noise, so the chart draws the spread of every node (min
+to max per iteration, and the median) and lines only for the worst: those with a bad iteration
+first, then the lowest bandwidth. The floor's label sits in the right margin, clear of the lines.
 """
 
 from __future__ import annotations
@@ -27,18 +28,37 @@ def _worst_first(series: Sequence[NcclSeries]) -> list[NcclSeries]:
     return sorted(series, key=key)
 
 
+def one_line_per_soak(series: Sequence[NcclSeries]) -> list[NcclSeries]:
+    """Series with the same figures (the nodes of one soak group) merged into one, named by all
+    of its nodes: drawn one over another they read as one line with a legend of several."""
+    merged: dict[tuple, list[NcclSeries]] = {}
+    for s in series:
+        key = (s.floor_gbps, tuple((p.index, p.busbw_gbps, p.wrong, p.verdict) for p in s.points))
+        merged.setdefault(key, []).append(s)
+    return [
+        NcclSeries(names([s.node for s in same]), same[0].points, same[0].floor_gbps)
+        for same in merged.values()
+    ]
+
+
+def names(nodes: Sequence[str], shown: int = 6) -> str:
+    more = len(nodes) - shown
+    return ", ".join(nodes[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def nccl_chart(series: Sequence[NcclSeries]) -> str:
-    """Bus bandwidth per soak iteration; the spread of all nodes when there are many."""
+    """Bus bandwidth per soak iteration; the spread of all nodes when there are many lines."""
     if not series:
         return '<p class="empty" id="no-nccl">no NCCL soak results (stage nccl, check nccl_soak)</p>'
-    drawn = list(series) if len(series) <= MAX_LINES else _worst_first(series)[:MAX_LINES]
-    left, right, top, bottom, plot_w, plot_h = 64, 24, 20, 48, 880, 300
+    lines = one_line_per_soak(series)
+    drawn = lines if len(lines) <= MAX_LINES else _worst_first(lines)[:MAX_LINES]
+    left, right, top, bottom, plot_w, plot_h = 64, 104, 20, 48, 860, 300
     width, height = left + plot_w + right, top + plot_h + bottom
     indexes = [p.index for s in series for p in s.points]
     values = [p.busbw_gbps for s in series for p in s.points if p.busbw_gbps is not None]
     floors = [s.floor_gbps for s in series if s.floor_gbps is not None]
     lo_i, hi_i = min(indexes), max(indexes)
-    top_value = max(values + floors + [1.0]) * 1.1
+    top_value = (max(values + floors, default=0.0) or 1.0) * 1.1  # the lab's 0.2 GB/s fills the plot too
     step = nice_step(top_value)
     top_value = math.ceil(top_value / step) * step
 
@@ -71,14 +91,14 @@ def nccl_chart(series: Sequence[NcclSeries]) -> str:
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>'
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>'
     )
-    if len(drawn) < len(series):
+    if len(drawn) < len(lines):
         out.append(_spread(series, x, y))
     if floors:
         fy = y(max(floors))
         out.append(
             f'<line class="floor" x1="{left}" y1="{fy:.1f}" x2="{left + plot_w}" y2="{fy:.1f}" '
             'stroke="#c62828" stroke-dasharray="6 4" stroke-width="1.5"/>'
-            f'<text x="{left + plot_w - 4}" y="{fy + 14:.1f}" font-size="11" text-anchor="end" fill="#c62828">'
+            f'<text x="{left + plot_w + 6}" y="{fy + 4:.1f}" font-size="11" text-anchor="start" fill="#c62828">'
             f"floor {fmt(max(floors))} GB/s</text>"
         )
     for n, s in enumerate(drawn):
@@ -92,10 +112,10 @@ def nccl_chart(series: Sequence[NcclSeries]) -> str:
         f'<span class="swatch" style="background:{PALETTE[n % len(PALETTE)]}"></span>{esc(s.node)}'
         for n, s in enumerate(drawn)
     )
-    if len(drawn) < len(series):
+    if len(drawn) < len(lines):
         legend = (
-            f"{len(series)} nodes: the grey band spans every node's lowest to highest per iteration, the "
-            f"dashed grey line is the median; lines for the {len(drawn)} worst:" + legend
+            f"{len(series)} nodes in {len(lines)} soaks: the grey band spans every node's lowest to highest "
+            f"per iteration, the dashed grey line is the median; lines for the {len(drawn)} worst:" + legend
         )
     bad = (
         f'<span class="swatch" style="background:{BAD}"></span>bad iteration (wrong results, failed or none)'
@@ -130,7 +150,7 @@ def _line(s: NcclSeries, colour: str, dashed: bool, x, y) -> str:  # noqa: ANN00
         out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
     for p in s.points:
         v = p.busbw_gbps if p.busbw_gbps is not None else 0.0
-        what = f"{p.busbw_gbps:.1f} GB/s" if p.busbw_gbps is not None else "no result"
+        what = f"{fmt(p.busbw_gbps)} GB/s" if p.busbw_gbps is not None else "no result"
         extra = (f", {p.wrong} wrong" if p.wrong else "") + (f", {p.verdict}" if p.verdict else "")
         fill, r = (BAD, 5) if p.bad else (colour, 3)
         cls = ' class="bad"' if p.bad else ""

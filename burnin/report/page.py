@@ -77,7 +77,9 @@ def nice_step(span: float, ticks: int = 5) -> float:
 
 
 def fmt(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.1f}"
+    """A figure for a label: whole numbers as they are, others to 3 significant digits (a lab's
+    0.04 GB/s floor is "0.04", not "0.0")."""
+    return f"{value:.0f}" if abs(value) >= 100 or value == int(value) else f"{value:.3g}"
 
 
 @dataclass(frozen=True)

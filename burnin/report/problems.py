@@ -1,4 +1,4 @@
-"""The report's failure sections: the excluded nodes with every reason, and each FAIL, UNKNOWN
+"""The report's failure section: each FAIL, UNKNOWN
 and WARN result with its findings and raw evidence (worst first; the evidence of the first
 ``EVIDENCE_SHOWN``, the rest point at `burnin results`)."""
 
@@ -18,24 +18,6 @@ def links(report: RackReport) -> dict[str, str]:
     for node, _ in reversed(report.problems):
         out[node.name] = anchor("problems", node.name)
     return out
-
-
-def excluded_section(report: RackReport) -> Section:
-    """One row per node that does not qualify, with every reason (in the order to fix them)."""
-    excluded = [n for n in report.nodes if not n.golden]
-    if not excluded:
-        body = '<p class="empty">none: every node is golden</p>'
-    else:
-        rows = "".join(
-            f'<tr id="{anchor("excluded", n.name)}"><th>{esc(n.name)}</th><td>{esc(n.state)}</td>'
-            f'<td><ul class="reasons">{"".join(f"<li>{esc(r)}</li>" for r in n.reasons)}</ul></td></tr>'
-            for n in excluded
-        )
-        body = (
-            f'<table class="excluded"><thead><tr><th>node</th><th>state</th><th>why</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>"
-        )
-    return Section("excluded", f"Excluded nodes and why ({len(excluded)})", body)
 
 
 def _findings_table(findings: Sequence[dict]) -> str:

@@ -316,7 +316,11 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
     trial_results: dict[int, Result] = {}
     for group in groups:
         soak = counted[frozenset(group)]
-        soak_results[frozenset(group)] = judge_soak([r.result for r in soak])
+        soak_results[frozenset(group)] = judge_soak(
+            [r.result for r in soak],
+            per_iteration=len(plan.tests),
+            steady_fraction=profile.floors.nccl_busbw_steady_fraction,
+        )
         failed = [r for r in soak if not r.passed]
         trial = loc.record(group, not failed, failed[0].detail() if failed else "")
         trial_results[trial.index] = (failed or soak)[0].result
@@ -451,7 +455,9 @@ def _record(group: Sequence[str], soak: Result, runs: Sequence[TestRun]) -> str:
         )
         for r in runs
     ]
-    return record_text(group, soak.verdict not in (Verdict.PASS, Verdict.WARN), kept)
+    # the runs of the first iteration: one per test (burnin.checks.nccl.judge_soak numbers them)
+    per_iteration = sum(1 for row in soak.metrics.get("iterations") or () if row.get("index") == 1) or 1
+    return record_text(group, soak.verdict not in (Verdict.PASS, Verdict.WARN), kept, per_iteration)
 
 
 def _combine(node: str, soak: Result, localised: Result) -> Result:

@@ -121,11 +121,10 @@ UNMIRRORED: dict[str, str] = {
     "burnin/report/heatmap.py": "tests/unit/burnin/report/test_report.py (heat_map) and "
     "tests/unit/burnin/report/test_html_fleet.py",
     "burnin/report/junit.py": "tests/unit/burnin/report/test_report.py (render_junit)",
-    "burnin/report/matrix.py": "the node-by-stage matrix of the HTML report: tests/unit/burnin/report/test_html_fleet.py "
+    "burnin/report/matrix.py": "the node-by-check matrix of the HTML report: tests/unit/burnin/report/test_html_fleet.py "
     "and tests/unit/burnin/report/test_report.py",
-    "burnin/report/nccl.py": "tests/unit/burnin/report/test_report.py (nccl_chart)",
     "burnin/report/page.py": "the page shell of every HTML report: tests/unit/burnin/report/test_report.py",
-    "burnin/report/problems.py": "the report's failure sections: tests/unit/burnin/report/test_report.py",
+    "burnin/report/problems.py": "the report's failure section: tests/unit/burnin/report/test_report.py",
     "burnin/result.py": "the verdict vocabulary every check test asserts on "
     "(tests/unit/burnin/checks/test_nccl.py, tests/unit/burnin/stages/test_runner.py)",
     "burnin/service/local.py": "runs `burnin health`'s commands: through it by "

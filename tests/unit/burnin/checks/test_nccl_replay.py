@@ -69,3 +69,15 @@ def test_evidence_without_a_whole_record():
         parse_record("=== soak group 1 iteration 1 all_reduce_perf: PASS on a, b ===\n")
     with pytest.raises(ParseError, match="not whole JSON"):
         parse_record(f"{RECORD_MARK}\n" + '{"group": ["a"], "soak": [')
+
+
+def test_a_soak_of_two_tests_is_numbered_by_iteration_again(fake):  # noqa: F811
+    """An iteration runs each of diag.nccl_tests: the record says how many, so a rejudge numbers
+    the two runs of iteration 1 as the stage did, not as iterations 1 and 2."""
+    run, _, _ = fake
+    profile = _profile(nccl_tests="[all_reduce_perf, all_gather_perf]")
+    results = run(_jobs(4, profile))
+    result, evidence = results["node01"][0]
+    assert [row["index"] for row in result.metrics["iterations"]] == [1, 1]
+    again = replay(parse_record(evidence), profile)
+    assert again.metrics == result.metrics

@@ -9,6 +9,7 @@ import re
 import shutil
 import struct
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 from datetime import datetime, timedelta, timezone
@@ -70,7 +71,8 @@ class Page(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.ids: set[str] = set()
-        self.cells: dict[tuple[str, str], str] = {}
+        self.cells: dict[tuple[str, str], str] = {}  # (node, stage) -> the stage's verdict in its row
+        self.checks: dict[tuple[str, str, str], tuple[str, str]] = {}  # (node, stage, check) -> verdict, text
         self.tags: dict[str, int] = {}
         self.external: list[str] = []
         self.text: list[str] = []
@@ -87,8 +89,11 @@ class Page(HTMLParser):
                 self.external.append(a[key])
         if tag == "tr" and a.get("data-node"):
             self._row = a["data-node"]
-        if tag == "td" and self._row and a.get("data-stage"):
-            self._cell = a["data-stage"]
+            for kv in (a.get("data-sv") or "").split():
+                stage, _, verdict = kv.partition("=")
+                self.cells[(self._row, stage)] = verdict
+        if tag == "td" and self._row and a.get("data-check") is not None:
+            self._cell = (a["data-stage"], a["data-check"], a.get("data-v", ""))
 
     def handle_endtag(self, tag):
         if tag == "td":
@@ -99,7 +104,8 @@ class Page(HTMLParser):
     def handle_data(self, data):
         self.text.append(data)
         if self._row and self._cell and data.strip():
-            self.cells[(self._row, self._cell)] = data.strip()
+            stage, check, verdict = self._cell
+            self.checks[(self._row, stage, check)] = (verdict, data.strip())
 
 
 def parse(html: str) -> Page:
@@ -115,14 +121,22 @@ def test_html_content(rack, tmp_path):
     assert page.cells[("gpu002", "gpu")] == "FAIL"
     assert page.cells[("gpu003", "ib")] == "UNKNOWN" and page.cells[("gpu003", "nccl")] == "FAIL"
     assert not any(node == "gpu004" for node, _ in page.cells)  # never ran: no verdict cells
+    assert page.checks[("gpu002", "gpu", "gpu_stress")] == ("FAIL", "F")  # one cell per check, lettered
+    assert not any(node == "gpu004" for node, *_ in page.checks)
     assert {"ib-heatmap", "nccl-chart", "problems-gpu002", "excluded-gpu004"} <= page.ids
     text = " ".join(page.text)
-    assert "stage preflight never ran" in text and "GPU 3 in HW slowdown under load" in text
+    # gpu004 never ran anything: its group's one line says so, the stages named once
+    assert (
+        "stages preflight, gpu, pcie, ib and nccl never ran" in text
+        and "GPU 3 in HW slowdown under load" in text
+    )
     # the heat map: 4 nodes x 2 rails; gpu003's UNKNOWN result measured one port, gpu004 none
     assert html.count('class="hm-cell') == 8 and html.count('class="hm-cell hm-none"') == 3
     assert "gpu004 mlx5_0: no ib_bandwidth result" in html and "gpu003 mlx5_1: no such port" in html
     assert 'data-node="gpu003" data-port="mlx5_0"' in html
-    assert html.count('class="nccl-series"') == 3 and html.count('class="bad"') == 1
+    # gpu001 and gpu002 soaked with the same figures: one line, named by both
+    assert html.count('class="nccl-series"') == 2 and html.count('class="bad"') == 1
+    assert 'data-node="gpu001, gpu002"' in html
     assert "floor 388 Gb/s" in html and "floor 360 GB/s" in html  # 400 x 0.97; the profile's NCCL floor
 
 
@@ -365,7 +379,20 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
     if exe is None:
         unavailable("Debian's chromium is not installed (make test installs it)")
     base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"]
-    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
+    # nothing fetched from the network, and a profile of its own: tests run in parallel (xdist)
+    quiet = [
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ]
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        return subprocess.run(
+            [*base, *quiet, "--disable-sync", f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def console_messages(stderr: str) -> list[str]:
@@ -383,8 +410,9 @@ def test_renders_in_headless_chromium(rack, tmp_path):
     assert console_messages(dom.stderr) == []
     rendered = parse(dom.stdout)
     assert rendered.cells[("gpu002", "gpu")] == "FAIL" and rendered.cells[("gpu001", "ib")] == "PASS"
+    assert rendered.checks[("gpu002", "gpu", "gpu_stress")] == ("FAIL", "F")
     assert {"matrix-table", "ib-heatmap", "nccl-chart", "count-golden"} <= rendered.ids
-    assert rendered.tags.get("rect", 0) >= 5 and rendered.tags.get("polyline", 0) == 3
+    assert rendered.tags.get("rect", 0) >= 5 and rendered.tags.get("polyline", 0) == 2
     assert rendered.tags.get("details", 0) >= 3
 
     run = chromium("--window-size=1400,2000", "--hide-scrollbars", f"--screenshot={shot}", page.as_uri())
