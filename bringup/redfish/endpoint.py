@@ -20,7 +20,7 @@ DEFAULT_MAX_MEMBERS = 10_000
 # Redfish resources nest under 10 levels (the project's fixtures: 5; OEM sections a few more).
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_REQUEST_DEADLINE = 120.0
-DEFAULT_NODE_DEADLINE = 600.0  # `bringup discover --node-deadline`
+DEFAULT_NODE_DEADLINE = 300.0  # `bringup discover --node-deadline`
 
 
 def normalise_url(address: str) -> str:
