@@ -81,18 +81,25 @@ class _DeadlineReader(io.RawIOBase):
     def __init__(self, sock: socket.socket, owner: Connection):
         super().__init__()
         self._sock, self._owner = sock, owner
+        # The socket's own reader keeps it open while the answer is read: http.client closes
+        # the connection as soon as the headers say it will close, before the body is read.
+        self._raw = sock.makefile("rb", buffering=0)
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buf: memoryview) -> int | None:  # type: ignore[override]
         cut = self._owner._bound_socket(self._sock)
         try:
-            return self._sock.recv_into(buf)
+            return self._raw.readinto(buf)
         except TimeoutError:
             if cut:
                 raise _DeadlinePassed() from None
             raise
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _ReaderSocket:

@@ -5,7 +5,8 @@ plain GETs, basic auth taken on trust, no sessions and no ``$expand`` (the clien
 the tree one GET at a time), and answers ``path`` with one of ``ABUSES``:
 
 - ``gzip_bomb``: a JSON object of ``size`` bytes, gzip-compressed (1 GiB is about 1 MiB on the wire);
-- ``big_body``: a JSON object of ``size`` bytes, streamed;
+- ``big_body``: a JSON object of ``size`` bytes, streamed; ``big_stream``: the same without a
+  Content-Length (the body ends when the connection does), so only what arrives can stop it;
 - ``drip_body`` / ``drip_headers``: the answer one byte every ``interval`` seconds, after the
   headers or from the status line on;
 - ``many_members``: a collection of ``size`` members (``@odata.id`` only), one page; each
@@ -32,6 +33,7 @@ from tests.doubles.redfish_server import _norm, error_body, load_fixture
 ABUSES = (
     "gzip_bomb",
     "big_body",
+    "big_stream",
     "drip_body",
     "drip_headers",
     "many_members",
@@ -160,11 +162,15 @@ class HostileBmc:
         h.end_headers()
         h.wfile.write(body)
 
-    def _big_body(self, h: BaseHTTPRequestHandler, _path: str) -> None:
+    def _big_body(self, h: BaseHTTPRequestHandler, _path: str, announce: bool = True) -> None:
         head, tail = b'{"Pad": "', b'"}'
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(self.size))
+        if announce:
+            h.send_header("Content-Length", str(self.size))
+        else:
+            h.send_header("Connection", "close")
+            h.close_connection = True
         h.end_headers()
         h.wfile.write(head)
         left = self.size - len(head) - len(tail)
@@ -173,6 +179,9 @@ class HostileBmc:
             h.wfile.write(pad[: min(left, CHUNK)])
             left -= CHUNK
         h.wfile.write(tail)
+
+    def _big_stream(self, h: BaseHTTPRequestHandler, path: str) -> None:
+        self._big_body(h, path, announce=False)
 
     def _drip(self, h: BaseHTTPRequestHandler, data: bytes) -> None:
         for i in range(len(data)):

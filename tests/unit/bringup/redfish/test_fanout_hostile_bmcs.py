@@ -60,8 +60,10 @@ def test_a_gzip_bomb_is_refused_past_the_decompressed_cap():
     assert "decompressed" in text and "8 MiB" in text and "--max-body-mib" in text
 
 
-def test_a_100_mb_body_is_refused_past_the_cap_without_reading_it_all():
-    big = HostileBmc("big_body", S, size=100 * MiB)
+@pytest.mark.parametrize("abuse", ["big_body", "big_stream"])
+def test_a_100_mb_body_is_refused_past_the_cap_without_reading_it_all(abuse):
+    # big_stream announces no length: it is refused on what has arrived.
+    big = HostileBmc(abuse, S, size=100 * MiB)
     _good, bad = discover_rack(big, fast())
     assert isinstance(bad.error, LimitExceeded), bad.error
     text = str(bad.error)
