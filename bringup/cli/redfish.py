@@ -19,7 +19,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, err_console, table
-from bringup.redfish.endpoint import TransportOptions
+from bringup.redfish.endpoint import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_NODE_DEADLINE,
+    DEFAULT_REQUEST_DEADLINE,
+    TransportOptions,
+)
 from bringup.redfish.fanout import MAX_CONCURRENCY, Outcome
 from bringup.redfish.power import ACTIONS, PowerOptions
 from bringup.redfish.rack import (
@@ -77,6 +83,28 @@ def bmc_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="Retries of GETs and of connections never made (actions are never repeated).",
             ),
+            # Bounds on what one BMC may send (docs/redfish.md, "Bounds").
+            click.option(
+                "--request-deadline",
+                type=click.FloatRange(0, min_open=True),
+                default=DEFAULT_REQUEST_DEADLINE,
+                show_default=True,
+                help="Seconds for one request's whole answer (never less than --read-timeout).",
+            ),
+            click.option(
+                "--max-body-mib",
+                type=click.FloatRange(0, min_open=True),
+                default=DEFAULT_MAX_BODY / (1 << 20),
+                show_default=True,
+                help="MiB one BMC answer may be, on the wire and decompressed.",
+            ),
+            click.option(
+                "--max-members",
+                type=click.IntRange(1),
+                default=DEFAULT_MAX_MEMBERS,
+                show_default=True,
+                help="Members one BMC collection may list.",
+            ),
         ]
     ):
         fn = option(fn)
@@ -91,6 +119,10 @@ def _transport(kw: dict[str, Any]) -> TransportOptions:
         ca_bundle=kw.pop("ca_bundle"),
         insecure=kw.pop("insecure"),
         allow_http=kw.pop("allow_http"),
+        request_deadline=kw.pop("request_deadline"),
+        max_body=max(1, int(kw.pop("max_body_mib") * (1 << 20))),
+        max_members=kw.pop("max_members"),
+        node_deadline=kw.pop("node_deadline", None),  # discover's own option
     )
 
 
@@ -150,6 +182,13 @@ def _emit(as_json: bool, result: RackResult, render: Callable[[], None]) -> None
     "--accept-new-serial",
     is_flag=True,
     help="Re-key nodes whose serial changed (after checking the board swap) instead of flagging them.",
+)
+@click.option(
+    "--node-deadline",
+    type=click.FloatRange(0, min_open=True),
+    default=DEFAULT_NODE_DEADLINE,
+    show_default=True,
+    help="Seconds one BMC's whole discovery may take; past it that node fails, the others carry on.",
 )
 @click.pass_context
 def discover_cmd(

@@ -17,6 +17,12 @@ SessionService, or one that answers the login 404/405/501, gets basic auth on ev
 A refused login (401, 403, or a BMC out of sessions) is this node's error; the others carry
 on. A token the BMC drops mid-run (401) is renewed once. Logout failures are logged, never
 raised: the BMC expires the session after its SessionTimeout.
+
+Bounds (docs/redfish.md, "Bounds"): what one BMC sends is held to ``TransportOptions``' limits,
+the size of an answer (``connection.py``), a deadline per request and one per client (the
+node), the members of a collection and the nesting of an answer. Past one, the node fails
+with ``LimitExceeded`` (or ``DeadlineExceeded``), which no discovery section takes for a
+missing part, and nothing is retried.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from bringup.redfish.connection import Connection, TransportError, tls_context
+from bringup.redfish.connection import BodyTooLarge, Connection, TransportError, tls_context
 from bringup.redfish.endpoint import BmcEndpoint, TransportOptions
 from bringup.redfish.errors import (
     ActionFailed,
     AmbiguousAction,
     AuthenticationFailed,
+    DeadlineExceeded,
+    LimitExceeded,
     NotSupported,
     RedfishError,
     TlsVerificationFailed,
@@ -58,6 +66,20 @@ class Response:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def nested_deeper(doc: Any, limit: int) -> bool:
+    """Whether ``doc`` nests objects and arrays more than ``limit`` levels deep (iteratively:
+    what checks nesting must not itself recurse)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)) and child:
+                stack.append((child, depth + 1))
+    return False
 
 
 def _basic(username: str, password: str) -> str:
@@ -90,6 +112,7 @@ class RedfishClient:
         self._session_path: str | None = None
         self.root: dict[str, Any] = {}
         self.requests_made = 0
+        self._node_deadline: float | None = None  # time.monotonic() everything must end by
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -126,7 +149,10 @@ class RedfishClient:
             connect_timeout=self.options.connect_timeout,
             read_timeout=self.options.read_timeout,
             tls=tls,
+            max_body=self.options.max_body,
         )
+        if self.options.node_deadline is not None:
+            self._node_deadline = time.monotonic() + self.options.node_deadline
         resp = self._request("GET", ROOT)
         if not isinstance(resp.body, dict) or not resp.body:
             raise UnexpectedResponse(f"{ep.url}: the service root {ROOT} is empty or not a JSON object")
@@ -169,14 +195,18 @@ class RedfishClient:
             self.requests_made += 1
             try:
                 # DELETE is idempotent: sent again if the kept-alive connection turns out closed.
-                raw = self._conn.request("DELETE", self._session_path, None, self._headers(), idempotent=True)
+                # Bounded on its own: the node's deadline may be spent, the session is still worth ending.
+                bound = time.monotonic() + self.options.connect_timeout + self.options.read_timeout
+                raw = self._conn.request(
+                    "DELETE", self._session_path, None, self._headers(), idempotent=True, deadline=bound
+                )
                 if raw.status >= 300 and raw.status != 404:
                     log.warning(
                         "%s: logout answered HTTP %d; the BMC ends the session at its SessionTimeout",
                         self.endpoint.name,
                         raw.status,
                     )
-            except TransportError as exc:
+            except (TransportError, BodyTooLarge) as exc:
                 log.warning(
                     "%s: logout failed (%s); the BMC ends the session at its SessionTimeout",
                     self.endpoint.name,
@@ -243,19 +273,31 @@ class RedfishClient:
         attempt = 0
         while True:
             attempt += 1
+            deadline, node_bound = self._deadline_for(method, path)
             self.requests_made += 1
             try:
                 raw = self._conn.request(
-                    method, target, payload, self._headers(extra, login=login), idempotent=idempotent
+                    method,
+                    target,
+                    payload,
+                    self._headers(extra, login=login),
+                    idempotent=idempotent,
+                    deadline=deadline,
                 )
+            except BodyTooLarge as exc:
+                raise LimitExceeded(
+                    f"{self.endpoint.url}: {method} {path}: {exc.reason}; a BMC that truly answers this much "
+                    "needs a larger --max-body-mib"
+                ) from None
             except TransportError as exc:
-                err = self._transport_error(exc, method, path)
+                err = self._transport_error(exc, method, path, node_bound)
                 safe = idempotent or not exc.sent
-                if attempt < attempts and safe and not isinstance(err, TlsVerificationFailed):
+                retry = not isinstance(err, (TlsVerificationFailed, DeadlineExceeded))
+                if attempt < attempts and safe and retry:
                     log.debug(
                         "%s: %s %s failed (%s), retry %d", self.endpoint.name, method, path, err, attempt
                     )
-                    self._backoff(attempt, None)
+                    self._backoff(attempt, None, method, path)
                     continue
                 if not safe:
                     raise AmbiguousAction(
@@ -271,29 +313,63 @@ class RedfishClient:
                 attempt -= 1
                 continue
             if raw.status in RETRY_STATUSES and idempotent and attempt < attempts:
-                self._backoff(attempt, raw.headers.get("retry-after"))
+                self._backoff(attempt, raw.headers.get("retry-after"), method, path)
                 continue
             return self._check(raw.status, raw.body, raw.headers, method, path)
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> None:
+    def _deadline_for(self, method: str, path: str) -> tuple[float, bool]:
+        """(when this request must be answered by, whether that is the node's deadline); a node
+        past its deadline is ``DeadlineExceeded`` before anything is sent."""
+        now = time.monotonic()
+        deadline = now + self.options.answer_deadline
+        node = self._node_deadline
+        if node is None or node > deadline:
+            return deadline, False
+        if node <= now:
+            raise self._node_late(method, path)
+        return node, True
+
+    def _node_late(self, method: str, path: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"{self.endpoint.url}: the BMC's work did not finish within {self.options.node_deadline:g} s "
+            f"(--node-deadline); it was at {method} {path}"
+        )
+
+    def _backoff(self, attempt: int, retry_after: str | None, method: str, path: str) -> None:
         delay = min(self.options.backoff * 2 ** (attempt - 1), self.options.backoff_max)
         if retry_after and retry_after.isdigit():
             delay = min(float(retry_after), self.options.backoff_max)
+        if self._node_deadline is not None and time.monotonic() + delay >= self._node_deadline:
+            raise self._node_late(method, path)  # the retry could not be made in time
         self._sleep(delay)
 
     def _check(self, status: int, data: bytes, headers: dict[str, str], method: str, path: str) -> Response:
+        limit = self.options.max_depth
         try:
             body = json.loads(data) if data.strip() else {}
+        except RecursionError:  # nested past the interpreter's own limit
+            raise self._too_deep(method, path) from None
         except ValueError:
             if 200 <= status < 300 and method == "GET":
                 raise UnexpectedResponse(
                     f"{self.endpoint.url}: GET {path} answered HTTP {status} with a body that is not JSON"
                 ) from None
             body = {}
+        # Only an answer with more brackets than levels allowed can nest too deep: most are not walked.
+        if data.count(b"{") + data.count(b"[") > limit and nested_deeper(body, limit):
+            raise self._too_deep(method, path)
         if not isinstance(body, dict):
             if method == "GET":
                 raise UnexpectedResponse(f"{self.endpoint.url}: GET {path} did not answer a JSON object")
             body = {}
+        if 200 <= status < 300 and method == "GET" and isinstance(body.get("error"), dict):
+            # DSP0266's error object where the resource should be: not a resource with nothing in it.
+            detail = describe_messages(body) or body["error"].get("message") or "no message"
+            raise UnexpectedResponse(
+                f"{self.endpoint.url}: GET {path} answered HTTP {status} with a Redfish error instead of the "
+                f"resource ({detail})",
+                status=status,
+            )
         if 200 <= status < 300:
             return Response(status, body, headers)
         where = f"{self.endpoint.url}: {method} {path}"
@@ -318,8 +394,21 @@ class RedfishClient:
         err.body = body  # type: ignore[attr-defined]  # for vendor diagnosis (Dell pending jobs)
         raise err
 
-    def _transport_error(self, exc: TransportError, method: str, path: str) -> RedfishError:
+    def _too_deep(self, method: str, path: str) -> LimitExceeded:
+        return LimitExceeded(
+            f"{self.endpoint.url}: {method} {path} answered JSON nested deeper than "
+            f"{self.options.max_depth} levels (no Redfish resource is): not read"
+        )
+
+    def _transport_error(self, exc: TransportError, method: str, path: str, node_bound: bool) -> RedfishError:
         url = self.endpoint.url
+        if exc.deadline and node_bound:
+            return self._node_late(method, path)
+        if exc.deadline:
+            return DeadlineExceeded(
+                f"{url}: no whole answer to {method} {path} within {self.options.answer_deadline:g} s "
+                "(--request-deadline): the BMC sends too slowly"
+            )
         if exc.phase == "tls":
             return TlsVerificationFailed(
                 f"{url}: {exc.reason}; give the CA that signed the BMC's certificate with --ca-bundle FILE, "
@@ -420,6 +509,7 @@ class RedfishClient:
                 raise
             doc = self.get(collection)  # advertised $expand but refused it: one GET per member
         found: list[dict[str, Any]] = []
+        cap = self.options.max_members
         for _ in range(MAX_PAGES):
             members = doc.get("Members")
             if not isinstance(members, list):
@@ -427,6 +517,11 @@ class RedfishClient:
                     f"{self.endpoint.url}: {collection} is not a collection (no Members)"
                 )
             found += [m for m in members if isinstance(m, dict)]
+            if len(found) > cap:  # before any member is read: 100,000 members would be 100,000 GETs
+                raise LimitExceeded(
+                    f"{self.endpoint.url}: {collection} lists more than {cap} members; none read (a BMC "
+                    "that truly has this many needs a larger --max-members)"
+                )
             nxt = doc.get("Members@odata.nextLink")
             if not isinstance(nxt, str):
                 break

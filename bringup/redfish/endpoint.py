@@ -13,6 +13,14 @@ from bringup.redfish.errors import redact
 
 VENDORS = ("dell", "hpe", "supermicro", "generic")
 PLAIN_HTTP_NOTE = "none (plain HTTP)"
+# A Redfish answer is a few kB; an expanded 1,000-entry event log about 1 MB.
+DEFAULT_MAX_BODY = 8 << 20
+# A SEL holds up to a few thousand entries; a collection past this is a BMC gone wrong.
+DEFAULT_MAX_MEMBERS = 10_000
+# Redfish resources nest under 10 levels (the project's fixtures: 5; OEM sections a few more).
+DEFAULT_MAX_DEPTH = 64
+DEFAULT_REQUEST_DEADLINE = 120.0
+DEFAULT_NODE_DEADLINE = 300.0  # `bringup discover --node-deadline`
 
 
 def normalise_url(address: str) -> str:
@@ -47,14 +55,33 @@ class TransportOptions:
     # One login session per BMC where it has a SessionService (client.py says why); False:
     # basic auth on every request, as before sessions (benchmarks compare the two).
     sessions: bool = True
+    # Bounds on what one BMC may send (docs/redfish.md, "Bounds"): past any of them the node
+    # fails with its own error and the others carry on.
+    max_body: int = DEFAULT_MAX_BODY  # bytes of one answer, on the wire and decompressed
+    max_members: int = DEFAULT_MAX_MEMBERS  # members of one collection, all its pages together
+    max_depth: int = DEFAULT_MAX_DEPTH  # nesting of one JSON answer
+    # Seconds for one request's whole answer, however steadily it trickles in (the read
+    # timeout bounds each receive only); never shorter than the read timeout.
+    request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    node_deadline: float | None = None  # seconds for everything done with one BMC; None: no bound
 
     def __post_init__(self) -> None:
         if self.insecure and self.ca_bundle:
             raise BadInput("--insecure and --ca-bundle contradict each other; pick one")
         if self.connect_timeout <= 0 or self.read_timeout <= 0:
             raise BadInput("timeouts must be positive")
+        if self.request_deadline <= 0 or (self.node_deadline is not None and self.node_deadline <= 0):
+            raise BadInput("deadlines must be positive")
         if self.retries < 0:
             raise BadInput("retries must be 0 or more")
+        if self.max_body < 1 or self.max_members < 1 or self.max_depth < 1:
+            raise BadInput("the body, member and depth limits must be at least 1")
+
+    @property
+    def answer_deadline(self) -> float:
+        """Seconds one request may take in all: the request deadline, or the read timeout where
+        that is longer (a single slow receive is already allowed that long)."""
+        return max(self.request_deadline, self.read_timeout)
 
     @property
     def timeout(self) -> tuple[float, float]:

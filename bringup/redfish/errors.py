@@ -95,6 +95,19 @@ class Refused(RedfishError):
     kind = "refused"
 
 
+class LimitExceeded(RedfishError):
+    """The BMC sent more than bringup accepts from one BMC (a body, a collection, nesting): the
+    node fails as a whole, whichever section asked (docs/redfish.md, "Bounds")."""
+
+    kind = "over limit"
+
+
+class DeadlineExceeded(LimitExceeded):
+    """A request, or the whole node, took longer than its deadline (a BMC trickling bytes)."""
+
+    kind = "deadline exceeded"
+
+
 class InternalError(RedfishError):
     """A bug in bringup met while handling this BMC (kept per node, never fatal for others)."""
 
