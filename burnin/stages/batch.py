@@ -50,7 +50,7 @@ def build_script(jobs: list[Job], token: str | None = None, cap: int | None = No
     An output over ``cap`` bytes (default: the evidence cap, 4 MiB) is sent as its first and
     last ``cap/2`` bytes; its frame says how long it really was (``full=``), and
     ``parse_output`` marks the cut. The cut is made on the node as the output is written: each
-    stream goes through a pipe to ``head -c`` (the head), then ``dd`` (which counts the rest)
+    stream goes through a pipe to ``head -c`` (the head, unbuffered), then ``dd`` (which counts the rest)
     into ``tail -c`` (which keeps the last bytes in memory and writes them at the end), so a
     command that prints 100 GB costs the node's disk ``cap`` per stream, the wire and the
     controller ``cap``, and the commands after it still come back whole.
@@ -71,9 +71,12 @@ def build_script(jobs: list[Job], token: str | None = None, cap: int | None = No
         "trap 'rm -rf \"$b_dir\"' EXIT",
         'mkfifo "$b_dir/o.fifo" "$b_dir/e.fifo" "$b_dir/nap" || exit 97',
         'b_nap() { read -r -t "$1" _ <>"$b_dir/nap"; }  # a sleep without a fork: nothing writes there',
+        # The head unbuffered (stdbuf, where there is one), so that a capper stopped early has
+        # written all it read.
+        "command -v stdbuf >/dev/null && b_head='stdbuf -o0 head' || b_head=head",
         # stdin -> $1.h (its first bytes), $1.t (the last bytes of the rest), $1.n (dd's count of the
         # rest); run by `timeout 0` (no limit) for its process group, which stops all three at once.
-        f'b_cap=\'stdbuf -o0 head -c {head} >"$1.h"; dd bs=65536 2>"$1.n" | tail -c {tail} >"$1.t"\'',
+        f'b_cap="$b_head -c {head} >\\"\\$1.h\\"; dd bs=65536 2>\\"\\$1.n\\" | tail -c {tail} >\\"\\$1.t\\""',
         # The grace period, counted in naps (the wall clock may be stepped meanwhile): 50 of 2 ms,
         # for what ends at once, then naps of 0.1 s.
         f"b_grace={50 + GRACE_S * 10}",
