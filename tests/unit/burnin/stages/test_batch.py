@@ -143,7 +143,7 @@ def test_a_tool_past_its_limit_is_gone_with_its_children_even_when_it_ignores_te
         f"(trap '' TERM; sleep 300 & echo $! >> {pids}; echo $BASHPID >> {pids}; sleep 300) &\n"
         f"echo $$ >> {pids}; sleep 300"
     )
-    out, _ = run_watching_tmp([Job("hung", hung, 1), Job("after", f"cat {pids}", 5)], tmp_path, MIB)
+    out, _ = run_watching_tmp([Job("hung", hung, 2), Job("after", f"cat {pids}", 5)], tmp_path, MIB)
     assert out["hung"].timed_out
     left = [p for p in pids.read_text().split() if alive(int(p))]
     assert len(pids.read_text().split()) == 3 and left == []
@@ -173,7 +173,11 @@ def test_a_process_that_left_the_group_holding_the_output_does_not_hold_the_batc
     keeps the output open, the batch stops reading after the grace period, says so, and the
     next job is not held by it."""
     pid = tmp_path / "pid"
-    script = f"setsid sleep 300 & echo $! > {pid}; echo started"
+    # It writes its pid once out of the group; the job waits for that (no race with the kill).
+    script = (
+        f"setsid sh -c 'echo $$ > {pid}.new; mv {pid}.new {pid}; exec sleep 300' &\n"
+        f"while [ ! -s {pid} ]; do sleep 0.01; done; echo started"
+    )
     try:
         out, _ = run_watching_tmp([Job("escaped", script, 10), Job("after", "echo fine", 10)], tmp_path, MIB)
     finally:
