@@ -51,7 +51,7 @@ CLOCK_JOB = "date -u +%s.%N"
 RUN_ONCE_TIMEOUT_S = 120
 
 _TOKEN = re.compile(r"@@burnin-frame ([0-9a-f]+) %s")
-_CAP = re.compile(r'if \[ "\$2" -gt (\d+) \]')
+_CAP = re.compile(r"head -c (\d+) .* tail -c (\d+) ")  # the head and the tail kept: the cap
 _HEREDOC = re.compile(r"^cat >\"\$b_dir/([A-Za-z0-9_.-]+)\.sh\" <<'([A-Za-z0-9_]+)'$")
 _RUN = re.compile(r"^b_run ([A-Za-z0-9_.-]+) (\d+)$")
 
@@ -88,7 +88,7 @@ def parse_batch(script: str) -> Batch | None:
         i += 1
     if not order or any(k not in jobs for k in order):
         return None
-    return Batch(token.group(1), int(cap.group(1)), jobs, order)
+    return Batch(token.group(1), int(cap.group(1)) + int(cap.group(2)), jobs, order)
 
 
 def _capped(data: bytes, cap: int) -> bytes:

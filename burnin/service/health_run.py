@@ -32,6 +32,9 @@ from burnin.service.health import (
 )
 from burnin.service.reasons import DrainOrigin, drain_origin
 
+# The kernel's random id of this boot (proc(5)): a new one means a new kernel log.
+BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
+
 
 @dataclass(frozen=True)
 class HealthOptions:
@@ -43,6 +46,7 @@ class HealthOptions:
     container: bool = False
     drain: bool = True  # False (--no-drain): only judge and exit; NHC or a prolog drains
     slurm_conf: str | None = None
+    boot_id_file: Path = BOOT_ID_FILE  # which boot the kernel log is of (the cursor: state.py)
 
 
 @dataclass
@@ -106,7 +110,8 @@ def run_health(opts: HealthOptions) -> HealthReport:
     limits = {cmd: command_limit(cs, profile, budget) for cmd, cs in plan.items()}
     outputs = local.run_all(limits)
     cursor = state.read_cursor(opts.state_dir)
-    new_cursor = cursor
+    new_cursor: object = cursor
+    boot_id = _boot_id(opts.boot_id_file)
     for cmd, cs in plan.items():
         out = outputs[cmd]
         wall = (out.finished_at or 0) - (out.started_at or 0)
@@ -114,7 +119,7 @@ def run_health(opts: HealthOptions) -> HealthReport:
             if out.timed_out:
                 result = over_budget(check, limits[cmd], budget)
             elif check.name == KERNEL_CHECK:
-                result, new_cursor = judge_kernel_log(check, out, profile, cursor)
+                result, new_cursor = judge_kernel_log(check, out, profile, cursor, boot_id)
             else:
                 result = judge(check, out, profile)
             report.results.append((result, wall))
@@ -125,6 +130,14 @@ def run_health(opts: HealthOptions) -> HealthReport:
     report.finished_at = time.time()
     _keep(report, opts, new_cursor, cursor)
     return report
+
+
+def _boot_id(path: Path) -> str | None:
+    """This boot's id; None when it cannot be read (the cursor is then found by its records alone)."""
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _act(report: HealthReport, opts: HealthOptions) -> str:
@@ -157,7 +170,7 @@ def _act(report: HealthReport, opts: HealthOptions) -> str:
     return "drained"
 
 
-def _keep(report: HealthReport, opts: HealthOptions, new_cursor: str | None, cursor: str | None) -> None:
+def _keep(report: HealthReport, opts: HealthOptions, new_cursor: object, cursor: object) -> None:
     """The last result, the kernel-log cursor and the metrics; a failure here is a problem in
     the report, never a lost verdict (the exit code and the drain already stand)."""
     textfile = opts.textfile_dir
@@ -170,7 +183,7 @@ def _keep(report: HealthReport, opts: HealthOptions, new_cursor: str | None, cur
             report.problems.append(f"metrics dir {textfile}: {exc.strerror or exc}")
     try:
         report.state_file = str(opts.state_dir / state.LAST_RESULT)
-        if new_cursor != cursor:
+        if new_cursor != cursor and isinstance(new_cursor, dict):
             state.write_cursor(opts.state_dir, new_cursor)
         state.write_last(opts.state_dir, report.to_dict())
     except OSError as exc:

@@ -37,20 +37,20 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
         raise
 
 
-def read_cursor(state_dir: Path) -> str | None:
-    """The kernel-log cursor the last run left; None when there is none (or it is unreadable:
-    then every line of the log is judged again, never fewer)."""
+def read_cursor(state_dir: Path) -> dict[str, Any] | None:
+    """The kernel-log cursor the last run left, as JSON (burnin.service.health reads it, and
+    says when it cannot use it); None when there is none or it is unreadable: then every line
+    of the log is judged again, never fewer."""
     try:
         data = json.loads((state_dir / CURSOR_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    cursor = data.get("kernel_log") if isinstance(data, dict) else None
-    return cursor if isinstance(cursor, str) and cursor else None
+    return data if isinstance(data, dict) else None
 
 
-def write_cursor(state_dir: Path, cursor: str | None) -> None:
+def write_cursor(state_dir: Path, cursor: Mapping[str, Any] | None) -> None:
     if cursor:
-        write_atomic(state_dir / CURSOR_FILE, json.dumps({"kernel_log": cursor}) + "\n")
+        write_atomic(state_dir / CURSOR_FILE, json.dumps(cursor, sort_keys=True) + "\n")
 
 
 def write_last(state_dir: Path, report: Mapping[str, Any]) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -25,6 +26,30 @@ NODE = "node01"
 FLOOD_DMESG = """#!/bin/bash
 yes '2026-11-24T06:00:00,000000+00:00 kernel: mlx5_core 0000:17:00.0: link flap, retrying' | head -c 100000000
 """
+
+
+class DiskSampler:
+    """What the node's /tmp (where the batch keeps its outputs) holds over its size at the start,
+    at most, sampled every 50 ms on the node itself until stop()."""
+
+    STOP = "/tmp/.disk-sampler-stop"
+
+    def __init__(self, state) -> None:
+        self.state = state
+        loop = (
+            f"rm -f {self.STOP}; while [ ! -e {self.STOP} ]; do du -sk /tmp 2>/dev/null | cut -f1; "
+            "sleep 0.05; done"
+        )
+        self.result: list = []
+        self.thread = threading.Thread(target=lambda: self.result.append(node_ssh(state, NODE, loop, 600)))
+        self.thread.start()
+
+    def stop(self) -> int:
+        node_ssh(self.state, NODE, f"touch {self.STOP}")
+        self.thread.join(60)
+        node_ssh(self.state, NODE, f"rm -f {self.STOP}")
+        sizes = [int(x) for x in self.result[0][1].split() if x.isdigit()] if self.result else []
+        return max(sizes) - sizes[0] if sizes else 0
 
 
 def controller(*args: str) -> dict:
@@ -66,10 +91,15 @@ def test_a_check_whose_command_prints_100_mb_is_unknown_with_a_finding(lab, tmp_
         state, NODE, f"mv {dmesg} {dmesg}.real && cat > {dmesg} <<'EOF'\n{FLOOD_DMESG}EOF\nchmod +x {dmesg}"
     )
     assert rc == 0, err
+    sampler = DiskSampler(state)
     try:
         out = controller("burnin", node.ip, str(state.ssh_key), str(tmp_path / "fleet.db"), NODE)
     finally:
+        peak_kib = sampler.stop()
         node_ssh(state, NODE, f"mv {dmesg}.real {dmesg}")
+    print(f"the node's /tmp during it: {peak_kib} KiB at most over what it held before")
+    # The batch keeps the head and tail (4 MiB of stdout) on the node, not the 100 MB printed.
+    assert 0 < peak_kib <= 4 * 1024 + 512
     print(f"controller memory, burn-in of a node whose dmesg prints 100 MB: +{out['grew_mib']:.0f} MiB")
     assert out["verdict"] == "UNKNOWN" and not out["error"]
     assert out["reason"].startswith("output cut at 4.0 MB: 95.4 MB printed, 91.4 MB in its middle not kept")

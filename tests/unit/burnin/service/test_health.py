@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta
+
 from bringup.lab.standins import SAMPLES_DIR
 from burnin.checks import ALL_CHECKS, REGISTRY
 from burnin.checks.base import CommandOutput, Service
-from burnin.result import Action, Result, Verdict, critical, warning
+from burnin.result import Action, Result, Severity, Verdict, critical, warning
 from burnin.service.health import (
     EXIT_DRAIN,
     EXIT_IN_SERVICE,
@@ -60,19 +63,86 @@ def test_one_nvidia_smi_for_three_checks_and_limits_within_the_budget():
     assert command_limit(plan["systemctl is-active nvidia-fabricmanager"], PROFILE, 60) == 20
 
 
+BOOT_ID = "1d8c0a4e-5f0b-4a43-9bde-1f2b7a6a2f10"
+
+
+def shifted(text: str, delta: timedelta) -> str:
+    """``text`` as dmesg prints it after the node's clock was stepped by ``delta``: dmesg makes
+    each ISO stamp from the record's time since boot plus the boot time it works out from the
+    clock now (util-linux dmesg), so every stamp moves by the step, old records and new."""
+
+    def move(m: re.Match) -> str:
+        stamp = datetime.fromisoformat(m.group(0).replace(",", "."))
+        return (stamp + delta).isoformat(timespec="microseconds").replace(".", ",")
+
+    return re.sub(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}\+00:00", move, text, flags=re.M)
+
+
+def new(text: str, saved: object, boot_id: str | None = BOOT_ID):
+    return new_kernel_lines(text, saved, boot_id)
+
+
 def test_new_kernel_lines_since_the_cursor():
-    text, cursor = new_kernel_lines(BOOT, None)
-    assert text == BOOT and cursor == BOOT.splitlines()[-1].split()[0]
-    assert new_kernel_lines(BOOT, cursor) == ("", cursor)  # nothing new
-    both = BOOT + XID79
-    text, moved = new_kernel_lines(both, cursor)
-    assert text == XID79  # continuation lines (no stamp) go with their record
-    assert moved == [line.split()[0] for line in XID79.splitlines() if line[:4].isdigit()][-1]
+    first = new(BOOT, None)
+    assert first.text == BOOT and first.reset == "no cursor: the first run"
+    again = new(BOOT, first.cursor)
+    assert (again.text, again.reset, again.cursor) == ("", "", first.cursor)  # nothing new
+    both = new(BOOT + XID79, first.cursor)
+    assert both.text == XID79 and both.reset == ""  # continuation lines (no stamp) go with their record
+    assert both.cursor != first.cursor and new(BOOT + XID79, both.cursor).text == ""
 
 
-def test_a_cleared_log_or_one_from_before_the_cursor_has_nothing_new():
-    _, cursor = new_kernel_lines(XID79, None)
-    assert new_kernel_lines(BOOT, cursor) == ("", cursor)
+def test_the_clock_stepped_back_after_the_cursor_still_shows_the_new_lines():
+    """The probe: the node booted with its clock five years ahead, the last run's cursor is
+    from then; chrony steps the clock back, and the Xid 79 logged after the step is stamped
+    years before the last line the cursor saw. It is new, and judged."""
+    ahead = shifted(BOOT, timedelta(days=5 * 365))
+    saved = new(ahead, None).cursor
+    after_step = shifted(BOOT + XID79, timedelta(0))  # the same records, the clock now right
+    lines = new(after_step, saved)
+    assert lines.text == XID79 and lines.reset == ""
+
+
+def test_the_clock_stepped_forward_judges_nothing_twice():
+    saved = new(BOOT, None).cursor
+    lines = new(shifted(BOOT + XID79, timedelta(hours=7, microseconds=13)), saved)
+    assert lines.text == shifted(XID79, timedelta(hours=7, microseconds=13)) and lines.reset == ""
+
+
+def test_a_new_boot_judges_the_whole_log_and_says_so():
+    saved = new(BOOT, None).cursor
+    lines = new(BOOT + XID79, saved, boot_id="5e0d2b7c-0000-4000-8000-000000000001")
+    assert lines.text == BOOT + XID79 and lines.reset.startswith("new boot")
+
+
+def test_a_rewound_or_cleared_log_judges_what_is_there_and_says_so():
+    """The last record the cursor saw is not in the log: the log was cleared (dmesg -C) or is
+    not the one the cursor was made on. What is there is judged; nothing is taken as seen."""
+    saved = new(BOOT + XID79, None).cursor
+    lines = new(BOOT, saved)
+    assert lines.text == BOOT and lines.reset.startswith("the last line judged is no longer in the log")
+    cleared = new(XID79, new(BOOT, None).cursor)
+    assert cleared.text == XID79 and cleared.reset
+
+
+def test_a_ring_buffer_that_dropped_its_oldest_lines_keeps_the_position():
+    """The kernel's ring buffer is full: its oldest records go as new ones come. The cursor's
+    records are still there, so only what follows them is new."""
+    saved = new(BOOT, None).cursor
+    wrapped = "".join(BOOT.splitlines(keepends=True)[30:]) + XID79
+    lines = new(wrapped, saved)
+    assert lines.text == XID79 and lines.reset == ""
+
+
+def test_an_older_cursor_a_time_stamp_is_reset_and_says_so():
+    lines = new(BOOT, {"kernel_log": "2031-01-17T15:37:20,921054+00:00"})
+    assert lines.text == BOOT and lines.reset.startswith("the cursor was a time stamp")
+    assert new(BOOT, {"kernel_log": 3}).reset.startswith("the cursor could not be read")
+
+
+def test_without_a_boot_id_the_position_still_holds():
+    saved = new(BOOT, None, boot_id=None).cursor
+    assert new(BOOT + XID79, saved, boot_id=None).text == XID79
 
 
 def output(stdout: str, rc: int = 0, stderr: str = "") -> CommandOutput:
@@ -80,26 +150,44 @@ def output(stdout: str, rc: int = 0, stderr: str = "") -> CommandOutput:
 
 
 def test_kernel_log_judges_only_new_lines():
-    first, cursor = judge_kernel_log(KERNEL, output(BOOT), PROFILE, None)
+    first, cursor = judge_kernel_log(KERNEL, output(BOOT), PROFILE, None, BOOT_ID)
     assert first.verdict is Verdict.PASS and cursor is not None
-    again, same = judge_kernel_log(KERNEL, output(BOOT), PROFILE, cursor)
+    assert first.metrics["cursor"] == "reset: no cursor: the first run"
+    again, same = judge_kernel_log(KERNEL, output(BOOT), PROFILE, cursor, BOOT_ID)
     assert (again.verdict, again.reason, same) == (Verdict.PASS, "no new kernel-log lines", cursor)
-    new, moved = judge_kernel_log(KERNEL, output(BOOT + XID79), PROFILE, cursor)
+    assert again.metrics["cursor"] == "continued"
+    new, moved = judge_kernel_log(KERNEL, output(BOOT + XID79), PROFILE, cursor, BOOT_ID)
     assert new.verdict is Verdict.FAIL and moved != cursor
     assert any("Xid 79" in f.message for f in new.findings)
     assert new.metrics["new_lines"] == len(XID79.splitlines())
     # judged once: the next run does not fail on the same lines again
-    later, _ = judge_kernel_log(KERNEL, output(BOOT + XID79), PROFILE, moved)
+    later, _ = judge_kernel_log(KERNEL, output(BOOT + XID79), PROFILE, moved, BOOT_ID)
     assert later.verdict is Verdict.PASS
 
 
+def test_the_clock_step_probe_fails_on_the_xid():
+    """The probe as `burnin health` meets it: judged without the cursor the log FAILs, and with
+    the cursor made before the clock was stepped back it FAILs too (it passed with 0 new lines)."""
+    _, saved = judge_kernel_log(KERNEL, output(shifted(BOOT, timedelta(days=1826))), PROFILE, None, BOOT_ID)
+    result, _ = judge_kernel_log(KERNEL, output(BOOT + XID79), PROFILE, saved, BOOT_ID)
+    assert result.verdict is Verdict.FAIL and result.metrics["new_lines"] == len(XID79.splitlines())
+
+
+def test_a_reset_cursor_is_a_note_in_the_result():
+    _, saved = judge_kernel_log(KERNEL, output(BOOT), PROFILE, None, BOOT_ID)
+    result, _ = judge_kernel_log(KERNEL, output(BOOT), PROFILE, saved, "another-boot")
+    assert result.verdict is Verdict.PASS and result.metrics["cursor"].startswith("reset: new boot")
+    assert any(f.severity is Severity.INFO and "new boot" in f.message for f in result.findings)
+
+
 def test_kernel_log_that_could_not_be_read_is_unknown_and_keeps_the_cursor():
+    saved = {"kernel_log": "c"}
     result, cursor = judge_kernel_log(
-        KERNEL, output("", 1, "dmesg: read kernel buffer failed: Operation not permitted\n"), PROFILE, "c"
+        KERNEL, output("", 1, "dmesg: read kernel buffer failed: Operation not permitted\n"), PROFILE, saved
     )
-    assert result.verdict is Verdict.UNKNOWN and cursor == "c"
-    result, cursor = judge_kernel_log(KERNEL, output("hello\nworld\n"), PROFILE, "c")
-    assert result.verdict is Verdict.UNKNOWN and cursor == "c"  # not a kernel log
+    assert result.verdict is Verdict.UNKNOWN and cursor is saved
+    result, cursor = judge_kernel_log(KERNEL, output("hello\nworld\n"), PROFILE, saved)
+    assert result.verdict is Verdict.UNKNOWN and cursor is saved  # not a kernel log
 
 
 def test_over_budget_is_unknown():

@@ -56,7 +56,9 @@ def test_a_healthy_node_passes_and_keeps_its_state(tools, tmp_path):
     last = json.loads((tmp_path / "state" / LAST_RESULT).read_text())
     assert last["node"] == "node07" and last["verdict"] == "PASS" and not last["drain"]
     assert [c["check"] for c in last["checks"]][0] == "gpu_inventory"
-    assert json.loads((tmp_path / "state" / CURSOR_FILE).read_text())["kernel_log"].startswith("2025-01-17T")
+    cursor = json.loads((tmp_path / "state" / CURSOR_FILE).read_text())
+    assert cursor["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert cursor["version"] == 2 and len(cursor["last"]) == 4 and cursor["last"][-1][0] == 0
     metrics = (tmp_path / "textfile" / METRICS_FILE).read_text()
     assert 'bringup_health_check_verdict{node="node07",check="gpu_ecc",verdict="PASS"} 1' in metrics
     assert 'bringup_health_verdict{node="node07",verdict="FAIL"} 0' in metrics
@@ -64,6 +66,28 @@ def test_a_healthy_node_passes_and_keeps_its_state(tools, tmp_path):
     again = run_health(options(tmp_path))
     kernel = next(r for r, _ in again.results if r.check == "kernel_log")
     assert kernel.verdict is Verdict.PASS and kernel.reason == "no new kernel-log lines"
+
+
+def test_a_new_boot_or_an_older_cursor_judges_the_whole_log_and_says_so(tools, tmp_path):
+    tools("xid-79")
+    boot = tmp_path / "boot_id"
+    boot.write_text("1d8c0a4e-5f0b-4a43-9bde-1f2b7a6a2f10\n")
+    first = run_health(options(tmp_path, drain=False, boot_id_file=boot))
+    assert first.decision.check == "kernel_log"  # the Xid 79, judged once
+    again = run_health(options(tmp_path, drain=False, boot_id_file=boot))
+    kernel = next(r for r, _ in again.results if r.check == "kernel_log")
+    assert (kernel.verdict, kernel.metrics["cursor"]) == (Verdict.PASS, "continued")
+    boot.write_text("5e0d2b7c-0000-4000-8000-000000000001\n")  # rebooted, the same log (a stand-in)
+    rebooted = run_health(options(tmp_path, drain=False, boot_id_file=boot))
+    kernel = next(r for r, _ in rebooted.results if r.check == "kernel_log")
+    assert kernel.verdict is Verdict.FAIL and kernel.metrics["cursor"].startswith("reset: new boot")
+    (tmp_path / "state" / CURSOR_FILE).write_text('{"kernel_log": "2031-01-18T09:14:07,074591+00:00"}\n')
+    older = run_health(options(tmp_path, drain=False, boot_id_file=boot))
+    kernel = next(r for r, _ in older.results if r.check == "kernel_log")
+    assert kernel.verdict is Verdict.FAIL and kernel.metrics["cursor"].startswith(
+        "reset: the cursor was a time stamp"
+    )
+    assert json.loads((tmp_path / "state" / CURSOR_FILE).read_text())["version"] == 2  # migrated
 
 
 def test_a_missing_gpu_fails_and_asks_for_a_drain(tools, tmp_path):

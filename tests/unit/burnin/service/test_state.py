@@ -29,7 +29,17 @@ def test_metrics_are_one_gauge_per_check_and_verdict_with_escaped_labels():
 
 def test_the_cursor_round_trips_and_a_broken_one_is_none(tmp_path):
     assert read_cursor(tmp_path) is None
-    write_cursor(tmp_path, "2025-01-17T15:36:26,128279+00:00")
-    assert read_cursor(tmp_path) == "2025-01-17T15:36:26,128279+00:00"
+    cursor = {"version": 2, "boot_id": "1d8c0a4e", "last": [[74, "ab12"], [0, "cd34"]]}
+    write_cursor(tmp_path, cursor)
+    assert read_cursor(tmp_path) == cursor
     (tmp_path / "cursor.json").write_text("{not json")
     assert read_cursor(tmp_path) is None  # every line judged again, never fewer
+    (tmp_path / "cursor.json").write_text('["a list"]\n')
+    assert read_cursor(tmp_path) is None
+
+
+def test_an_older_versions_cursor_file_is_still_read(tmp_path):
+    """What an older version wrote (the ISO stamp of the last line) reads as it is: the judging
+    half sees it is a time stamp, resets, and says so (tests/unit/burnin/service/test_health.py)."""
+    (tmp_path / "cursor.json").write_text('{"kernel_log": "2025-01-17T15:36:26,128279+00:00"}\n')
+    assert read_cursor(tmp_path) == {"kernel_log": "2025-01-17T15:36:26,128279+00:00"}
