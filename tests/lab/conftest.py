@@ -151,6 +151,28 @@ def ready_for_burnin(rack: str, inventory_dir: Path, db: Path, nodes, state=None
     return base, store
 
 
+def configured_by_the_cli(rack: str, inventory_dir: Path, db: Path) -> tuple[list[str], object]:
+    """Take a ``bringup lab up`` rack to ``configured`` with the commands docs/acceptance.md and
+    docs/lab.md give an operator (enroll, discover, provision, configure), nothing recorded by
+    hand: the lab's inventory says ``provisioner: preinstalled``. Returns the CLI's global
+    options for this store and the store."""
+    from click.testing import CliRunner
+
+    from bringup.cli.main import main as bringup_main
+    from bringup.fleet.store import FleetStore
+
+    base = ["--db", str(db), "--inventory-dir", str(inventory_dir)]
+    for args in (
+        ["inventory", "enroll", rack],
+        ["discover", "--rack", rack, "--json"],
+        ["provision", "--rack", rack],
+        ["configure", "--rack", rack],
+    ):
+        res = CliRunner().invoke(bringup_main, base + args)
+        assert res.exit_code == 0, f"bringup {' '.join(args)}: {res.output}"
+    return base, FleetStore(f"sqlite:///{db}")
+
+
 @contextmanager
 def golden_lab(tmp_path_factory, label: str, prefix: str, nodes: Sequence[str]) -> Iterator[dict]:
     """A healthy virtual rack (no faults: tests switch them on) whose ``nodes`` passed a real

@@ -30,7 +30,14 @@ import pytest
 import yaml
 
 from bringup.lab.demo import LAB_SETTINGS
-from tests.lab.conftest import lab_inventory_dir, node_ssh, ready_for_burnin, require_root, wait_for
+from tests.lab.conftest import (
+    configured_by_the_cli,
+    lab_inventory_dir,
+    node_ssh,
+    ready_for_burnin,
+    require_root,
+    wait_for,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -351,9 +358,8 @@ def test_a_node_rejected_for_a_lost_gpu_is_accepted_when_redelivered_alone_with_
     rack, spec, inv, name = rack_up(tmp_path, "c", {"node01": ["gpu-missing"]})
     try:
         state = rack.up(len(REDELIVERY_NODES), spec)
-        # Provisioned and configured are recorded, as bringup/lab/demo.py does for the demo
-        # (tests/lab/conftest.py ready_for_burnin): lab nodes boot with their OS and tools.
-        base, store = ready_for_burnin(name, inv, tmp_path / "fleet.db", REDELIVERY_NODES, state)
+        # The rehearsal docs/acceptance.md gives: the documented commands to configured.
+        base, store = configured_by_the_cli(name, inv, tmp_path / "fleet.db")
         serials = [store.get_node(n).serial for n in REDELIVERY_NODES]
         order(
             inv,
