@@ -406,3 +406,29 @@ def test_nodes_sharing_a_serial_behind_one_bmc_are_keyed_by_serial_and_system_id
     assert keys[4:] == keys[:4]
     found, _ = discover("hpe-cray-ex4252", "Node0")
     assert found.hardware["shared_serial"] == {"serial": "PR1237879N", "systems": ["Node0", "Node1"]}
+
+
+@pytest.mark.parametrize("order", [("Node0", "Node1"), ("Node1", "Node0")])
+def test_two_nodes_of_one_blade_are_two_nodes_in_the_store_whichever_is_read_first(tmp_path, order):
+    """EX235n: both systems report DP20300012. Keyed alike, the second recorded was a
+    serial-conflict, a different one from run to run."""
+    from bringup.fleet.store import FleetStore
+    from bringup.redfish.discovery import HARDWARE_KEYS
+
+    store = FleetStore.open(str(tmp_path / "fleet.db"))
+    hosts = {"Node0": "gpu-n0", "Node1": "gpu-n1"}
+    for node, name in hosts.items():
+        store.enroll(name, "r01", "a100-4x", bmc_address="10.0.0.5", rack_unit=1)
+    outcomes = {}
+    for _ in range(2):
+        for node in order:
+            found, _ = discover("hpe-cray-ex235n", node)
+            outcomes[node] = store.record_discovery(
+                hosts[node], found.serial, macs=found.macs, hardware=found.hardware, owned_keys=HARDWARE_KEYS
+            )
+    assert outcomes == {"Node0": "refreshed", "Node1": "refreshed"}
+    assert {n.name: n.serial for n in store.list_nodes()} == {
+        "gpu-n0": "DP20300012:Node0",
+        "gpu-n1": "DP20300012:Node1",
+    }
+    store.close()
