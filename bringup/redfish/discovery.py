@@ -360,7 +360,11 @@ def _gpu_sources(ctx: BmcContext, tree: NodeTree) -> list[tuple[str | None, str]
 
 
 def read_gpus(
-    ctx: BmcContext, tree: NodeTree, chassis: dict[str, Any] | None, notes: list[str]
+    ctx: BmcContext,
+    tree: NodeTree,
+    chassis: dict[str, Any] | None,
+    notes: list[str],
+    read: dict[str, list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """GPUs from the Processors of the system and its baseboards, and from iLO's
     ``Oem.Hpe.Links.Devices`` (``devices.py``). A Processors collection that answers an
@@ -376,6 +380,8 @@ def read_gpus(
             notes.append(
                 f"processors listed but not served (a GPU among them is not recorded): {', '.join(missing)}"
             )
+        if read is not None and system_id == ctx.system.get("Id"):
+            read["processors"] = docs  # the hardware inventory's CPUs come from the same GET
         found += [g for g in (devices.gpu_from_processor(d, system_id) for d in docs) if g]
     oem = (chassis or {}).get("Oem")
     if hpe := link(oem.get("Hpe") if isinstance(oem, dict) else None, "Links", "Devices"):
@@ -460,9 +466,12 @@ def discover(client: RedfishClient, rule: nic_mod.NicRule | None = None) -> Disc
     nics, ib, fc, notes = nic_result if nic_result else ([], [], [], [])
     warnings += notes
     firmware = sections.read("firmware", lambda: read_firmware(ctx))
+    read: dict[str, list[dict[str, Any]]] = {}
+    gpus = sections.read("gpus", lambda: read_gpus(ctx, tree, chassis or enclosure, warnings, read))
     # Memory, CPUs, drives, PSUs, fans, Bios attributes (for `burnin accept`): each part the BMC reports.
-    inventory = sections.read("inventory", lambda: hardware_mod.read_inventory(ctx, chassis or enclosure))
-    gpus = sections.read("gpus", lambda: read_gpus(ctx, tree, chassis or enclosure, warnings))
+    inventory = sections.read(
+        "inventory", lambda: hardware_mod.read_inventory(ctx, chassis or enclosure, read.get("processors"))
+    )
     owners = [*tree.managers, system, *tree.baseboards]
     logs = sections.read("event_log", lambda: read_event_log(ctx, owners))
     event_log, log_records = logs if logs else (None, None)
