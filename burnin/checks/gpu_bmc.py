@@ -77,6 +77,14 @@ class BmcGpusSeen(Check):
         if not isinstance(listed, list) or not all(isinstance(g, dict) for g in listed):
             raise ParseError("the BMC's GPU list is not a list of objects")
         q = _query(CommandOutput(stdout=smi))
+        if not listed:
+            # Many BMCs list no GPU at all (a PCIe card the BMC does not manage): nothing to compare.
+            note = f"the BMC lists no GPU (the OS sees {len(q.gpus)}): nothing to compare"
+            return Result.judged(
+                self.name,
+                [info(note, f"nvidia-smi: Attached GPUs : {q.attached_gpus}")],
+                {"bmc_gpus": 0, "os_gpus": len(q.gpus)},
+            )
         seen_serials = {g.serial.strip() for g in q.gpus if g.serial}
         seen_uuids = {u for u in (_uuid(g.uuid) for g in q.gpus) if u}
         findings: list[Finding] = []

@@ -80,6 +80,11 @@ def test_a_bmc_list_never_read_is_unknown_not_a_pass(profile):
     assert result.verdict == Verdict.UNKNOWN and "no Processors collection" in result.reason
 
 
+def test_a_bmc_listing_no_gpu_has_nothing_to_compare(profile):
+    result = run([], GPU4_GONE, profile)
+    assert result.verdict == Verdict.PASS and result.metrics == {"bmc_gpus": 0, "os_gpus": 7}
+
+
 def test_a_gpu_only_the_os_sees_is_a_warning(profile):
     result = run(bmc()[:7], HEALTHY, profile)
     assert result.verdict != Verdict.FAIL
