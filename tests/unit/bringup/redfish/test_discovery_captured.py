@@ -417,7 +417,7 @@ def test_two_nodes_of_one_blade_are_two_nodes_in_the_store_whichever_is_read_fir
 
     store = FleetStore.open(str(tmp_path / "fleet.db"))
     hosts = {"Node0": "gpu-n0", "Node1": "gpu-n1"}
-    for node, name in hosts.items():
+    for name in hosts.values():
         store.enroll(name, "r01", "a100-4x", bmc_address="10.0.0.5", rack_unit=1)
     outcomes = {}
     for _ in range(2):
