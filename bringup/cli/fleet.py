@@ -168,6 +168,7 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     for key, value in record.items():
         if value not in (None, [], {}):
             console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+    _print_devices(record.get("hardware") or {})
     out = table("history", "time", "event", "reason", "actor")
     for e in history:
         what = f"{e.from_state or '-'} -> {e.to_state}" if e.kind == "transition" else e.kind
@@ -213,6 +214,50 @@ def _event(e: Any) -> dict[str, Any]:
         "run": e.run_id,
         "details": e.details,
     }
+
+
+def _print_devices(hardware: dict[str, Any]) -> None:
+    """The GPUs and PCIe devices discovery read from the BMC (docs/redfish.md), one table each."""
+    gpus = hardware.get("gpus")
+    if isinstance(gpus, list):
+        gt = table(
+            f"GPUs ({len(gpus)}, from the BMC)", "slot", "model", "serial", "uuid", "firmware", "health"
+        )
+        for g in gpus:
+            health = "/".join(str(v) for v in (g.get("health"), g.get("state")) if v) or "-"
+            gt.add_row(
+                str(g.get("slot") or "-"),
+                str(g.get("model") or "-"),
+                str(g.get("serial") or "-"),
+                str(g.get("uuid") or "-"),
+                str(g.get("firmware") or "-"),
+                health,
+            )
+        console.print(gt)
+    pcie = hardware.get("pcie_devices")
+    if isinstance(pcie, list):
+        pt = table(
+            f"PCIe devices ({len(pcie)}, from the BMC)",
+            "slot",
+            "name",
+            "class",
+            "vendor:device",
+            "link",
+            "firmware",
+        )
+        for d in pcie:
+            ids = ":".join(str(d.get(k) or "?") for k in ("vendor_id", "device_id"))
+            width, speed = d.get("link_width"), d.get("link_speed")
+            link_text = " ".join(t for t in (f"x{width}" if width else "", speed or "") if t) or "-"
+            pt.add_row(
+                str(d.get("slot") or "-"),
+                str(d.get("name") or "-"),
+                str(d.get("class") or "-"),
+                ids,
+                link_text,
+                str(d.get("firmware") or "-"),
+            )
+        console.print(pt)
 
 
 @nodes.command("mark-repaired")

@@ -15,6 +15,12 @@ BMC-side faults (the node's fault spec; names in standins/catalog.json):
   ``bmc-dimm-missing`` alone is the BMC's view only (dmidecode still sees 32).
 - ``bmc-psu-failed``: power supply 3 reports ``Status.Health: Critical`` and
   ``State: UnavailableOffline``.
+
+The GPUs are listed among the Processors (``ProcessorType: GPU``, as iDRAC 9 lists an XE9680's
+and as an HGX baseboard system lists its own: tests/fixtures/redfish/supermicro-gb300), one per
+GPU of the stand-in ``nvidia-smi -q`` recording, in bus order, with its serial, UUID and VBIOS and
+the slot ``GPU.SXM.<n>``. The node-side ``gpu-missing`` fault takes GPU 4 off nvidia-smi only:
+the BMC still lists it (slot GPU.SXM.5), as a BMC does for a GPU fallen off the bus.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from typing import Any
 
 from bringup.lab.standins import SAMPLES_DIR
 from burnin.parsers.hardware import Dimm, parse_dmidecode_memory
+from burnin.parsers.nvidia_smi import parse_query
 
 BMC_FAULTS = frozenset({"bmc-dimm-missing", "bmc-psu-failed"})
 _DIMMS_OK = "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt"
 _DIMMS_MISSING = "dmidecode_t_memory_2s_32x64gb_ddr5_cpu0_dimm_c2_missing_SYNTHETIC.txt"
 _SMARTCTL = "smartctl_j_a_nvme_3_84tb_u2_SYNTHETIC.json"
+_SMI_QUERY = "nvidia_smi_q_8xh100_535_183.txt"
 NVME_COUNT = 10  # smartctl --scan of the stand-ins lists 10 controllers
 PSU_COUNT, FAILED_PSU = 6, 3  # an XE9680: six 2800 W supplies, 3+3
 BIOS_ATTRIBUTES = {
@@ -48,6 +56,39 @@ def _sample(name: str) -> str:
 @cache
 def _dimms(missing: bool) -> tuple[Dimm, ...]:
     return tuple(parse_dmidecode_memory(_sample(_DIMMS_MISSING if missing else _DIMMS_OK)))
+
+
+@cache
+def _gpus() -> tuple[dict[str, Any], ...]:
+    """(slot, model, serial, UUID, VBIOS) of the stand-in nvidia-smi recording's GPUs."""
+    q = parse_query(_sample(_SMI_QUERY))
+    return tuple(
+        {
+            "id": f"GPU.SXM.{n}",
+            "model": g.product_name,
+            "serial": g.serial,
+            "uuid": (g.uuid or "").removeprefix("GPU-") or None,
+            "vbios": g.vbios_version,
+        }
+        for n, g in enumerate(q.gpus, 1)
+    )
+
+
+def _gpu_doc(path: str, gpu: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "@odata.id": path,
+        "@odata.type": "#Processor.v1_18_0.Processor",
+        "Id": gpu["id"],
+        "Name": gpu["id"],
+        "ProcessorType": "GPU",
+        "Manufacturer": "NVIDIA",
+        "Model": gpu["model"],
+        "SerialNumber": gpu["serial"],
+        "UUID": gpu["uuid"],
+        "FirmwareVersion": gpu["vbios"],
+        "Location": {"PartLocation": {"ServiceLabel": gpu["id"], "LocationType": "Embedded"}},
+        "Status": _status(),
+    }
 
 
 @cache
@@ -136,8 +177,11 @@ def inventory_resource(tail: list[str], system: dict[str, Any]) -> dict[str, Any
         return _dimm_doc(f"{base}/Memory/{rest[1]}", dimm) if dimm else None
     if rest[0] == "Processors":
         ids = [f"CPU.Socket.{i}" for i in range(1, int(system.get("cpu_count") or 2) + 1)]
+        gpus = {g["id"]: g for g in _gpus()}
         if len(rest) == 1:
-            return _collection(f"{base}/Processors", "Processor", ids)
+            return _collection(f"{base}/Processors", "Processor", ids + list(gpus))
+        if len(rest) == 2 and rest[1] in gpus:
+            return _gpu_doc(f"{base}/Processors/{rest[1]}", gpus[rest[1]])
         if len(rest) == 2 and rest[1] in ids:
             return {
                 "@odata.id": f"{base}/Processors/{rest[1]}",

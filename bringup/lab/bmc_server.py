@@ -21,6 +21,10 @@ config (``lab_resource``, ``_rewrite``): BiosVersion, CPU and memory summaries, 
 firmware version, ``UpdateService/FirmwareInventory``, a system event log at
 ``Managers/<id>/LogServices/Sel/Entries``, and the hardware inventory of bmc_inventory.py
 (Memory, Processors, Storage, BIOS attributes, Chassis Power, with the BMC-side faults).
+
+A system given ``"tree"`` (a captured BMC tree) with ``"user"`` and ``"password"`` is served
+from that file by bmc_captured.py instead of sushy: an HGX baseboard system, an AMI BMC,
+several managers, a blade with two nodes, as the public captures show them.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from bringup.lab.bmc_captured import captured_app, load_tree
 from bringup.lab.bmc_inventory import inventory_resource
 
 ENV_KEY = "bringup.bmc.system"  # WSGI environ key: the system the request's address belongs to
@@ -276,6 +281,12 @@ def _tagged(app: Wsgi, system: dict[str, Any]) -> Wsgi:
     return tagged
 
 
+def _app_for(app: Wsgi, system: dict[str, Any]) -> Wsgi:
+    if system.get("tree"):
+        return captured_app(load_tree(system["tree"]), system["user"], system["password"])
+    return _tagged(app, system)
+
+
 def build_app(config: dict[str, Any]) -> Wsgi:
     """sushy-tools' Flask app, configured for our systems and wrapped in BmcView (inside auth)."""
     # sushy builds its app at import time from SUSHY_EMULATOR_CONFIG: never let a stray one in.
@@ -329,10 +340,12 @@ def serve(config: dict[str, Any]) -> None:
     """Bind every address first (fail fast on a clash), then serve until SIGTERM/SIGINT."""
     from werkzeug.serving import make_server
 
-    app = build_app(config)
-    warm_up(app, config["systems"])
+    # A system with "tree" is a captured BMC served as it is (bmc_captured.py), not by sushy.
+    emulated = [s for s in config["systems"] if not s.get("tree")]
+    app = build_app({**config, "systems": emulated})
+    warm_up(app, emulated)
     port = int(config["port"])
-    servers = [make_server(s["address"], port, _tagged(app, s), threaded=True) for s in config["systems"]]
+    servers = [make_server(s["address"], port, _app_for(app, s), threaded=True) for s in config["systems"]]
     if config.get("ready_file"):
         # Tells the launcher that THIS process holds every socket: an HTTP answer alone could
         # come from a leftover server on the same address and port.

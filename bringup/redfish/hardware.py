@@ -329,9 +329,12 @@ def _bios(ctx: BmcContext) -> dict[str, Any]:
     return parse_bios(ctx.client.get(path))
 
 
-def read_inventory(ctx: BmcContext, chassis: dict[str, Any] | None) -> dict[str, Any]:
+def read_inventory(
+    ctx: BmcContext, chassis: dict[str, Any] | None, processors: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Every section this BMC reports; each one it does not is in ``not_reported`` with why.
-    A BMC that stops answering skips the sections left (``skipped: ...``), no timeout each."""
+    A BMC that stops answering skips the sections left (``skipped: ...``), no timeout each.
+    ``processors``: the System's Processors members when already read (for its GPUs)."""
     out: dict[str, Any] = {}
     not_reported: dict[str, str] = {}
     gone: list[Unreachable] = []
@@ -355,7 +358,12 @@ def read_inventory(ctx: BmcContext, chassis: dict[str, Any] | None) -> dict[str,
             not_reported[name] = why(exc)
         return None
 
-    for name, reader in (("memory", _memory), ("processors", _processors), ("drives", _drives)):
+    def processors_read(c: BmcContext) -> list[dict[str, Any]]:
+        if processors is None:
+            return _processors(c)
+        return [p for p in map(parse_processor, processors) if p is not None]
+
+    for name, reader in (("memory", _memory), ("processors", processors_read), ("drives", _drives)):
         if (found := section(name, lambda r=reader: r(ctx))) is not None:
             out[name] = found
     power = section("power_supplies", lambda: _power(ctx, chassis))

@@ -2,71 +2,90 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from bringup.redfish import placeholders
 from bringup.redfish.messages import health
 
-# Values vendors leave in serial fields of boards nobody filled in.
-PLACEHOLDER_SERIALS = frozenset(
-    {
-        "",
-        "0",
-        "none",
-        "n/a",
-        "na",
-        "not specified",
-        "not available",
-        "default string",
-        "to be filled by o.e.m.",
-        "0123456789",
-        "1234567890",
-        "system serial number",
-        "chassis serial number",
-    }
-)
 MAX_EVENTS = 200  # newest critical/warning entries kept per node
 
 
 def real_serial(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    return None if value.lower() in PLACEHOLDER_SERIALS or set(value) <= {"0", " ", "."} else value
+    return placeholders.real_serial(value)
 
 
-def node_serial(chassis: dict[str, Any] | None, system: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(serial, where it came from): the server's own chassis serial, else the system's, else
-    its SKU (Dell puts the service tag there). Placeholders such as ``0123456789`` do not
-    count. ``chassis`` is the server's chassis (``server_chassis``), never an enclosure: the
-    nodes of a multi-node enclosure share that serial."""
+@dataclass
+class NodeSerial:
+    """The node's key and where it came from; ``skipped``: the placeholders passed over on
+    the way ({"source", "value", "why"}), for the record and a warning."""
+
+    serial: str | None
+    source: str | None
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+def node_serial(chassis: dict[str, Any] | None, system: dict[str, Any]) -> NodeSerial:
+    """The server's own chassis serial, else the system's, else its SKU (Dell puts the service
+    tag there), else the system's UUID. Placeholders (``placeholders.py``: AMI's
+    ``01234567890123456789AB``, ``0123456789``, all zeros...) are skipped and named.
+    ``chassis`` is the server's chassis (``server_chassis``), never an enclosure: the nodes of
+    a multi-node enclosure share that serial."""
+    skipped: list[dict[str, str]] = []
     for doc, key, where in (
         (chassis, "SerialNumber", "chassis"),
         (system, "SerialNumber", "system"),
         (system, "SKU", "system SKU"),
+        (system, "UUID", "system UUID"),
     ):
-        if isinstance(doc, dict) and (serial := real_serial(doc.get(key))):
-            return serial, where
-    return None, None
+        if not isinstance(doc, dict) or doc.get(key) is None:
+            continue
+        value = doc.get(key)
+        why = placeholders.placeholder_reason(value)
+        if why is None:
+            return NodeSerial(str(value).strip(), where, skipped)
+        if str(value).strip():
+            skipped.append({"source": where, "value": str(value), "why": why})
+    return NodeSerial(None, None, skipped)
 
 
 # Chassis types that hold servers rather than being one (DMTF Chassis.ChassisType): an S3260
 # or any multi-node box links its system to both the enclosure and the node's own chassis.
 ENCLOSURE_TYPES = frozenset({"Enclosure", "StorageEnclosure", "Drawer"})
+# Parts of a server, never the server itself: a NIC mezzanine, a riser, a PSU FRU, a GPU tray
+# (an HPE Cray EX blade lists its mezzanine cards as chassis; an Intel S2600 its risers and PSUs).
+PART_TYPES = frozenset({"Card", "Module", "Component", "Expansion", "Shelf", "Sidecar", "IPBasedDrive"})
 
 
 def is_enclosure(doc: dict[str, Any] | None) -> bool:
     return isinstance(doc, dict) and doc.get("ChassisType") in ENCLOSURE_TYPES
 
 
+def is_part(doc: dict[str, Any] | None) -> bool:
+    return isinstance(doc, dict) and doc.get("ChassisType") in PART_TYPES
+
+
 def server_chassis(
     linked: list[dict[str, Any]],
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the server's own chassis, the enclosure holding it) among the chassis a system links,
-    in the BMC's order; either may be None."""
-    server = next((d for d in linked if isinstance(d, dict) and not is_enclosure(d)), None)
+    in the BMC's order; either may be None. A RackMount, Blade, Sled... before a card, module
+    or component (a linked part is taken only when the system links no server chassis: a
+    Cisco S3260 node's own chassis)."""
+    servers = [d for d in linked if isinstance(d, dict) and not is_enclosure(d)]
+    server = next((d for d in servers if not is_part(d)), servers[0] if servers else None)
     enclosure = next((d for d in linked if is_enclosure(d)), None)
     return server, enclosure
+
+
+def merge_events(*logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Several logs' entries (``event_entries`` records) as one: newest first where every
+    entry has a time, at most MAX_EVENTS."""
+    out = [e for log in logs for e in log]
+    if out and all(e.get("created") for e in out):
+        out.sort(key=lambda e: _aware(datetime.fromisoformat(e["created"])), reverse=True)
+    return out[:MAX_EVENTS]
 
 
 def enclosure_summary(doc: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from burnin.checks import gpu  # noqa: F401
 from burnin.checks import gpu_fabric  # noqa: F401
 from burnin.checks import gpu_load  # noqa: F401
+from burnin.checks import gpu_bmc  # noqa: F401
 from burnin.checks import kernel  # noqa: F401
 from burnin.checks import ib  # noqa: F401
 from burnin.checks import host  # noqa: F401

@@ -77,6 +77,9 @@ class Check(ABC):
     # output has a structure whose end its parser finds, and refuses (ParseError) when it is
     # missing: a missing final newline alone is no cut (docs/burnin.md, "A cut output").
     whole_at_line_ends: ClassVar[bool] = False
+    # A check that runs a command and also reads the node's record (the BMC's GPU list beside
+    # nvidia-smi): the stage hands it ``with_record(record, stdout)`` instead of the bare output.
+    needs_record: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -97,6 +100,10 @@ class Check(ABC):
     def from_record(self, record: dict) -> str:
         """For a check whose command() is None: its input, taken from the node's record."""
         raise NotImplementedError(f"{self.name} runs a command on the node")
+
+    def with_record(self, record: dict, stdout: str) -> str:
+        """For a check that ``needs_record``: its input, the record beside its command's output."""
+        raise NotImplementedError(f"{self.name} does not read the node's record")
 
     @abstractmethod
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:

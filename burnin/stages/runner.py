@@ -15,7 +15,7 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bringup.fleet.lifecycle import State
@@ -82,6 +82,8 @@ def judge_stage(
     for check in checks:
         if check.name in keys:
             output = outputs[keys[check.name]]
+            if check.needs_record:
+                output = replace(output, stdout=check.with_record(record, output.stdout))
         else:
             output = CommandOutput(stdout=check.from_record(record))
         evidence = output.stdout + (f"{STDERR_MARK}{output.stderr}" if output.stderr.strip() else "")

@@ -66,8 +66,10 @@ def _norm(path: str) -> str:
 
 
 def load_fixture(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(resources, fake options) of ``fixtures/redfish/<name>.json``, with ``_extends`` applied."""
-    raw = json.loads((FIXTURES / f"{name}.json").read_text())
+    """(resources, fake options) of ``fixtures/redfish/<name>.json``, with ``_extends`` applied;
+    or of ``fixtures/redfish/<name>/tree.json``, a captured tree (its SOURCE.md says whence)."""
+    tree = FIXTURES / name / "tree.json"
+    raw = json.loads((tree if tree.is_file() else FIXTURES / f"{name}.json").read_text())
     resources: dict[str, Any] = {}
     fake: dict[str, Any] = {}
     if "_extends" in raw:
@@ -76,7 +78,9 @@ def load_fixture(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         resources.pop(_norm(path), None)
     fake.update(raw.get("_fake", {}))
     for path, doc in raw.items():
-        if not path.startswith("_"):
+        # A captured tree keeps the error body a crawler was answered (``{"error": ...}``):
+        # the resource is missing, and the fake BMC answers 404 there as the real one did.
+        if not path.startswith("_") and not (isinstance(doc, dict) and set(doc) == {"error"}):
             resources[_norm(path)] = doc
     return resources, fake
 

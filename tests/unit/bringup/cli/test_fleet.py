@@ -69,3 +69,40 @@ def test_nodes_history_lists_a_nodes_events_and_filters_them_by_kind(tmp_path):
     assert decision["details"] == {"decision": "rejected"} and "acceptance #4" in decision["reason"]
     text = runner.invoke(main, ["--db", str(db), "nodes", "history", "gpu01"])
     assert text.exit_code == 0 and "enrolled -> discovered" in text.stdout and "acceptance #4" in text.stdout
+
+
+def test_nodes_show_lists_the_gpus_and_pcie_devices_the_bmc_reported(tmp_path):
+    """Discovery's ``hardware.gpus`` and ``hardware.pcie_devices`` (docs/redfish.md) as two tables."""
+    db = tmp_path / "fleet.db"
+    store = FleetStore.open(str(db))
+    store.enroll("gpu01", "r01", "h100-sxm-8x400g", bmc_address="10.0.0.11", rack_unit=1)
+    gpu = {
+        "id": "9",
+        "slot": "PCI-E Slot 1",
+        "model": "NVIDIA A100-SXM4-40GB",
+        "serial": "1323620023536",
+        "uuid": None,
+        "firmware": "92.00.19.00.10",
+        "health": "OK",
+        "state": "Enabled",
+    }
+    nic = {
+        "id": "1",
+        "name": "MT27800 Family [ConnectX-5]",
+        "slot": "Slot 17",
+        "class": "NetworkController",
+        "vendor_id": "0x15b3",
+        "device_id": None,
+        "link_width": 16,
+        "link_speed": "Gen3",
+        "firmware": None,
+        "health": "OK",
+    }
+    store.update_node("gpu01", hardware={"gpus": [gpu], "pcie_devices": [nic]})
+    store.close()
+    text = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["--db", str(db), "nodes", "show", "gpu01"])
+    assert text.exit_code == 0, text.output
+    gpus = text.stdout[text.stdout.index("GPUs (1, from the BMC)") :]
+    assert "PCI-E Slot 1" in gpus and "1323620023536" in gpus and "92.00.19.00.10" in gpus
+    pcie = text.stdout[text.stdout.index("PCIe devices (1, from the BMC)") :]
+    assert "Slot 17" in pcie and "0x15b3" in pcie and "x16 Gen3" in pcie

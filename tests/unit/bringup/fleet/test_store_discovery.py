@@ -48,7 +48,8 @@ def test_first_discovery_moves_enrolled_to_discovered(store):
 
 def test_rediscovery_refreshes_and_replaces_only_what_discovery_owns(store):
     record(store)
-    store.update_node("gpu001", hardware={**store.get_node("gpu001").hardware, "gpus": ["GPU-1"]})
+    # (a key of another stage: "gpus" is discovery's own now, the BMC's GPU list)
+    store.update_node("gpu001", hardware={**store.get_node("gpu001").hardware, "os_gpus": ["GPU-1"]})
     unreadable = {"bmc": {"vendor": "dell"}, "unavailable": {"event_log": "not supported"}}
     outcome = store.record_discovery(
         "gpu001", "CN0001", macs=MACS[:1], hardware=unreadable, owned_keys=HARDWARE_KEYS
@@ -57,7 +58,7 @@ def test_rediscovery_refreshes_and_replaces_only_what_discovery_owns(store):
     node = store.get_node("gpu001")
     assert node.state == "discovered" and node.macs == MACS[:1]
     assert "event_log" not in node.hardware and "event_log_read_at" not in node.hardware  # not stale
-    assert node.hardware["gpus"] == ["GPU-1"]  # another stage's data survives
+    assert node.hardware["os_gpus"] == ["GPU-1"]  # another stage's data survives
     assert store.history("gpu001")[-1].kind == "discovery"
 
 

@@ -65,3 +65,21 @@ def test_other_systems_paths_and_unknown_resources_are_not_served():
 
 def test_the_bmc_faults_are_in_the_catalog():
     assert set(known_faults()) >= BMC_FAULTS
+
+
+def test_the_gpus_are_the_stand_in_nvidia_smi_recordings_and_discovery_reads_them():
+    """Eight H100s among the Processors, serials and UUIDs those nvidia-smi -q shows, in bus order;
+    the CPUs stay the inventory's processors."""
+    from bringup.redfish.devices import gpu_from_processor
+    from burnin.parsers.nvidia_smi import parse_query
+
+    text = (SAMPLES_DIR / "nvidia_smi_q_8xh100_535_183.txt").read_text().partition("\n")[2]
+    node_side = parse_query(text).gpus
+    members = get(system(), f"/redfish/v1/Systems/{UUID}/Processors")["Members"]
+    docs = [get(system(), m["@odata.id"]) for m in members]
+    gpus = [g for g in (gpu_from_processor(d, UUID) for d in docs) if g]
+    assert [(g["slot"], g["serial"], f"GPU-{g['uuid']}") for g in gpus] == [
+        (f"GPU.SXM.{n}", q.serial, q.uuid) for n, q in enumerate(node_side, 1)
+    ]
+    assert gpus[4]["serial"] == "1654922016523"  # GPU 4 at 00000000:97:00.0, the one gpu-missing takes away
+    assert len([p for p in map(hardware.parse_processor, docs) if p is not None]) == 2

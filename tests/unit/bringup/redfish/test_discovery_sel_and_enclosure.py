@@ -153,9 +153,26 @@ def test_the_enclosure_is_found_through_contained_by_when_the_system_links_only_
     assert hw["chassis"]["serial"] == "FCH2219V1K4" and hw["enclosure"]["serial"] == "FOX2211G0QX"
 
 
-def test_a_system_linking_only_its_enclosure_is_keyed_by_the_system_serial():
+def test_a_system_linking_only_its_enclosure_finds_its_node_chassis_by_the_chassis_links():
+    """The node's chassis names the system (``Chassis.Links.ComputerSystems``): it is the
+    server chassis although the system does not link it (docs/redfish.md, "Which system,
+    chassis and manager")."""
     fake = s3260()
     fake.resources[SYSTEM]["Links"]["Chassis"] = [{"@odata.id": f"{R}/Chassis/1"}]
+    with serving(fake):
+        d = discover(fake)
+    assert (d.serial, d.hardware["serial_source"]) == ("FCH2219V1K4", "chassis")
+    assert d.hardware["chassis"]["id"] == "Server1" and d.hardware["enclosure"]["serial"] == "FOX2211G0QX"
+    assert d.hardware["located_by"] == [
+        "chassis Server1 chosen by Chassis.Links.ComputerSystems: the system links no readable server chassis"
+    ]
+
+
+def test_a_system_linking_only_its_enclosure_is_keyed_by_the_system_serial_when_no_chassis_names_it():
+    fake = s3260()
+    fake.resources[SYSTEM]["Links"]["Chassis"] = [{"@odata.id": f"{R}/Chassis/1"}]
+    fake.resources[f"{R}/Chassis/Server1"]["Links"].pop("ComputerSystems", None)
+    fake.resources[f"{R}/Chassis/Server1"]["ChassisType"] = "Module"
     with serving(fake):
         d = discover(fake)
     assert (d.serial, d.hardware["serial_source"]) == ("FCH2219V1K4", "system")

@@ -129,14 +129,18 @@ def test_placement_from_pcie_devices_when_nothing_else_says():
     assert fake.calls("GET", "/PCIeDevices/2/PCIeFunctions")
 
 
-def test_pcie_devices_are_not_read_when_a_port_is_placed():
+def test_pcie_devices_are_read_once_for_the_record_and_placement_reuses_them():
+    """Discovery records every PCIe device (docs/redfish.md, "GPUs and PCIe devices");
+    placement's last resort uses what was read instead of asking again."""
     fake = FakeBmc.from_fixture("generic-pcie-nics", password=PASSWORD)
-    embedded = {"PartLocation": {"LocationType": "Embedded"}}
-    fake.resources["/redfish/v1/Systems/1/EthernetInterfaces/3"]["Location"] = embedded
     with serving(fake):
         ep = BmcEndpoint("node01", fake.url, "root", PASSWORD, None, False)
-        discover_endpoint(ep, TransportOptions(retries=0))
-    assert not fake.calls("GET", "PCIeDevices")
+        d = discover_endpoint(ep, TransportOptions(retries=0))
+    paths = [r.path for r in fake.calls("GET", "PCIeDevices")]
+    assert paths and len(paths) == len(set(paths))
+    assert len(d.hardware["pcie_devices"]) == len(
+        fake.resources["/redfish/v1/Chassis/1/PCIeDevices"]["Members"]
+    )
 
 
 def test_a_broken_pcie_inventory_keeps_the_nics():

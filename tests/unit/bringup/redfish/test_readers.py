@@ -28,7 +28,8 @@ from tests.unit.bringup.redfish.fixture_trees import FIXTURES, fixture
     ],
 )
 def test_node_serial_skips_placeholders(chassis, system, want):
-    assert readers.node_serial(chassis, system) == want
+    found = readers.node_serial(chassis, system)
+    assert (found.serial, found.source) == want
 
 
 def test_event_entries_keep_critical_and_warning_newest_first():

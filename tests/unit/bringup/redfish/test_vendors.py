@@ -78,7 +78,10 @@ def test_dell_idrac9_discovery():
         ("4", "Critical", "PSU0003"),
         ("3", "Warning", "MEM0701"),
     ]
-    assert hw["event_log_read_at"] and hw["unavailable"] == {}
+    # This tree has no Processors collection (linked, absent) and no PCIe devices: GPUs and
+    # PCIe devices are unknown, not "none".
+    assert hw["event_log_read_at"] and sorted(hw["unavailable"]) == ["gpus", "pcie_devices"]
+    assert "gpus" not in hw and "pcie_devices" not in hw
     # The SEL is read at the Dell path, and collections are expanded in one request each.
     assert fake.calls("GET", f"{M}/LogServices/Sel/Entries")
     assert all(r.query for r in fake.calls("GET", "/FirmwareInventory"))
