@@ -15,11 +15,20 @@ from typing import Any
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet would take ``text`` for a formula (a lone "-" it shows as text)."""
+    return text.startswith(FORMULA_START) and bool(text.strip("-"))
+
+
 def csv_cell(value: Any) -> Any:
-    """``value``, with a single quote in front when it is text a spreadsheet would evaluate."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
+    """``value``, with a single quote in front when it is text a spreadsheet would evaluate, and a
+    carriage return written as ``\\r``: Python's csv writer leaves a field holding one unquoted
+    (only the line terminator's characters are quoted), and readers end the row there."""
+    if not isinstance(value, str):
+        return value
+    if formula_like(value):
+        value = "'" + value
+    return value.replace("\r", "\\r")
 
 
 def csv_row(values: Iterable[Any]) -> list[Any]:
