@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, or_, select, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bringup.core.errors import UserError
@@ -44,6 +44,56 @@ class NodeNotFound(StoreError):
 
 
 log = logging.getLogger(__name__)
+
+# What the database says when the fault is the store's, not this program's: a file that is no
+# database or is damaged, one this user may not write, a full disk. Each with what to do.
+_RESTORE = "restore it from a backup, or give --db another store"
+_STORE_FAULTS = (
+    ("file is not a database", f"is not a database (damaged, or another file): {_RESTORE}"),
+    (
+        "database disk image is malformed",
+        f"is damaged (database disk image is malformed): {_RESTORE} "
+        "(sqlite3 FILE .recover may save what is left)",
+    ),
+    (
+        "readonly database",
+        "is read-only here: let this user write the file and its directory, or give --db a store it can write",
+    ),
+    (
+        "read-only transaction",
+        "is read-only here (a PostgreSQL standby or a read-only role): give --db the primary",
+    ),
+    (
+        "unable to open database file",
+        "cannot be opened: its directory must exist and be writable, or give --db another store",
+    ),
+    (
+        "database or disk is full",
+        "could not be written: the disk is full; free space and run the command again",
+    ),
+    (
+        "could not extend file",
+        "could not be written: the database server's disk is full; free space and run the command again",
+    ),
+    (
+        "disk i/o error",
+        "could not be read or written (disk I/O error): check the disk, then run the command again",
+    ),
+)
+
+
+def store_fault(url: str, exc: DBAPIError, opening: bool = False) -> StoreError | None:
+    """The error to show the user for a database error the store's state explains, or None for
+    one that is a bug here (a constraint broken, a bad query)."""
+    text = str(exc.orig).strip()
+    lowered = text.lower()
+    for needle, what in _STORE_FAULTS:
+        if needle in lowered:
+            return StoreError(f"fleet store {redact_url(url)} {what}")
+    if isinstance(exc, OperationalError):  # DB-API: the database's operation, not the program
+        first = text.splitlines()[0] if text else type(exc.orig).__name__
+        return StoreError(f"{'cannot open ' if opening else ''}fleet store {redact_url(url)}: {first}")
+    return None
 
 
 def default_db_path() -> Path:
@@ -133,8 +183,11 @@ class FleetStore:
                 self.engine.execution_options(bringup_readonly=True), expire_on_commit=False
             )
             self._upgrade()
-        except OperationalError as exc:
-            raise StoreError(f"cannot open fleet store {redact_url(url)}: {exc.orig}") from None
+        except DBAPIError as exc:
+            fault = store_fault(url, exc, opening=True)
+            if fault is None:
+                raise
+            raise fault from None
 
     @classmethod
     def open(cls, db: str | None = None) -> FleetStore:
@@ -184,14 +237,27 @@ class FleetStore:
     @contextmanager
     def session(self) -> Iterator[Session]:
         """One short write transaction: committed on success, rolled back on error."""
-        with self._sessions() as session, session.begin():
-            yield session
+        try:
+            with self._sessions() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            self._raise_fault(exc)
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
         """One short read-only transaction (on SQLite it does not queue behind writers)."""
-        with self._readers() as session, session.begin():
-            yield session
+        try:
+            with self._readers() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            self._raise_fault(exc)
+
+    def _raise_fault(self, exc: DBAPIError) -> None:
+        """Raise the user's error for ``exc`` when the store's state explains it, else ``exc``."""
+        fault = store_fault(self.url, exc)
+        if fault is None:
+            raise exc
+        raise fault from exc
 
     @staticmethod
     def _find(session: Session, key: str, lock: bool = False) -> Node:
