@@ -10,6 +10,7 @@ import click
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, err_console, node_progress, table
+from bringup.core.errors import GateRefusal
 from bringup.fleet.select import InvalidRack, UnknownNodes, split_nodes
 from bringup.ssh.fanout import MAX_CONCURRENCY
 from burnin.cli.render import styled, usage_error
@@ -93,7 +94,10 @@ def run_cmd(
     as_json: bool,
 ) -> None:
     """Run burn-in stages on a rack's nodes (or, with --local, on this machine)."""
-    stage_list = parse_stages(stages)
+    try:
+        stage_list = parse_stages(stages)
+    except ValueError as exc:
+        raise usage_error(exc, "--stages") from None
     try:
         wait_for = parse_age(wait) if wait else None
     except ValueError as exc:
@@ -133,6 +137,8 @@ def run_cmd(
         except (InvalidRack, UnknownNodes) as exc:
             raise usage_error(exc) from None
     _print_summary(outcomes, stage_list, as_json)
+    if rack and not local and outcomes and all(o.skipped for o in outcomes):
+        raise GateRefusal(f"no node of rack {rack} was burnt in: each row says why")
     sys.exit(0 if all(o.verdict in PASSING for o in outcomes) else 1)
 
 
