@@ -16,7 +16,7 @@ from bringup.configure.rack import ConfigureRequest, configure_rack
 from bringup.configure.record import ConfigureResult
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, PER_BATCH_TIMEOUT
 from bringup.core.errors import GateRefusal
-from bringup.fleet.select import InvalidRack, UnknownNodes
+from bringup.fleet.select import UnknownNodes
 
 ROLES = (
     "base",
@@ -94,10 +94,6 @@ def configure(
     )
     try:
         report = configure_rack(store_from(ctx), req, _progress(check, as_json))
-    except InvalidRack as exc:
-        raise click.UsageError(
-            "the inventory has errors:\n" + "\n".join(str(p) for p in exc.problems)
-        ) from None
     except UnknownNodes as exc:
         raise click.UsageError(f"not in rack {exc.rack}: {', '.join(exc.names)}") from None
     if report.run_id is None:

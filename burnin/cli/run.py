@@ -11,7 +11,7 @@ import click
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, err_console, node_progress, table
 from bringup.core.errors import GateRefusal
-from bringup.fleet.select import InvalidRack, UnknownNodes, split_nodes
+from bringup.fleet.select import UnknownNodes, split_nodes
 from bringup.ssh.fanout import MAX_CONCURRENCY
 from burnin.cli.render import styled, usage_error
 from burnin.golden.rules import parse_age
@@ -134,7 +134,7 @@ def run_cmd(
         try:
             with progress_bar:
                 outcomes = run_rack(store_from(ctx), inventory_dir_from(ctx), request, progress)
-        except (InvalidRack, UnknownNodes) as exc:
+        except UnknownNodes as exc:  # an invalid inventory is an error to fix, exit 1
             raise usage_error(exc) from None
     _print_summary(outcomes, stage_list, as_json)
     if rack and not local and outcomes and all(o.skipped for o in outcomes):

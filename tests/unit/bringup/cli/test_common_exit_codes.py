@@ -41,6 +41,9 @@ def rack(tmp_path: Path) -> tuple[Path, str]:
     }
     inv = write_rack(tmp_path / "inventories", "r09", hosts)
     db = str(tmp_path / "fleet.db")
+    bad = (inv / "r09.yml").read_text().replace("rack_unit: 2", "rack_unit: -2")
+    (inv / "bad.yml").write_text(bad)
+    assert "rack_unit: -2" in bad  # a rack whose inventory has an error
     store = FleetStore.open(db)
     for i in (1, 2):
         store.enroll(f"gpu{i}", "r09", "h100-sxm-8x400g", rack_unit=i)  # enrolled: no step may start
@@ -59,6 +62,9 @@ CASES = {
     "inventory check of a valid rack": (0, bringup_main, ["inventory", "check", "r09"]),
     "inventory check of a missing rack": (1, bringup_main, ["inventory", "check", "r77"]),
     "a node the store does not have": (1, bringup_main, ["nodes", "show", "gpu77"]),
+    "configure of a rack whose inventory has errors": (1, bringup_main, ["configure", "--rack", "bad"]),
+    "burnin golden of a rack whose inventory has errors": (1, burnin_main, ["golden", "--rack", "bad"]),
+    "burnin run of a rack whose inventory has errors": (1, burnin_main, ["run", "--rack", "bad"]),
     "an unknown option": (2, bringup_main, ["nodes", "list", "--bogus"]),
     "burnin run --stages bogus": (2, burnin_main, ["run", "--rack", "r09", "--stages", "bogus"]),
     "burnin golden --stages bogus": (2, burnin_main, ["golden", "--rack", "r09", "--stages", "bogus"]),
