@@ -93,3 +93,17 @@ def test_a_full_store_says_how_many_nodes_were_enrolled(tmp_path):
     assert f"{enrolled} of 1000 node(s) enrolled" in message and "full" in message
     assert f"gpu{enrolled:04d}" in message  # the first one not enrolled
     assert "\n" not in message
+
+
+def test_a_database_error_the_store_does_not_explain_stays_a_bug():
+    import sqlite3
+
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from bringup.fleet.store_errors import store_fault
+
+    broken = IntegrityError("INSERT ...", {}, sqlite3.IntegrityError("UNIQUE constraint failed: nodes.name"))
+    assert store_fault("sqlite:////x/fleet.db", broken) is None
+    gone = OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly"))
+    fault = store_fault("postgresql://u:secret@db/fleet", gone)
+    assert fault is not None and "secret" not in str(fault) and "server closed" in str(fault)
