@@ -91,6 +91,8 @@ def bmc_address_problem(address: str) -> str | None:
         return f"holds a line separator, a control character to many readers ({ch})"
     if any(c.isspace() for c in address):
         return "holds a space"
+    if address.split("://", 1)[-1].split("/", 1)[0].count(":") > 1 and "[" not in address:
+        return "looks like a bare IPv6 address: write it in brackets, [fe80::1] or https://[fe80::1]:443"
     parts = urlsplit(address if "://" in address else f"https://{address}")
     if parts.scheme not in ("https", "http"):
         return f"is a {parts.scheme}:// URL; a BMC is reached over https:// (or http://)"

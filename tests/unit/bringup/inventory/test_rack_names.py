@@ -57,6 +57,7 @@ BAD_ADDRESSES = [
     ("ftp://10.1.0.1", "https"),
     ("https://user:pw@10.1.0.1", "user"),
     ("10.1.0.1 10.1.0.2", "space"),
+    ("fe80::1", "brackets"),
 ]
 
 
