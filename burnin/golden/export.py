@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -332,7 +333,11 @@ def golden_record(
         "oldest_result": _iso(min(times)) if times else None,
     }
     record["rules"] = _rules_dict(rules)
-    record["evidence"] = {"store": store, "run_ids": run_ids, "show": f"burnin results {fact.name}"}
+    record["evidence"] = {
+        "store": store,
+        "run_ids": run_ids,
+        "show": f"burnin results {shlex.quote(fact.name)}",
+    }
     return record
 
 

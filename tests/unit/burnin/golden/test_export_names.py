@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shlex
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +18,7 @@ from bringup.core.errors import UserError
 from bringup.core.hostnames import address_problem
 from burnin.golden import export
 from burnin.golden.export import expand_hostlist
+from burnin.golden.rules import Decision, GoldenRules, NodeFacts
 from tests.fleet import walk_to
 from tests.unit.bringup.core.test_hostnames import BAD_NAMES
 from tests.unit.burnin.golden.test_export import _records
@@ -76,6 +79,25 @@ def test_each_bad_name_through_each_export(name, fmt, want_excluded):
         return
     names = [name, name] if fmt == "json" else [name] if want_excluded or fmt == "slurm" else []
     check_export(fmt, want_excluded, text, names)
+
+
+def test_the_json_command_to_show_a_node_is_one_that_runs():
+    """A name from the store with a space or a ';' stays one argument of the command shown."""
+    for name in ("n03 slots=999", "a;rm -rf /", "gpu001"):
+        node = SimpleNamespace(
+            serial=None,
+            ip=None,
+            hostname=None,
+            rack="r",
+            rack_unit=1,
+            profile="p",
+            state="golden",
+            hardware={},
+        )
+        fact = NodeFacts(name, node, None, {}, [])
+        decision = Decision(name, "golden", True, ())
+        record = export.golden_record(fact, decision, GoldenRules(), "s", hardware=False)
+        assert shlex.split(record["evidence"]["show"]) == ["burnin", "results", name]
 
 
 def test_the_hostfile_refuses_what_is_no_address():
