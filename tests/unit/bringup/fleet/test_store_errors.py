@@ -107,3 +107,16 @@ def test_a_database_error_the_store_does_not_explain_stays_a_bug():
     gone = OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly"))
     fault = store_fault("postgresql://u:secret@db/fleet", gone)
     assert fault is not None and "secret" not in str(fault) and "server closed" in str(fault)
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_store_is_one_line_naming_it(pg_url):
+    """A standby or a read-only role: every write is refused by the server."""
+    FleetStore(pg_url).enroll("gpu001", "r01", "h100-sxm-8x400g")
+    sep = "&" if "?" in pg_url else "?"
+    read_only = f"{pg_url}{sep}options=-c%20default_transaction_read_only%3Don"
+    store = FleetStore(read_only)
+    assert [n.name for n in store.list_nodes()] == ["gpu001"]
+    with pytest.raises(StoreError, match="read-only") as caught:
+        store.enroll("gpu002", "r01", "h100-sxm-8x400g")
+    assert "bringup_test:***@" in str(caught.value)  # named, its password not
