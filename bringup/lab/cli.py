@@ -108,16 +108,12 @@ def lab_down(ctx: click.Context, name: str, lab_dir: Path | None) -> None:
     """Stop the lab and remove every namespace, link, mount and process it made, its state and its
     rack's inventory (demo files too). Directories no lab made are refused, nothing removed."""
     _need_root()
-    from bringup.lab.network import LabError
-    from bringup.lab.pxe import STATE_FILE as PXE_STATE_FILE
     from bringup.lab.pxe import PxeLab
     from bringup.lab.rack import default_lab_root
-    from bringup.lab.state import LabState, known_labs, remove_lab_inventory, teardown_refusals
+    from bringup.lab.state import LabState, known_labs, remove_lab_inventory
 
     root = (lab_dir or default_lab_root()).resolve()
-    refusals = teardown_refusals(root, name, PXE_STATE_FILE)
-    if refusals:
-        raise LabError(f"lab down --name {name}: nothing removed: " + "; ".join(refusals))
+    _refuse_foreign(root, name, "lab down")
     rack = _rack(ctx, name, lab_dir)
     state = LabState.load(rack.state_dir)
     removed = rack.down()
@@ -249,4 +245,16 @@ def lab_demo(count: int, faults: Path | None, pxe_vms: int, name: str, lab_dir: 
     demo = Demo(name, count, (faults or DEFAULT_FAULTS).resolve(), pxe_vms)
     if lab_dir is not None:
         demo.lab_dir = lab_dir.resolve()
+    _refuse_foreign(demo.lab_dir, name, "lab demo")  # the demo starts by taking the last one down
     sys.exit(main(demo))
+
+
+def _refuse_foreign(root: Path, name: str, command: str) -> None:
+    """Stop before anything is removed when a directory the name leads to is no lab's."""
+    from bringup.lab.network import LabError
+    from bringup.lab.pxe import STATE_FILE as PXE_STATE_FILE
+    from bringup.lab.state import teardown_refusals
+
+    refusals = teardown_refusals(root, name, PXE_STATE_FILE)
+    if refusals:
+        raise LabError(f"{command} --name {name}: nothing removed: " + "; ".join(refusals))

@@ -146,3 +146,16 @@ def test_known_labs_are_the_directories_with_a_lab_state(tmp_path):
     (root / "c").mkdir()
     assert known_labs(root) == ["a", "b"]
     assert known_labs(tmp_path / "none") == []
+
+
+def test_lab_demo_refuses_a_foreign_directory_before_its_clean_up(tmp_path, monkeypatch):
+    """The demo takes down the last demo of its name first: a directory no lab made stays."""
+    monkeypatch.setattr(lab_cli.os, "geteuid", lambda: 0)
+    root = tmp_path / "lab"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "thesis.tex").write_text("x")
+    res = CliRunner().invoke(
+        main, ["lab", "demo", "--name", "data", "--lab-dir", str(root), "--pxe-vms", "0"]
+    )
+    assert res.exit_code == 1 and "nothing removed" in res.output, res.output
+    assert (root / "data" / "thesis.tex").exists()
