@@ -45,7 +45,7 @@ from bringup.core.credentials import (
     file_problem,
     parse_ref,
 )
-from bringup.core.hostnames import hostname_problem
+from bringup.core.hostnames import address_problem, hostname_problem
 from bringup.core.problems import Problem
 from bringup.core.yamlio import YamlError, load_yaml_file
 from bringup.inventory.provision_vars import control_character, control_problems, setting_problems
@@ -357,6 +357,25 @@ def host_name_problems(names: Iterator[str] | list[str], path: str) -> list[Prob
     ]
 
 
+# The variables that name a node's own address: ssh, Ansible and mpirun are given them as a host.
+NODE_ADDRESS_VARS = ("ansible_host", "provision_ip")
+
+
+def node_address_problems(merged: dict[str, dict[str, Any]], path: str) -> list[Problem]:
+    """One problem per node address that is neither an IP address nor an RFC 1123 host name
+    (pure): ssh reads '-oProxyCommand=...' given as a host as an option, and a space would be a
+    second field of an mpirun hostfile. A Jinja template is Ansible's to render, not judged here."""
+    problems = []
+    for host, variables in merged.items():
+        for key in NODE_ADDRESS_VARS:
+            value = variables.get(key)
+            if value in (None, "") or (isinstance(value, str) and "{{" in value):
+                continue
+            if (why := address_problem(str(value))) is not None:
+                problems.append(Problem(path, host, key, f"{value!r} is no IP address, and {why}"))
+    return problems
+
+
 def plaintext_secrets(data: Any, path: str) -> list[Problem]:
     """Every secret-named variable whose value is not a reference (pure)."""
     problems = []
@@ -493,6 +512,7 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
     problems += plaintext_secrets(data, spath)
     problems += value_problems(data, spath)
     problems += host_name_problems(sorted(merged), spath)
+    problems += node_address_problems(merged, spath)
     if not merged and not problems:
         problems.append(Problem(spath, None, None, "the inventory has no hosts"))
     rack_name = path.stem

@@ -83,3 +83,31 @@ def test_good_bmc_addresses_still_pass(invdir, address):
     write(invdir, HEAD + f"  hosts:\n    gpu001: {{bmc_address: {json.dumps(address)}, rack_unit: 1}}\n")
     rack, problems = load_rack("r09", invdir)
     assert rack is not None, problems
+
+
+@pytest.mark.parametrize("key", ["ansible_host", "provision_ip"])
+@pytest.mark.parametrize("value", ["10.20.0.1 slots=999", "-oProxyCommand=touch /tmp/x", "a,b", "n[1-2]"])
+def test_a_node_address_that_is_no_address_is_refused(invdir, key, value):
+    """What ssh, Ansible and mpirun are given as the node's address: an option or a second
+    hostfile field there would be read as such (ssh takes '-oProxyCommand=...' as an option)."""
+    write(
+        invdir,
+        HEAD + f"  hosts:\n    gpu001: {{bmc_address: 10.1.0.1, rack_unit: 1, {key}: {json.dumps(value)}}}\n",
+    )
+    rack, problems = load_rack("r09", invdir)
+    assert rack is None
+    (hit,) = [p for p in problems if not p.warning]
+    assert hit.host == "gpu001" and hit.field == key and "RFC 1123" in hit.message, problems
+
+
+@pytest.mark.parametrize(
+    "value", ["10.20.0.1", "fe80::1", "gpu001.mgmt.example", "{{ inventory_hostname }}.example"]
+)
+def test_node_addresses_that_are_addresses_pass(invdir, value):
+    write(
+        invdir,
+        HEAD
+        + f"  hosts:\n    gpu001: {{bmc_address: 10.1.0.1, rack_unit: 1, ansible_host: {json.dumps(value)}}}\n",
+    )
+    rack, problems = load_rack("r09", invdir)
+    assert rack is not None, problems
