@@ -21,12 +21,28 @@ import click
 from rich.markup import escape
 
 from bringup.cli.ui import err_console
-from bringup.core.errors import UserError
+from bringup.core.errors import GateRefusal, UserError
 from bringup.fleet.store import FleetStore
 from bringup.inventory.rack import default_inventory_dir
 
-EXIT_USER_ERROR = 1
+# The exit codes of every command (README.md, "Exit codes", holds the same table).
+EXIT_OK = 0
+EXIT_FAILED = 1  # a verdict FAIL, a step failed on some nodes
+EXIT_USER_ERROR = 1  # a UserError: one line naming what to fix
+EXIT_USAGE = 2  # click's usage error
+EXIT_CANNOT_START = 3  # the in-service commands: nothing judged (their 1 means drain)
+EXIT_REFUSED = GateRefusal.exit_code  # the state gate admitted no node: nothing done
 EXIT_INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as the shell reports it
+EXIT_CODES = {
+    EXIT_OK: "done",
+    EXIT_FAILED: "a verdict FAIL, a failed step, or an error to fix (one error: line)",
+    EXIT_USAGE: "usage error",
+    EXIT_CANNOT_START: "could not start",
+    EXIT_REFUSED: "refused by the state gate",
+    EXIT_INTERNAL_ERROR: "internal error",
+    EXIT_INTERRUPTED: "interrupted",
+}
 _DEBUG_KEY = "bringup.debug"
 _CLICK_OWN = (click.ClickException, click.exceptions.Exit, click.Abort)
 
@@ -70,7 +86,7 @@ class FriendlyGroup(click.Group):
             raise
         except UserError as exc:
             _say(f"[red]error:[/red] {escape(str(exc))}")
-            sys.exit(EXIT_USER_ERROR)
+            sys.exit(exc.exit_code)
         except Exception as exc:
             if debug_enabled(ctx):
                 raise

@@ -15,7 +15,8 @@ from bringup.configure.outcome import HostOutcome
 from bringup.configure.rack import ConfigureRequest, configure_rack
 from bringup.configure.record import ConfigureResult
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, PER_BATCH_TIMEOUT
-from bringup.fleet.select import InvalidRack, UnknownNodes
+from bringup.core.errors import GateRefusal
+from bringup.fleet.select import UnknownNodes
 
 ROLES = (
     "base",
@@ -93,15 +94,11 @@ def configure(
     )
     try:
         report = configure_rack(store_from(ctx), req, _progress(check, as_json))
-    except InvalidRack as exc:
-        raise click.UsageError(
-            "the inventory has errors:\n" + "\n".join(str(p) for p in exc.problems)
-        ) from None
     except UnknownNodes as exc:
         raise click.UsageError(f"not in rack {exc.rack}: {', '.join(exc.names)}") from None
     if report.run_id is None:
         _print_summary(report.results, as_json)
-        raise click.UsageError(f"no node of rack {report.rack} can be configured")
+        raise GateRefusal(f"no node of rack {report.rack} can be configured: each row says why")
     if report.playbook_failure:
         raise click.ClickException(report.playbook_failure)
     _print_summary(report.results, as_json, report.run_id)

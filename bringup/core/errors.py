@@ -16,6 +16,14 @@ from __future__ import annotations
 class UserError(Exception):
     """Something the user can act on; its message says what and, where it can, how."""
 
+    exit_code = 1  # README.md, "Exit codes"
+
 
 class BadInput(UserError, ValueError):
     """A value given on the command line or in a file is not one this project accepts."""
+
+
+class GateRefusal(UserError):
+    """The state gate admitted none of the nodes: the step did nothing (each node's row says why)."""
+
+    exit_code = 4

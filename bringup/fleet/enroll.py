@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bringup.fleet.store import FleetStore
+from bringup.fleet.store import FleetStore, StoreError
 from bringup.inventory.rack import InventoryHost
 
 
@@ -36,7 +36,16 @@ def enroll_hosts(store: FleetStore, rack: str, hosts: Iterable[InventoryHost]) -
     hosts = list(hosts)
     done = Enrollment(rack)
     for host in hosts:
-        (done.new if enroll_host(store, rack, host) else done.known).append(host.name)
+        try:
+            created = enroll_host(store, rack, host)
+        except StoreError as exc:
+            # One transaction per host: those before are committed. Say so, and where it stopped.
+            count = len(done.new) + len(done.known)
+            raise StoreError(
+                f"rack {rack}: {count} of {len(hosts)} node(s) enrolled (committed), from {host.name} "
+                f"on not: {exc}; enroll is idempotent, run it again once that is fixed"
+            ) from exc
+        (done.new if created else done.known).append(host.name)
     listed = {h.name for h in hosts}
     done.gone = [n.name for n in store.list_nodes(rack=rack) if n.name not in listed]
     return done

@@ -20,23 +20,19 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, or_, select, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from bringup.core.errors import UserError
 from bringup.fleet import evidence, schema
 from bringup.fleet.evidence import run_output
 from bringup.fleet.lifecycle import State, check_transition, parse_state
 from bringup.fleet.models import CheckResult, Event, Node, Run, utcnow
 from bringup.fleet.results_write import write_results
+from bringup.fleet.store_errors import StoreError, redact_url, store_fault
 from burnin.result import Verdict
 
 # The verdict vocabulary is burn-in's (a leaf module bringup may import for this alone).
 VERDICTS = tuple(v.value for v in Verdict)
-
-
-class StoreError(UserError, RuntimeError):
-    """The store cannot be opened or used (bad URL, newer schema, unknown node)."""
 
 
 class NodeNotFound(StoreError):
@@ -77,16 +73,6 @@ def private_sqlite_file(path: Path) -> None:
     except FileExistsError:
         if os.stat(path).st_mode & 0o007:
             log.warning("fleet store %s is readable by every user (chmod 600 %s)", path, path)
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - never let a bad URL leak through an error message
-        return "<unparseable database URL>"
 
 
 def default_actor() -> str:
@@ -133,8 +119,11 @@ class FleetStore:
                 self.engine.execution_options(bringup_readonly=True), expire_on_commit=False
             )
             self._upgrade()
-        except OperationalError as exc:
-            raise StoreError(f"cannot open fleet store {redact_url(url)}: {exc.orig}") from None
+        except DBAPIError as exc:
+            fault = store_fault(url, exc, opening=True)
+            if fault is None:
+                raise
+            raise fault from None
 
     @classmethod
     def open(cls, db: str | None = None) -> FleetStore:
@@ -184,14 +173,27 @@ class FleetStore:
     @contextmanager
     def session(self) -> Iterator[Session]:
         """One short write transaction: committed on success, rolled back on error."""
-        with self._sessions() as session, session.begin():
-            yield session
+        try:
+            with self._sessions() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            self._raise_fault(exc)
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
         """One short read-only transaction (on SQLite it does not queue behind writers)."""
-        with self._readers() as session, session.begin():
-            yield session
+        try:
+            with self._readers() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            self._raise_fault(exc)
+
+    def _raise_fault(self, exc: DBAPIError) -> None:
+        """Raise the user's error for ``exc`` when the store's state explains it, else ``exc``."""
+        fault = store_fault(self.url, exc)
+        if fault is None:
+            raise exc
+        raise fault from exc
 
     @staticmethod
     def _find(session: Session, key: str, lock: bool = False) -> Node:

@@ -19,6 +19,7 @@ travels untouched in ``vars``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from bringup.core.credentials import (
     file_problem,
     parse_ref,
 )
+from bringup.core.hostnames import address_problem, hostname_problem
 from bringup.core.problems import Problem
 from bringup.core.yamlio import YamlError, load_yaml_file
 from bringup.inventory.provision_vars import control_character, control_problems, setting_problems
@@ -71,11 +73,49 @@ def _rack_unit(value: Any) -> Any:
 
 
 def _bmc_address(value: Any) -> Any:
-    if not isinstance(value, str) or not urlsplit(value if "://" in value else f"https://{value}").hostname:
-        raise PydanticCustomError(
-            "not_an_address", "is not a host name, IP address or URL: {value}", {"value": repr(value)}
-        )
+    why = bmc_address_problem(value) if isinstance(value, str) else "is not a host name, IP address or URL"
+    if why and why.startswith(_CONTROL):  # value_problems() names it where it is written
+        raise PydanticCustomError(_REPORTED_ELSEWHERE, "a control character")
+    if why:
+        raise PydanticCustomError("not_an_address", "{why}: {value}", {"why": why, "value": repr(value)})
     return value
+
+
+def bmc_address_problem(address: str) -> str | None:
+    """What makes ``address`` no BMC address (a host name, an IP address or an http(s) URL with
+    an optional port), or None (pure). Checked before urlsplit reads it: urlsplit drops CR, LF and
+    tab silently and raises on a bad port, so either would reach the BMC or end in a crash."""
+    if (ch := control_character(address)) is not None:
+        return f"{_CONTROL} ({ch})"
+    if (ch := _separator(address)) is not None:
+        return f"holds a line separator, a control character to many readers ({ch})"
+    if any(c.isspace() for c in address):
+        return "holds a space"
+    if address.split("://", 1)[-1].split("/", 1)[0].count(":") > 1 and "[" not in address:
+        return "looks like a bare IPv6 address: write it in brackets, [fe80::1] or https://[fe80::1]:443"
+    parts = urlsplit(address if "://" in address else f"https://{address}")
+    if parts.scheme not in ("https", "http"):
+        return f"is a {parts.scheme}:// URL; a BMC is reached over https:// (or http://)"
+    if parts.username is not None or parts.password is not None:
+        return "holds a user name or password; give them as bmc_username and bmc_password"
+    try:
+        port = parts.port
+    except ValueError:
+        return "has a port that is not a number from 1 to 65535"
+    if port == 0:
+        return "has port 0; a port is a number from 1 to 65535"
+    if not parts.hostname:
+        return "is not a host name, IP address or URL"
+    return None
+
+
+_CONTROL = "holds a control character"
+
+
+def _separator(text: str) -> str | None:
+    """A Unicode line or paragraph separator (U+2028, U+2029, U+0085): a line break to many readers."""
+    m = re.search("[\u2028\u2029\x85]", text)
+    return None if m is None else repr(m.group())[1:-1]
 
 
 def _text(value: Any) -> str:
@@ -296,10 +336,6 @@ def value_problems(data: Any, path: str) -> list[Problem]:
     where it is written (pure): a newline in pxe_domain would write dnsmasq.conf lines."""
     problems = []
     for host, where, variables in _all_var_places(data):
-        if host is not None and (ch := control_character(host)) is not None:
-            problems.append(
-                Problem(path, repr(host), None, f"the host name holds a control character ({ch})")
-            )
         typed = dict(setting_problems(variables))
         for key, value in variables.items():
             fld = f"{key} ({where})" if where else str(key)
@@ -307,6 +343,36 @@ def value_problems(data: Any, path: str) -> list[Problem]:
                 problems.append(Problem(path, host, fld, typed[key]))
             elif not (SECRET_KEY.search(str(key)) and isinstance(value, str)):  # reported as a secret
                 problems += [Problem(path, host, fld, why) for why in control_problems(str(key), value)]
+    return problems
+
+
+def host_name_problems(names: Iterator[str] | list[str], path: str) -> list[Problem]:
+    """One problem per host whose name is no RFC 1123 host name (pure): the name goes into
+    hostfiles, Slurm hostlists, CSV and command lines, where anything else is read as something
+    else. The host is shown quoted, so a space or a newline in it shows."""
+    return [
+        Problem(path, repr(name), "host name", why)
+        for name in names
+        if (why := hostname_problem(name)) is not None
+    ]
+
+
+# The variables that name a node's own address: ssh, Ansible and mpirun are given them as a host.
+NODE_ADDRESS_VARS = ("ansible_host", "provision_ip")
+
+
+def node_address_problems(merged: dict[str, dict[str, Any]], path: str) -> list[Problem]:
+    """One problem per node address that is neither an IP address nor an RFC 1123 host name
+    (pure): ssh reads '-oProxyCommand=...' given as a host as an option, and a space would be a
+    second field of an mpirun hostfile. A Jinja template is Ansible's to render, not judged here."""
+    problems = []
+    for host, variables in merged.items():
+        for key in NODE_ADDRESS_VARS:
+            value = variables.get(key)
+            if value in (None, "") or (isinstance(value, str) and "{{" in value):
+                continue
+            if (why := address_problem(str(value))) is not None:
+                problems.append(Problem(path, host, key, f"{value!r} is no IP address, and {why}"))
     return problems
 
 
@@ -445,6 +511,8 @@ def load_rack(rack: str, inventory_dir: Path | None = None) -> tuple[Rack | None
     merged, problems = merged_host_vars(data, spath)
     problems += plaintext_secrets(data, spath)
     problems += value_problems(data, spath)
+    problems += host_name_problems(sorted(merged), spath)
+    problems += node_address_problems(merged, spath)
     if not merged and not problems:
         problems.append(Problem(spath, None, None, "the inventory has no hosts"))
     rack_name = path.stem

@@ -27,8 +27,23 @@ def _need_root() -> None:
         raise click.ClickException("the virtual rack needs root (network namespaces, mounts)")
 
 
+def _lab_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A name a lab can have, checked before anything runs: `lab down` removes directories named
+    after it, so a path, '' or '..' would name something no lab made."""
+    from bringup.lab.naming import check_lab_name
+
+    try:
+        return check_lab_name(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 name_option = click.option(
-    "--name", default="lab", show_default=True, help="Lab name; its inventory is <inventory-dir>/<name>.yml."
+    "--name",
+    default="lab",
+    show_default=True,
+    callback=_lab_name,
+    help="Lab name; its inventory is <inventory-dir>/<name>.yml.",
 )
 dir_option = click.option(
     "--lab-dir",
@@ -113,15 +128,23 @@ def next_commands(rack: str) -> list[str]:
 @dir_option
 @click.pass_context
 def lab_down(ctx: click.Context, name: str, lab_dir: Path | None) -> None:
-    """Stop the lab and remove every namespace, link, mount and process it made (demo files too)."""
+    """Stop the lab and remove every namespace, link, mount and process it made, its state and its
+    rack's inventory (demo files too). Directories no lab made are refused, nothing removed."""
     _need_root()
     from bringup.lab.pxe import PxeLab
     from bringup.lab.rack import default_lab_root
+    from bringup.lab.state import LabState, known_labs, remove_lab_inventory
 
-    removed = _rack(ctx, name, lab_dir).down()
+    root = (lab_dir or default_lab_root()).resolve()
+    _refuse_foreign(root, name, "lab down")
+    rack = _rack(ctx, name, lab_dir)
+    state = LabState.load(rack.state_dir)
+    removed = rack.down()
+    if state is not None:
+        removed += remove_lab_inventory(state)
     # What `bringup lab demo` adds under the same name: its PXE lab, store and reports.
     removed += PxeLab(f"{name}-pxe", lab_dir).down()
-    files = (lab_dir or default_lab_root()) / f"{name}-files"
+    files = root / f"{name}-files"
     if files.is_dir():
         shutil.rmtree(files)
         removed.append(str(files))
@@ -130,7 +153,9 @@ def lab_down(ctx: click.Context, name: str, lab_dir: Path | None) -> None:
         for item in removed:
             click.echo(f"  {item}")
     else:
-        click.echo(f"lab {name}: nothing to take down")
+        labs = known_labs(root)
+        others = f" (labs in {root}: {', '.join(labs)})" if labs else ""
+        click.echo(f"lab {name}: nothing to take down{others}")
 
 
 @lab.command("status")
@@ -227,7 +252,13 @@ def lab_fail_node(
 @click.option(
     "--pxe-vms", default=2, show_default=True, type=click.IntRange(0, 8), help="QEMU VMs to PXE-boot."
 )
-@click.option("--name", default="demo", show_default=True, help="Lab name (the rack is called this).")
+@click.option(
+    "--name",
+    default="demo",
+    show_default=True,
+    callback=_lab_name,
+    help="Lab name (the rack is called this).",
+)
 @dir_option
 def lab_demo(count: int, faults: Path | None, pxe_vms: int, name: str, lab_dir: Path | None) -> None:
     """The whole pipeline on the virtual rack: discover, provision, configure, burn in, golden."""
@@ -237,4 +268,16 @@ def lab_demo(count: int, faults: Path | None, pxe_vms: int, name: str, lab_dir: 
     demo = Demo(name, count, (faults or DEFAULT_FAULTS).resolve(), pxe_vms)
     if lab_dir is not None:
         demo.lab_dir = lab_dir.resolve()
+    _refuse_foreign(demo.lab_dir, name, "lab demo")  # the demo starts by taking the last one down
     sys.exit(main(demo))
+
+
+def _refuse_foreign(root: Path, name: str, command: str) -> None:
+    """Stop before anything is removed when a directory the name leads to is no lab's."""
+    from bringup.lab.network import LabError
+    from bringup.lab.pxe import STATE_FILE as PXE_STATE_FILE
+    from bringup.lab.state import teardown_refusals
+
+    refusals = teardown_refusals(root, name, PXE_STATE_FILE)
+    if refusals:
+        raise LabError(f"{command} --name {name}: nothing removed: " + "; ".join(refusals))

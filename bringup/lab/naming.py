@@ -19,6 +19,23 @@ _RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
 _NODE_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
+# A lab's name is a directory under the lab root (with "-pxe" and "-files" siblings), its
+# inventory's file name and its rack's name: one plain word, never a path, "." or "..".
+LAB_NAME_MAX = 40
+_LAB_NAME_RE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{LAB_NAME_MAX - 1}}}")
+
+
+def check_lab_name(name: str) -> str:
+    """Return ``name`` if a lab may be called so, else raise ValueError saying what a name is."""
+    if not _LAB_NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a lab name: a lab is named by a letter or digit, then letters, digits, "
+            f"'-' or '_', {LAB_NAME_MAX} at most (never a path, '.' or '..'); "
+            "`bringup lab status --name NAME` shows a lab"
+        )
+    return name
+
+
 def new_run_id() -> str:
     """Six random lowercase hex characters."""
     return secrets.token_hex(3)

@@ -60,3 +60,82 @@ class LabState:
         data = json.loads(path.read_text())
         data["nodes"] = [LabNode(**n) for n in data.get("nodes", [])]
         return cls(**data)
+
+
+# -- what `lab down` may remove: only what a lab made (docs/lab.md, Names and teardown) ----------
+
+# What `lab demo` writes into <lab root>/<name>-files: its store, inventories and reports.
+DEMO_FILES = frozenset(
+    {
+        "fleet.db",
+        "fleet.db-journal",
+        "fleet.db-wal",
+        "fleet.db-shm",
+        "inventories",
+        "golden.hostfile",
+        "report.html",
+        "report.junit.xml",
+    }
+)
+# The first line `lab up` writes into the rack's inventory (bringup/lab/rack.py render_inventory).
+INVENTORY_MARK = "# The virtual rack {name!r}, written by `bringup lab up`"
+
+
+def _state_name(path: Path) -> str | None:
+    """The ``name`` a lab state file records, or None when it is absent or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("name") if isinstance(data, dict) else None
+
+
+def teardown_refusals(root: Path, name: str, pxe_state_file: str) -> list[str]:
+    """Each directory `lab down --name NAME` would remove under ``root`` that no lab made, with
+    why it is left alone. Nothing may be taken down while one is listed: a name is a lab's only
+    when its directories are (lab.json naming it, the PXE lab's state file, the demo's files)."""
+    refusals = []
+    state_dir = root / name
+    if state_dir.exists():
+        recorded = _state_name(state_dir / STATE_FILE)
+        if recorded != name:
+            why = (
+                f"its {STATE_FILE} names lab {recorded!r}"
+                if recorded is not None
+                else f"it holds no {STATE_FILE}, so no `bringup lab up` made it"
+            )
+            refusals.append(f"{state_dir} is not the state of lab {name!r}: {why}")
+    pxe_dir = root / f"{name}-pxe"
+    if pxe_dir.exists() and _state_name(pxe_dir / pxe_state_file) != pxe_dir.name and any(pxe_dir.iterdir()):
+        refusals.append(f"{pxe_dir} holds no {pxe_state_file} naming it, so it is no PXE lab's state")
+    files = root / f"{name}-files"
+    if files.exists():
+        foreign = (
+            sorted(p.name for p in files.iterdir() if p.name not in DEMO_FILES) if files.is_dir() else []
+        )
+        if foreign or not files.is_dir():
+            what = ", ".join(foreign[:5]) if foreign else "it is no directory"
+            refusals.append(f"{files} holds what `bringup lab demo` does not write ({what})")
+    return refusals
+
+
+def remove_lab_inventory(state: LabState) -> list[str]:
+    """Delete the rack inventory ``lab up`` wrote for ``state``, if it is still the lab's (its
+    first line says so): an operator's own file of that name stays."""
+    path = Path(state.inventory)
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return []
+    if not first.startswith(INVENTORY_MARK.format(name=state.name)):
+        return []
+    path.unlink()
+    return [str(path)]
+
+
+def known_labs(root: Path) -> list[str]:
+    """The labs under ``root``: the directories whose lab.json names them."""
+    if not root.is_dir():
+        return []
+    return sorted(d.name for d in root.iterdir() if d.is_dir() and _state_name(d / STATE_FILE) == d.name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -143,7 +144,11 @@ def load_profile(name: str, profiles_dir: Path) -> tuple[Profile | None, list[Pr
 def find_profile(name_or_path: str, profiles_dir: Path) -> Profile:
     """A profile by name (in ``profiles_dir``) or by the path of its .yml file."""
     path = Path(name_or_path)
-    if path.suffix in (".yml", ".yaml") and path.is_file():
+    if path.suffix in (".yml", ".yaml") or os.sep in name_or_path:
+        if not path.is_file():  # a path, not a name: never looked up as NAME.yml
+            raise ProfileError(
+                f"{name_or_path}: no such profile file (give a profile's name, or the path of its .yml file)"
+            )
         profile, problems = load_profile(path.stem, path.parent)
     else:
         profile, problems = load_profile(name_or_path, profiles_dir)

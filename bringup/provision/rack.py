@@ -128,6 +128,10 @@ def provision_rack(
         backend = make_backend(name, rack.name, vars_, req.inventory_dir, req.transport)
         try:
             lines = dict(zip([t.name for t in work], backend.plan(work), strict=False))
+            # A backend that cannot plan any node says why; the dry run then exits as the run
+            # would stop (README.md, "Exit codes"), not 0 beside rows that say "cannot plan".
+            if work and (cannot := getattr(backend, "plan_problems", None)) is not None:
+                report.problems += cannot()
         finally:
             backend.close()
         report.rows = [row(p, None, lines.get(p.name, p.reason)) for p in plans]

@@ -186,6 +186,12 @@ def describe_error(exc: BaseException, target: SshTarget) -> str:
         return host_key_refusal(target, getattr(exc, "key", None))
     if isinstance(exc, socket.timeout | TimeoutError):
         return f"unreachable: SSH to {where} timed out"
+    if isinstance(exc, OSError) and exc.filename is not None and target.key_file:
+        # The key file, read when logging in (the node answered): ours to fix, not the node's.
+        return (
+            f"SSH to {where}: cannot read the key file {exc.filename}: {exc.strerror or exc}; "
+            "set ansible_ssh_private_key_file to a private key that exists"
+        )
     if isinstance(exc, OSError):
         return f"unreachable: SSH to {where}: {exc.strerror or exc}"
     return f"SSH to {where} failed: {type(exc).__name__}: {exc}"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from bringup.core.csvcell import csv_cell
 from burnin.accept.bundle import bundle_name_of, write_bundle
 from burnin.accept.decide import NodeDecision, Reason
 from burnin.accept.outcome import AcceptanceResult
@@ -186,11 +187,25 @@ def render_json(result: AcceptanceResult) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+class _SafeWriter:
+    """A DictWriter whose text cells are safe to open in a spreadsheet: a node name or a BMC's
+    finding that starts like a formula is written as text (bringup/core/csvcell.py)."""
+
+    def __init__(self, writer: csv.DictWriter) -> None:
+        self._writer = writer
+
+    def writeheader(self) -> None:
+        self._writer.writeheader()
+
+    def writerow(self, row: dict[str, Any]) -> None:
+        self._writer.writerow({key: csv_cell(value) for key, value in row.items()})
+
+
 def render_csv(result: AcceptanceResult) -> str:
     """The whole delivery: one row per reason of a node this acceptance rejected, one per reason
     line of a node an earlier acceptance rejected, one per other node or ordered serial."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
+    writer = _SafeWriter(csv.DictWriter(out, CSV_FIELDS, lineterminator="\n"))
     writer.writeheader()
     mine = {n.node: n for n in result.decisions}
     for row in result.whole():

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, node_progress, table
-from bringup.fleet.select import InvalidRack, UnknownNodes
+from bringup.fleet.select import UnknownNodes
 from bringup.inventory.delivery import parse_duration
 from bringup.ssh.fanout import DEFAULT_CONCURRENCY
 from burnin.accept.outcome import AcceptanceResult
@@ -68,7 +68,7 @@ def accept_cmd(
     try:
         with bar:
             result = accept_delivery(store_from(ctx), inventory_dir_from(ctx), request, _progress(bar))
-    except (InvalidRack, UnknownNodes) as exc:
+    except UnknownNodes as exc:  # an invalid inventory is an error to fix, exit 1
         raise usage_error(exc) from None
     except NothingToTest as exc:
         note(str(exc))

@@ -12,7 +12,7 @@ import click
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.fleet.models import utcnow
-from bringup.fleet.select import InvalidRack, load_valid_rack
+from bringup.fleet.select import load_valid_rack
 from bringup.fleet.store import FleetStore
 from bringup.inventory.rack import Rack
 from bringup.local.files import atomic_write
@@ -34,10 +34,7 @@ def _setup(
     ctx: click.Context, rack_name: str, max_age: str | None, stages: str | None
 ) -> tuple[Rack, FleetStore, timedelta | None, list[str] | None]:
     """The rack, the store and the command-line rules shared by `golden` and `report`."""
-    try:
-        rack, _warnings = load_valid_rack(rack_name, inventory_dir_from(ctx))
-    except InvalidRack as exc:
-        raise usage_error(exc) from None
+    rack, _warnings = load_valid_rack(rack_name, inventory_dir_from(ctx))  # InvalidRack: exit 1
     try:
         age = parse_age(max_age) if max_age else None
     except ValueError as exc:

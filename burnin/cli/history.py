@@ -11,7 +11,6 @@ import click
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, table
-from bringup.fleet.select import InvalidRack
 from burnin.cli.render import note, usage_error
 from burnin.golden.rules import parse_age
 from burnin.history.figures import JobPlan, Reliability
@@ -72,19 +71,16 @@ def reliability_cmd(
     plan = JobPlan(
         job_gpus, _duration(checkpoint, "--checkpoint"), _duration(restart, "--restart"), target_ettr
     )
-    try:
-        result = fleet_reliability(
-            store_from(ctx),
-            rack,
-            span,
-            inventory_dir_from(ctx),
-            failure_rate=failure_rate,
-            plan=plan,
-            gpus=gpus_per_node,
-            sacct=sacct,
-        )
-    except InvalidRack as exc:
-        raise usage_error(exc) from None
+    result = fleet_reliability(
+        store_from(ctx),
+        rack,
+        span,
+        inventory_dir_from(ctx),
+        failure_rate=failure_rate,
+        plan=plan,
+        gpus=gpus_per_node,
+        sacct=sacct,
+    )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -167,17 +163,14 @@ def lemons_cmd(
 ) -> None:
     """Lemon nodes: those that keep failing after repair, with the evidence behind each
     (the policy: <inventory>/policies/lemons.yml, docs/reliability.md). Never retires a node."""
-    try:
-        report = fleet_lemons(
-            store_from(ctx),
-            rack,
-            _duration(window, "--window"),
-            inventory_dir_from(ctx),
-            apply=apply,
-            sacct=sacct,
-        )
-    except InvalidRack as exc:
-        raise usage_error(exc) from None
+    report = fleet_lemons(
+        store_from(ctx),
+        rack,
+        _duration(window, "--window"),
+        inventory_dir_from(ctx),
+        apply=apply,
+        sacct=sacct,
+    )
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return

@@ -143,6 +143,10 @@ def nightly_cmd(
         idle_timeout_s = parse_age(idle_timeout).total_seconds()
     except ValueError as exc:
         raise usage_error(exc, "--idle-timeout") from None
+    try:
+        stage_list = parse_stages(stages)
+    except ValueError as exc:
+        raise usage_error(exc, "--stages") from None
     store, inv = store_from(ctx), inventory_dir_from(ctx)
     names = list(racks) or sorted(p.stem for p in inv.glob("*.yml") if store.list_nodes(rack=p.stem))
     results: list[NightlyResult] = []
@@ -150,7 +154,7 @@ def nightly_cmd(
     for rack in names:
         req = NightlyRequest(
             rack,
-            parse_stages(stages),
+            stage_list,
             revalidate_pct,
             partners,
             timeout,

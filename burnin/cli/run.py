@@ -10,7 +10,8 @@ import click
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, err_console, node_progress, table
-from bringup.fleet.select import InvalidRack, UnknownNodes, split_nodes
+from bringup.core.errors import GateRefusal
+from bringup.fleet.select import UnknownNodes, split_nodes
 from bringup.ssh.fanout import MAX_CONCURRENCY
 from burnin.cli.render import styled, usage_error
 from burnin.golden.rules import parse_age
@@ -93,7 +94,10 @@ def run_cmd(
     as_json: bool,
 ) -> None:
     """Run burn-in stages on a rack's nodes (or, with --local, on this machine)."""
-    stage_list = parse_stages(stages)
+    try:
+        stage_list = parse_stages(stages)
+    except ValueError as exc:
+        raise usage_error(exc, "--stages") from None
     try:
         wait_for = parse_age(wait) if wait else None
     except ValueError as exc:
@@ -130,9 +134,11 @@ def run_cmd(
         try:
             with progress_bar:
                 outcomes = run_rack(store_from(ctx), inventory_dir_from(ctx), request, progress)
-        except (InvalidRack, UnknownNodes) as exc:
+        except UnknownNodes as exc:  # an invalid inventory is an error to fix, exit 1
             raise usage_error(exc) from None
     _print_summary(outcomes, stage_list, as_json)
+    if rack and not local and outcomes and all(o.skipped for o in outcomes):
+        raise GateRefusal(f"no node of rack {rack} was burnt in: each row says why")
     sys.exit(0 if all(o.verdict in PASSING for o in outcomes) else 1)
 
 

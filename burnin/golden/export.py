@@ -8,6 +8,13 @@ Addresses: the OpenMPI hostfile names each node by the address its launcher must
 fleet store's IP, else the inventory's ``ansible_host``, else the host name), because that is
 what mpirun's ssh connects to; ``address="name"`` uses inventory names (clusters with DNS).
 Slurm hostlists always use inventory names: Slurm knows nodes by NodeName, never by IP.
+
+Names (docs/golden.md): the inventory admits only RFC 1123 host names, but the store may hold
+nodes an older inventory enrolled and host names a node reported. Each format carries what it can:
+JSON any text; CSV any text, with formula starts neutralised (``bringup.core.csvcell``); comment
+lines and the excluded nodes' text with control characters written as escapes. A hostfile address
+or a Slurm hostlist name that is no host name cannot be written safely, so the export is refused
+with one line naming the node (``ExportError``), never written with a field too many.
 """
 
 from __future__ import annotations
@@ -16,12 +23,16 @@ import csv
 import io
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import product
 from typing import Any
 
+from bringup.core.csvcell import csv_row
+from bringup.core.errors import BadInput
+from bringup.core.hostnames import address_problem, hostname_problem
 from burnin.golden.rules import Decision, GoldenRules, NodeFacts, format_age
 
 FORMATS = ("hostfile", "slurm", "json", "csv")
@@ -37,6 +48,12 @@ def needs_hardware(fmt: str, want_excluded: bool = False) -> bool:
 
 
 ADDRESSES = ("ip", "hostname", "name")
+
+
+class ExportError(BadInput):
+    """A node the chosen format cannot name safely: the export is refused, nothing written."""
+
+
 SCHEMA_ID = "burnin-golden/1"
 MAX_EXPANSION = 1_000_000  # a typo like n[1-999999999] must not eat the machine
 
@@ -72,8 +89,11 @@ def compress_hostlist(names: Iterable[str]) -> str:
     groups: dict[str, list[str]] = {}
     plain: list[str] = []
     for name in dict.fromkeys(n.strip() for n in names if n and n.strip()):
-        if any(c in name for c in "[],") or any(c.isspace() for c in name):
-            raise ValueError(f"{name!r} cannot go into a hostlist (brackets, commas or spaces)")
+        if (why := hostname_problem(name)) is not None:
+            raise ExportError(
+                f"node {name!r} cannot go into a Slurm hostlist: {why}; retire it "
+                f"(bringup nodes retire NAME) or rename it in the inventory"
+            )
         split = _split(name)
         if split is None:
             plain.append(name)
@@ -313,7 +333,11 @@ def golden_record(
         "oldest_result": _iso(min(times)) if times else None,
     }
     record["rules"] = _rules_dict(rules)
-    record["evidence"] = {"store": store, "run_ids": run_ids, "show": f"burnin results {fact.name}"}
+    record["evidence"] = {
+        "store": store,
+        "run_ids": run_ids,
+        "show": f"burnin results {shlex.quote(fact.name)}",
+    }
     return record
 
 
@@ -353,11 +377,26 @@ def _comment(lines: Iterable[str]) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    return " ".join(_escaped(text).split())
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escaped(text: Any) -> str:
+    """``text`` with each control character written as its escape (a tab as ``\\t``): a name
+    read from the store stays on its line and in its field."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def render_hostfile(meta: ExportMeta, golden: Sequence[dict[str, Any]], total: int) -> str:
     """OpenMPI hostfile: ``ADDRESS slots=N`` per golden node, '#' comments on top."""
+    for r in golden:
+        if (why := address_problem(str(r["address"]))) is not None:
+            raise ExportError(
+                f"node {r['name']!r} cannot go into a hostfile by the address {r['address']!r}: {why}; "
+                "fix the host name or IP in the store, or choose another --address"
+            )
     body = "".join(f"{r['address']} slots={r['slots']}\n" for r in golden)
     return _comment(header_lines(meta, "hostfile", len(golden), total)) + body
 
@@ -375,7 +414,9 @@ def render_slurm(
         meta, "slurm exclude list" if want_excluded else "slurm hostlist", len(golden), total
     )
     if want_excluded:
-        lines += [f"{r['name']} ({r['state']}): {_one_line('; '.join(r['reasons']))}" for r in excluded]
+        lines += [
+            f"{_one_line(r['name'])} ({r['state']}): {_one_line('; '.join(r['reasons']))}" for r in excluded
+        ]
         names = [r["name"] for r in excluded]
     else:
         names = [r["name"] for r in golden]
@@ -429,7 +470,7 @@ def _csv(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+        writer.writerow(csv_row("" if v is None else v for v in row))
     return buf.getvalue()
 
 
@@ -491,7 +532,7 @@ def render_excluded_text(meta: ExportMeta, golden: int, excluded: Sequence[dict[
     total = golden + len(excluded)
     head = _comment(header_lines(meta, "excluded nodes", golden, total))
     return head + "".join(
-        f"{r['name']}\t{r['state']}\t{_one_line('; '.join(r['reasons']))}\n" for r in excluded
+        f"{_one_line(r['name'])}\t{r['state']}\t{_one_line('; '.join(r['reasons']))}\n" for r in excluded
     )
 
 

@@ -355,6 +355,10 @@ class PxeBackend:
 
     # -- plan ------------------------------------------------------------------------------------
 
+    def plan_problems(self) -> list[str]:
+        """What keeps the dry run from planning any node (the run would stop on the same)."""
+        return list(self._setting_problems) if self.settings is None else []
+
     def plan(self, targets: Sequence[ProvisionTarget]) -> list[str]:
         s = self.settings
         if s is None:  # one line per target, as promised; the run itself would stop on these

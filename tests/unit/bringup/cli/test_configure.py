@@ -30,7 +30,7 @@ def test_refuses_when_no_node_may_be_configured(tmp_path):
     store.enroll("gpu2", "r09", "h100-sxm-8x400g", rack_unit=2)
     walk_to(store, "gpu2", State.GOLDEN, "test")
     result = run(inv, db, "--rack", "r09", "--json")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output  # refused by the gate (README, "Exit codes")
     summary = json.loads(result.output[: result.output.rindex("}") + 1])
     by_node = {n["node"]: n for n in summary["nodes"]}
     assert by_node["gpu1"]["message"] == "enrolled: not discovered yet: run `bringup discover` first"
