@@ -2,7 +2,8 @@
 
 Sources, each as the store holds it:
 
-- the node record: its chassis serial and ``hardware`` from discovery (Redfish): ``inventory``
+- the node record: its chassis serial and ``hardware`` from discovery (Redfish): ``gpus``
+  (the GPUs the BMC lists, compared as ``gpu (BMC)``), ``inventory``
   (DIMMs, CPUs, drives, PSUs, fans, Bios attributes: bringup/redfish/hardware.py), ``bmc``
   (firmware version), ``system`` (BIOS version), ``memory``/``cpu`` summaries;
 - the node's latest check results: ``gpu_versions`` (each GPU's product, serial and VBIOS from
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from bringup.inventory.delivery import Delivery
+from burnin.accept import bmc_gpus
 from burnin.accept import conformance_parts as parts
 from burnin.accept.conformance_model import (
     Collected,
@@ -82,6 +84,7 @@ def compare_node(
         parts.cpu(order, hw, results, out)
         parts.memory(order, hw, results, out)
         parts.gpu(order, results, out)
+        bmc_gpus.compare(order, hw, results, out)
         parts.nics(order, results, out)
         parts.nvme(order, hw, results, out)
         parts.psu(order, hw, out)

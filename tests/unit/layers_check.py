@@ -96,6 +96,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.history.node_fail",
             "burnin.history.reliability",
             "burnin.history.signals",
+            "burnin.accept.bmc_gpus",
             "burnin.accept.conformance",
             "burnin.accept.conformance_model",
             "burnin.accept.conformance_parts",

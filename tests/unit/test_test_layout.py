@@ -68,8 +68,6 @@ UNMIRRORED: dict[str, str] = {
     "bringup/provision/rack.py": "`bringup provision` as a library call: tests/unit/bringup/provision/test_orchestrator.py",
     "bringup/inventory/provision_vars.py": "the typed provisioning settings: "
     "tests/unit/bringup/provision/pxe/test_backend_settings_injection.py",
-    "bringup/redfish/context.py": "locate(): tests/unit/bringup/redfish/test_client_sessions.py, "
-    "tests/unit/bringup/redfish/test_vendors.py",
     "bringup/redfish/messages.py": "pure JSON helpers: through their users by "
     "tests/unit/bringup/redfish/test_readers.py and tests/unit/bringup/redfish/test_hardware.py",
     "bringup/redfish/nic_placement.py": "nics.place() is its place(): tests/unit/bringup/redfish/test_nics.py, "

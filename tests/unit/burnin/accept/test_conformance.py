@@ -62,8 +62,47 @@ def order(**changes):
     return delivery
 
 
-def discovered(fixture: str = "hardware/supermicro-x13", edit=None) -> dict:
+# The serials nvidia_smi_q_8xh100_535_183.txt lists, GPU 0 to 7.
+SMI_SERIALS = [
+    "1655022005478",
+    "1654522012780",
+    "1654922018857",
+    "1654522012479",
+    "1654922016523",
+    "1655022006092",
+    "1654522012843",
+    "1654922015414",
+]
+
+
+def bmc_gpus(resources: dict, serials: list, model: str = "NVIDIA H100 80GB HBM3") -> None:
+    """Make the X13's BMC list these GPUs (its Processors/GPU1 copied, one per serial, slots
+    GPU1..), as an HGX server's BMC lists its eight."""
+    procs = "/redfish/v1/Systems/1/Processors"
+    template = resources.pop(f"{procs}/GPU1")
+    members = [m for m in resources[procs]["Members"] if not m["@odata.id"].endswith("/GPU1")]
+    for n, serial in enumerate(serials, 1):
+        path = f"{procs}/GPU{n}"
+        doc = {**template, "@odata.id": path, "Id": f"GPU{n}", "Model": model}
+        doc["Location"] = {"PartLocation": {"ServiceLabel": f"GPU{n}", "LocationType": "Slot"}}
+        if serial is not None:
+            doc["SerialNumber"] = serial
+        resources[path] = doc
+        members.append({"@odata.id": path})
+    resources[procs]["Members"] = members
+    resources[procs]["Members@odata.count"] = len(members)
+
+
+def eight_h100s(resources: dict) -> None:
+    bmc_gpus(resources, SMI_SERIALS)
+
+
+def discovered(fixture: str = "hardware/supermicro-x13", edit=None, gpus=eight_h100s) -> dict:
+    """What discovery records of a BMC; the X13 (SYS-821GE-TNHR, an eight-GPU HGX server)
+    lists the GPUs ``gpus`` makes: the eight H100s nvidia-smi sees unless said otherwise."""
     fake = FakeBmc.from_fixture(fixture, password=PASSWORD)
+    if fixture == "hardware/supermicro-x13":
+        gpus(fake.resources)
     if edit:
         edit(fake.resources)
     with serving(fake):
@@ -111,6 +150,7 @@ def test_a_node_as_ordered_conforms_part_by_part():
         "cpu",
         "memory",
         "gpu",
+        "gpu (BMC)",
         "nic MT4129",
         "nvme",
         "psu",
@@ -122,6 +162,7 @@ def test_a_node_as_ordered_conforms_part_by_part():
     assert all(r.ok for r in conf.rows)
     assert rows["memory"].found == "4 DIMMs (Redfish), 256 GiB"
     assert rows["gpu"].found == "8x NVIDIA H100 80GB HBM3, VBIOS 96.00.74.00.01"
+    assert rows["gpu (BMC)"].found == "8x NVIDIA H100 80GB HBM3"
     assert rows["psu"].found == "6 present, 6 healthy"
 
 
