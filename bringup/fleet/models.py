@@ -191,3 +191,30 @@ class CheckResult(Base):
             "metrics": self.metrics,
             "findings": self.findings,
         }
+
+
+class Breaker(Base):
+    """The circuit breaker of one check in one partition (docs/in-service.md, "The circuit
+    breaker"): its row is what a drain locks, so two nodes deciding at once see each other."""
+
+    __tablename__ = "breakers"
+
+    partition: Mapped[str] = mapped_column(String(128), primary_key=True)
+    check: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tripped_at: Mapped[datetime | None] = mapped_column(UTCDateTime, doc="set while tripped: drains held")
+    reset_at: Mapped[datetime | None] = mapped_column(UTCDateTime, doc="drains before it no longer count")
+    reset_by: Mapped[str | None] = mapped_column(String(128))
+
+
+class BreakerDrain(Base):
+    """One node's drain for a check, allowed or held by its breaker."""
+
+    __tablename__ = "breaker_drains"
+    __table_args__ = (Index("ix_breaker_drains_window", "partition", "check", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    partition: Mapped[str] = mapped_column(String(128))
+    check: Mapped[str] = mapped_column(String(64))
+    node: Mapped[str] = mapped_column(String(128))
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    outcome: Mapped[str] = mapped_column(String(16), doc="drained or held")

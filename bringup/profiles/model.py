@@ -513,6 +513,21 @@ class Health(_Section):
         "wedged tool would otherwise drain the whole fleet at once; the verdict still shows in the "
         "node's metrics.",
     )
+    breaker_share: Fraction = Field(
+        default=0.10,
+        description="The fleet-wide circuit breaker (with `burnin health --breaker-db`): the share of a Slurm "
+        "partition that may drain for one check within breaker_window_s; the next drain trips it, and "
+        "that check drains nothing more until `burnin breaker reset` (docs/in-service.md).",
+    )
+    breaker_min_nodes: PositiveInt = Field(
+        default=2,
+        description="The circuit breaker lets at least this many nodes drain for one check in a window, "
+        "however small the partition (8 nodes x 10% rounds to 0).",
+    )
+    breaker_window_s: PositiveNumber = Field(
+        default=600,
+        description="The circuit breaker's window in seconds: drains older than this no longer count.",
+    )
 
 
 class Provisioning(_Section):

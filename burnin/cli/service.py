@@ -54,6 +54,14 @@ from burnin.service.sync import sync_rack
 @click.option("--container", is_flag=True, help="Also start a container on every GPU (may pull an image).")
 @click.option("--no-drain", is_flag=True, help="Judge and exit 0/1 only; the caller (NHC, a prolog) drains.")
 @click.option("--slurm-conf", default=None, help="SLURM_CONF for scontrol (default: Slurm's own).")
+@click.option(
+    "--breaker-db",
+    default=None,
+    envvar="BRINGUP_BREAKER_DB",
+    metavar="URL",
+    help="The fleet store (a PostgreSQL URL) whose circuit breaker each drain passes first: past the "
+    "profile's health.breaker_share of the partition in health.breaker_window_s, a check drains no more.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The result as JSON on stdout.")
 @click.pass_context
 def health_cmd(
@@ -67,6 +75,7 @@ def health_cmd(
     container: bool,
     no_drain: bool,
     slurm_conf: str | None,
+    breaker_db: str | None,
     as_json: bool,
 ) -> None:
     """Check this node in service and drain it in Slurm if a check fails.
@@ -89,6 +98,7 @@ def health_cmd(
             container=container,
             drain=not no_drain,
             slurm_conf=slurm_conf,
+            breaker_db=breaker_db,
         )
     )
     data = report.to_dict()

@@ -19,6 +19,7 @@ from bringup.profiles.load import Profile
 from burnin.checks.base import judge
 from burnin.result import Result
 from burnin.service import local, slurm, state
+from burnin.service.breaker import HELD_PREFIX, BreakerSettings
 from burnin.service.health import (
     KERNEL_CHECK,
     Decision,
@@ -47,6 +48,7 @@ class HealthOptions:
     drain: bool = True  # False (--no-drain): only judge and exit; NHC or a prolog drains
     slurm_conf: str | None = None
     boot_id_file: Path = BOOT_ID_FILE  # which boot the kernel log is of (the cursor: state.py)
+    breaker_db: str | None = None  # the fleet store whose circuit breaker a drain passes (breaker_gate.py)
 
 
 @dataclass
@@ -89,6 +91,7 @@ class HealthReport:
             "failed_check": d.check if d else "",
             "finding": d.finding if d else "",
             "slurm": self.slurm_action,
+            "breaker_held": self.slurm_action.startswith(HELD_PREFIX),
             "problems": list(self.problems),
             "exit_code": self.exit_code if d else None,
             "checks": [{**r.to_dict(), "wall_s": round(w, 3)} for r, w in self.results],
@@ -162,12 +165,26 @@ def _act(report: HealthReport, opts: HealthOptions) -> str:
             return f"left alone: already drained by this project: {now.reason}"
         if now.reason == decision.reason:
             return "already drained with this reason"
+    if opts.breaker_db and (held := _breaker_holds(report, opts)):
+        return held
     try:
         slurm.drain(report.node, decision.reason, opts.slurm_conf)
     except slurm.SlurmError as exc:
         report.problems.append(f"slurm: {exc}")
         return "not drained: scontrol update failed"
     return "drained"
+
+
+def _breaker_holds(report: HealthReport, opts: HealthOptions) -> str:
+    """The fleet-wide circuit breaker's word on this drain: "" to drain, else why it is held."""
+    from burnin.service import breaker_gate  # the store (SQLAlchemy) only for a node that uses it
+
+    assert report.decision is not None and opts.breaker_db
+    h = opts.profile.health
+    settings = BreakerSettings(h.breaker_share, h.breaker_min_nodes, h.breaker_window_s)
+    return breaker_gate.hold(
+        report.node, report.decision.check, settings, opts.breaker_db, opts.slurm_conf, report.problems
+    )
 
 
 def _keep(report: HealthReport, opts: HealthOptions, new_cursor: object, cursor: object) -> None:

@@ -76,6 +76,24 @@ def drain(name: str, reason: str, slurm_conf: str | None = None, timeout_s: floa
     )
 
 
+def partition_of(name: str, slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> tuple[str, int]:
+    """The node's partition (the first Slurm lists it in) and how many nodes that partition has,
+    from one `sinfo -N -h -o '%N|%R'` (a line per node and partition)."""
+    text = run_slurm(["sinfo", "-N", "-h", "-o", "%N|%R"], slurm_conf, timeout_s)
+    members: dict[str, set[str]] = {}
+    mine: list[str] = []
+    for line in text.splitlines():
+        node, sep, partition = line.strip().partition("|")
+        if not sep or not node or not partition:
+            continue
+        members.setdefault(partition, set()).add(node)
+        if node == name:
+            mine.append(partition)
+    if not mine:
+        raise SlurmError(f"sinfo lists node {name!r} in no partition")
+    return mine[0], len(members[mine[0]])
+
+
 def cluster_nodes(slurm_conf: str | None = None, timeout_s: float = TIMEOUT_S) -> list[SlurmNode]:
     """Every node of the cluster: state, drain, reason, who set it and when (one `sinfo` call)."""
     text = run_slurm(["sinfo", "-N", "-h", "-o", SINFO_FORMAT], slurm_conf, timeout_s)

@@ -120,6 +120,11 @@ def render_metrics(report: Mapping[str, Any]) -> str:
         "# HELP bringup_health_last_run_timestamp_seconds When the last run finished (Unix time).",
         "# TYPE bringup_health_last_run_timestamp_seconds gauge",
         f'bringup_health_last_run_timestamp_seconds{{node="{node}"}} {float(report.get("finished_at_unix", 0)):.3f}',
+        "# HELP bringup_health_breaker_held 1 when the fleet-wide circuit breaker held this node's drain "
+        "(its check is suspect: docs/in-service.md).",
+        "# TYPE bringup_health_breaker_held gauge",
+        f'bringup_health_breaker_held{{node="{node}",check="{_label(str(report.get("failed_check", "")))}"}} '
+        f"{1 if report.get('breaker_held') else 0}",
     ]
     return "\n".join(out) + "\n"
 

@@ -88,6 +88,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.plan",
             "burnin.evaluate",
             "burnin.service.health",
+            "burnin.service.breaker",
             "burnin.service.nightly_plan",
             "burnin.service.reasons",
             "burnin.history.figures",
