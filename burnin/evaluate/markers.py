@@ -160,8 +160,21 @@ TOOLS: tuple[Tool, ...] = (
         "nvidia-smi nvlink -s",
         (
             mark(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>)", 3, "'Link N: xx GB/s' lines"),
+            # NVML spells it 'NVLink' or 'Nvlink' (and 'inactive' or 'inActive') by version.
             mark(
-                r"NVML: Unable to retrieve NVLink information", 3, "'Unable to retrieve NVLink information'"
+                r"NVML: Unable to retrieve NVLink information",
+                3,
+                "'Unable to retrieve NVLink information'",
+                re.IGNORECASE,
+            ),
+            # nvidia-smi's sentence under a GPU whose links it does not list (burnin/parsers/nvidia_smi.py).
+            mark(
+                r"^Nvlink queries are not supported for Devices in MIG mode\s*$",
+                3,
+                "'Nvlink queries are not supported for Devices in MIG mode'",
+            ),
+            mark(
+                r"^Device does not have or support Nvlink\s*$", 3, "'Device does not have or support Nvlink'"
             ),
         ),
         includes=("nvidia-smi -L",),

@@ -426,6 +426,10 @@ class NvlinkGpu:
     uuid: str | None
     links: tuple[NvlinkLink, ...]
     all_inactive: bool  # NVML printed "Unable to retrieve NVLink information as all links are inactive"
+    # Why nvidia-smi listed no link for it, in its own words: NO_LINKS_MIG ("Nvlink queries are not
+    # supported for Devices in MIG mode"), NO_LINKS_ABSENT ("Device does not have or support
+    # Nvlink"), or "" (it listed them, or said nothing).
+    no_links: str = ""
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,14 @@ def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
 
 
 _ALL_INACTIVE_RE = re.compile(r"all links are inactive", re.I)
+NO_LINKS_MIG = "mig"
+NO_LINKS_ABSENT = "absent"
+# nvidia-smi's whole sentence for a GPU whose links it does not list (a sentence cut short says
+# nothing: the output stops inside it).
+_NO_LINKS = {
+    "Nvlink queries are not supported for Devices in MIG mode": NO_LINKS_MIG,
+    "Device does not have or support Nvlink": NO_LINKS_ABSENT,
+}
 _SPEED_RE = re.compile(r"^([\d.]+)\s*GB/s")
 
 
@@ -466,12 +478,14 @@ def _all_inactive(line: str) -> bool:
 
 
 def _nvlink_line(line: str) -> tuple[str, tuple | re.Match[str] | None]:
-    """What a line of ``nvlink -s`` is: 'gpu' (with _gpu_line's GPU), 'inactive', 'link' (with
-    its match) or ''."""
+    """What a line of ``nvlink -s`` is: 'gpu' (with _gpu_line's GPU), 'inactive', 'no_links' (with
+    why), 'link' (with its match) or ''."""
     if gpu := _gpu_line(line):
         return "gpu", gpu
     if _all_inactive(line):
         return "inactive", None
+    if no_links := _NO_LINKS.get(line.strip()):
+        return "no_links", no_links
     if m := _LINK_RE.match(line):
         return "link", m
     return "", None
@@ -504,6 +518,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                     current["uuid"],
                     tuple(current["links"]),
                     current["inactive"],
+                    current["no_links"],
                 )
             )
 
@@ -517,12 +532,15 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                 "uuid": found[2],
                 "links": [],
                 "inactive": False,
+                "no_links": "",
             }
         elif kind == "inactive":
             if current is None:
                 orphan_inactive = True
             else:
                 current["inactive"] = True
+        elif kind == "no_links" and current is not None:
+            current["no_links"] = found
         elif kind == "link" and current is not None:
             link = links.get(line)
             if link is None:

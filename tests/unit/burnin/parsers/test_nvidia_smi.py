@@ -250,6 +250,37 @@ def test_nvlink_inactive_spellings():
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("nvidia_smi_nvlink_s_h100_mig_590_48.txt", "mig"),
+        ("nvidia_smi_nvlink_s_l40s_595_80.txt", "absent"),
+        ("nvidia_smi_nvlink_s_rtx4080s_595_71.txt", "absent"),
+    ],
+)
+def test_nvlink_a_gpus_answer_in_place_of_its_links(sample, name, answer):
+    """nvidia-smi prints one sentence under a GPU whose links it cannot list: in MIG mode, or on a
+    part with no NVLink at all."""
+    s = parse_nvlink_status(sample(name))
+    assert [(g.index, g.links, g.no_links) for g in s.gpus] == [(0, (), answer)]
+    assert not s.all_inactive
+
+
+def test_nvlink_all_inactive_in_nvml_s_other_case(sample):
+    s = parse_nvlink_status(sample("nvidia_smi_nvlink_s_rtx2080s_610_57.txt"))
+    assert [(g.name, g.all_inactive, g.no_links) for g in s.gpus] == [
+        ("NVIDIA GeForce RTX 2080 SUPER", True, "")
+    ]
+
+
+@pytest.mark.parametrize(
+    "cut", ["Device does not have or supp", "Nvlink queries are not supported for Devices in"]
+)
+def test_nvlink_a_cut_answer_is_no_answer(cut):
+    s = parse_nvlink_status(f"GPU 0: NVIDIA L40S (UUID: GPU-1)\n{cut}")
+    assert s.gpus[0].no_links == ""
+
+
 # --- -L ----------------------------------------------------------------------------------------
 
 
