@@ -200,7 +200,6 @@ TOOLS: tuple[Tool, ...] = (
             mark(r"^\|\s*NVIDIA-SMI \d+\.\d+", 3, "the 'NVIDIA-SMI' table title"),
             mark(r"Persistence-M\s*\|", 2, "the 'Persistence-M' column"),
         ),
-        instead="no check judges the table: give `nvidia-smi -q`",
     ),
     Tool(
         # What any nvidia-smi command prints in place of its output when a GPU or the driver is

@@ -421,6 +421,52 @@ def test_table(sample, name, driver, cuda, persistence):
     assert t.no_running_processes
 
 
+def test_table_of_a_geforce_with_its_fan_unreadable(sample):
+    t = parse_table(sample("nvidia_smi_table_geforce_525_fan_err.txt"))
+    assert (t.driver_version, len(t.gpus)) == ("525.125.06", 1)
+    gpu = t.gpus[0]
+    assert (gpu.name, gpu.fan, gpu.unreadable, gpu.power_cap_w) == (
+        "NVIDIA GeForce ...",
+        "ERR!",
+        ("Fan",),
+        450.0,
+    )
+    assert t.whole and not t.lists_processes  # it ends at the GPUs' closing border
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia_smi_table_l40s_595_80_load.txt",
+        "nvidia_smi_table_550.txt",
+        "nvidia_smi_table_rtx4080s_595_71_load.txt",
+    ],
+)
+def test_table_whole_with_its_processes_box(sample, name):
+    t = parse_table(sample(name))
+    assert t.whole and t.lists_processes
+    assert all(g.unreadable == () for g in t.gpus)
+    assert parse_table(sample(name).rstrip("\n")).whole
+
+
+def test_table_cut_anywhere_but_at_a_closing_border_is_not_whole(sample):
+    text = sample("nvidia_smi_table_550.txt")
+    lines = text.splitlines(keepends=True)
+    for end in range(1, len(lines)):
+        head = "".join(lines[:end])
+        try:
+            t = parse_table(head)
+        except ParseError:
+            continue
+        last = next(ln for ln in reversed(lines[:end]) if ln.strip())
+        closed = last.startswith("+-") and len(last.rstrip()) == len(lines[1].rstrip())
+        assert t.whole is closed, (end, last)
+        assert not t.lists_processes or end == len(lines)
+        mid = head + lines[end][: len(lines[end]) // 2]
+        if lines[end].startswith(("+", "|")) and len(lines[end].strip()) > 2:
+            assert not parse_table(mid).whole, (end, mid[-60:])
+
+
 # The Fabric section as drivers 550+ print it for multi-node NVLink: the block a GPU showed while
 # its registration hung, pasted in https://github.com/NVIDIA/gpu-operator/issues/2511 (driver
 # 580.159.04), and a GB200 GPU's domain as gpud logged it (https://github.com/leptonai/gpud/pull/1106).
