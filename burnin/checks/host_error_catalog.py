@@ -20,6 +20,7 @@ _MCE = "https://www.kernel.org/doc/html/latest/arch/x86/x86_64/machinecheck.html
 _ACPI = "https://uefi.org/specs/ACPI/6.5/18_Platform_Error_Interfaces.html"
 _NVME = "https://github.com/torvalds/linux/blob/master/drivers/nvme/host/pci.c"
 _MLX5 = "https://docs.nvidia.com/networking/display/MLNXOFEDv495100/Reset+Flow"
+_OOPS = "https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html"
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,14 @@ HOST_ERRORS: dict[str, HostErrorRule] = {
     "ghes_corrected": HostErrorRule(
         "corrected hardware error record (APEI)", Severity.WARNING, Action.MONITOR, "watch for repeats", _ACPI
     ),
+    "kernel_crash": HostErrorRule(
+        "kernel crash (Oops/panic)",
+        Severity.CRITICAL,
+        Action.REBOOT,
+        "the kernel is no longer trustworthy after an Oops: reboot; the same crash again, or crashes in "
+        "unrelated code, point at the hardware (memory, CPU): run the host stage",
+        _OOPS,
+    ),
     "nvme_timeout": HostErrorRule(
         "NVMe I/O timeout (controller reset or command aborted)",
         Severity.WARNING,
@@ -164,7 +173,8 @@ def _finding(error: str, part: str | None, count: int, evidence: str, syndromes:
     elif error.startswith("edac") and action is Action.RMA and not part:
         advice += "; the line names no DIMM: find it with ras-mc-ctl --errors"
     where = f" on {part}" if part else ""
-    times = f" (x{count})" if count > 1 and error != "mlx5_health" else ""  # one dump, several lines
+    # One dump, several lines: an HCA's health dump, a crash's BUG, Oops and panic lines.
+    times = f" (x{count})" if count > 1 and error not in ("mlx5_health", "kernel_crash") else ""
     return Finding(
         f"{rule.what}{where}{times}: {advice}", rule.severity, action, evidence.strip(), part or ""
     )

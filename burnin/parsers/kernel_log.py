@@ -306,7 +306,18 @@ _LOUD_WORDS = (
     "edac", "reset", "health", "synd",  # host errors without an error word (host_errors.py)
 )  # fmt: skip
 # Words one of which a message holds when classify_host_error can make anything of it.
-_HOST_WORDS = ("edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ")
+_HOST_WORDS = (
+    "edac",
+    "hardware error",
+    "machine check",
+    "nvme",
+    "mlx5_core",
+    "bert: ",
+    "bug: ",
+    "oops: ",
+    "general protection fault",
+    "kernel panic",
+)
 
 
 def _severity(value: str) -> str | None:
