@@ -24,6 +24,10 @@ wording each pattern reads is the kernel's own:
   address``, ``... kernel paging request``), ``Oops: 0002 [#1] SMP`` (arch/x86/kernel/dumpstack.c
   ``__die``) and ``Kernel panic - not syncing: ...`` (kernel/panic.c), as
   https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html describes an Oops.
+- The NVIDIA driver without its GPUs: kernel-open/nvidia/nv.c (NVIDIA/open-gpu-kernel-modules)
+  prints ``NVRM: The NVIDIA probe routine was not called for 3 device(s).`` when another driver
+  (nouveau, vfio-pci) owns them, ``No NVIDIA graphics adapter probed!`` (older drivers) when it
+  is bound to none, and ``NVRM: No NVIDIA GPU found.`` when it finds none it supports.
 - mlx5: drivers/net/ethernet/mellanox/mlx5/core/health.c, ``print_health_info``: ``Health issue
   observed, firmware internal error, severity(3) ERROR:``, ``assert_var[0] 0x...``, ``synd 0x1:
   firmware internal error``, ``ext_synd 0x035e``; ``poll_health``: ``device's health compromised
@@ -129,6 +133,19 @@ def _mlx5(m: re.Match[str]) -> HostError | None:
     return None
 
 
+_UNPROBED = re.compile(r"^NVRM: The NVIDIA probe routine was not called for (?P<n>\d+) device\(s\)")
+
+
+def _nvrm(message: str) -> HostError | None:
+    if m := _UNPROBED.match(message):
+        return HostError("nvidia_unbound", f"{m['n']} GPU(s)", detail=message)
+    if message.startswith("NVRM: No NVIDIA graphics adapter probed"):
+        return HostError("nvidia_unbound", detail=message)
+    if message.startswith("NVRM: No NVIDIA GPU found"):
+        return HostError("nvidia_no_gpu", detail=message)
+    return None
+
+
 def classify_host_error(message: str) -> HostError | None:
     """What host hardware error ``message`` (prefixes removed) reports; None for none."""
     if "EDAC" in message:
@@ -145,6 +162,8 @@ def classify_host_error(message: str) -> HostError | None:
         return HostError("mce_uncorrected", detail=message)
     if _CRASH.match(message):
         return HostError("kernel_crash", detail=message)
+    if message.startswith("NVRM: "):
+        return _nvrm(message)
     if message.startswith("nvme ") and (m := _NVME.match(message)):
         return _nvme(m)
     if message.startswith("mlx5_core ") and (m := _MLX5.match(message)):

@@ -304,20 +304,13 @@ _LOUD_WORDS = (
     "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
     ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
     "edac", "reset", "health", "synd",  # host errors without an error word (host_errors.py)
+    "general protection fault", "nvrm: no nvidia", "probe routine was not called",
 )  # fmt: skip
 # Words one of which a message holds when classify_host_error can make anything of it.
 _HOST_WORDS = (
-    "edac",
-    "hardware error",
-    "machine check",
-    "nvme",
-    "mlx5_core",
-    "bert: ",
-    "bug: ",
-    "oops: ",
-    "general protection fault",
-    "kernel panic",
-)
+    "edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ",
+    "bug: ", "oops: ", "general protection fault", "kernel panic", "nvrm: no nvidia", "probe routine was not called",
+)  # fmt: skip
 
 
 def _severity(value: str) -> str | None:

@@ -168,3 +168,20 @@ def test_a_kernel_crash_is_a_node_to_reboot_once_whatever_its_number_of_lines() 
     crashes = [f for f in result.findings if f.severity.value == "critical"]
     assert [(f.action.value, "NULL pointer" in f.evidence) for f in crashes] == [("REBOOT", True)]
     assert "(x" not in crashes[0].message
+
+
+# mattshma/bigdata#133: the NVIDIA driver loaded while nouveau held the GPUs (its continuation
+# lines have no stamp)
+UNBOUND = (
+    "[188497.595099] NVRM: No NVIDIA graphics adapter probed!\n"
+    "[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).\n"
+    "[188549.977053] NVRM: This can occur when a driver such as: \n"
+    "NVRM: nouveau, rivafb, nvidiafb or rivatv \n"
+    "NVRM: was loaded and obtained ownership of the NVIDIA device(s).\n"
+)
+
+
+def test_gpus_the_nvidia_driver_was_not_bound_to_are_a_configuration_to_fix() -> None:
+    assert summary(UNBOUND) == ("FAIL", [("critical", "RECONFIGURE")])
+    (finding,) = judged(UNBOUND).findings
+    assert "3 GPU(s)" in finding.message and "nouveau" in finding.message

@@ -46,6 +46,10 @@ from burnin.parsers.host_errors import IGNORED, HostError, classify_host_error
         ("BUG: unable to handle page fault for address: ffffffffc0a1b2c3", ("kernel_crash", None, 1)),
         ("Oops: 0002 [#1] SMP", ("kernel_crash", None, 1)),
         ("Kernel panic - not syncing: Fatal exception", ("kernel_crash", None, 1)),
+        # The NVIDIA driver loaded but bound to no GPU (kernel-open/nvidia/nv.c's messages).
+        ("NVRM: No NVIDIA graphics adapter probed!", ("nvidia_unbound", None, 1)),
+        ("NVRM: The NVIDIA probe routine was not called for 3 device(s).", ("nvidia_unbound", "3 GPU(s)", 1)),
+        ("NVRM: No NVIDIA GPU found.", ("nvidia_no_gpu", None, 1)),
         ("{1}[Hardware Error]: event severity: fatal", ("ghes_fatal", None, 1)),
         ("{2}[Hardware Error]:   DIMM location: CPU 2 DIMM 30", ("ghes_part", "CPU 2 DIMM 30", 1)),
         ("nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10", ("nvme_down", "nvme0", 1)),
