@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
-# The standard library's own regex parser: re._parser since Python 3.11, sre_parse before.
-try:
-    from re import _constants as sre_constants  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # Python 3.10
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
 from dataclasses import dataclass
 
+from burnin.evaluate.literal_runs import required_runs
 from burnin.parsers.kernel_log import kernel_line_counts
 
 
@@ -30,8 +23,8 @@ class Marker:
     pattern: re.Pattern[str]
     weight: int  # 3: only this tool prints it; 2: characteristic; 1: a weak sign
     what: str  # how the reason names it: "the 'NVSMI LOG' banner"
-    # Text every match holds (required_runs): a text without one of them is not searched, as most
-    # texts are not most tools' output (a 1 MiB dmesg was searched by every pattern).
+    # Text every match holds (burnin.evaluate.literal_runs): a text without one of them is not
+    # searched, as most texts are not most tools' output (a 1 MiB dmesg was searched by every pattern).
     needs: tuple[str, ...] = ()
 
     def found_in(self, text: str) -> bool:
@@ -40,30 +33,6 @@ class Marker:
 
 def mark(pattern: str, weight: int, what: str, flags: int = 0) -> Marker:
     return Marker(re.compile(pattern, re.MULTILINE | flags), weight, what, required_runs(pattern, flags))
-
-
-_MIN_RUN = 3  # shorter runs are in most texts: testing them first saves nothing
-
-
-def required_runs(pattern: str, flags: int = 0) -> tuple[str, ...]:
-    """The runs of literal characters in the top-level sequence of ``pattern``: every match holds
-    each of them (anything optional, repeated or alternative sits in a group, class or repeat, and
-    ends a run). None for a case-folding pattern: its match may differ in case from the run."""
-    parsed = sre_parse.parse(pattern, flags)
-    if parsed.state.flags & re.IGNORECASE:  # given, or inline '(?i)'
-        return ()
-    runs: list[str] = []
-    run: list[str] = []
-    for op, arg in parsed:
-        if op is sre_constants.LITERAL:
-            run.append(chr(arg))
-            continue
-        if len(run) >= _MIN_RUN:
-            runs.append("".join(run))
-        run = []
-    if len(run) >= _MIN_RUN:
-        runs.append("".join(run))
-    return tuple(runs)
 
 
 @dataclass(frozen=True)

@@ -3,31 +3,8 @@ runs (burnin/evaluate/markers.py). A run the pattern does not require would hide
 
 from __future__ import annotations
 
-import re
-
-import pytest
-
-from burnin.evaluate.markers import TOOLS, mark, required_runs
+from burnin.evaluate.markers import TOOLS, mark
 from tests import sample_index
-
-
-@pytest.mark.parametrize(
-    ("pattern", "flags", "runs"),
-    [
-        (r"^=+NVSMI LOG=+\s*$", 0, ("NVSMI LOG",)),
-        (r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>)", 0, ("Link ",)),
-        (r"\bNCCL (?:INFO|WARN)\b", 0, ("NCCL ",)),
-        (r"^(?:CA|SW)\s+\d+", 0, ()),  # an alternation first: nothing required at the top
-        (r"proc'd:", 0, ("proc'd:",)),
-        (r"^# nThread \d+ nGpus \d+", 0, ("# nThread ", " nGpus ")),
-        (r"NVML: Unable to retrieve NVLink information", re.IGNORECASE, ()),  # case-folded: not a plain `in`
-        (r"(?i)all pools are healthy", 0, ()),
-        (r"^GPU \d+: .+ \(UUID: GPU-[0-9a-fA-F-]+\)\s*$", 0, ("GPU ", " (UUID: GPU-")),
-    ],
-)
-def test_the_runs_a_pattern_requires(pattern: str, flags: int, runs: tuple[str, ...]) -> None:
-    assert required_runs(pattern, flags) == runs
-    assert mark(pattern, 3, "x", flags).needs == runs
 
 
 def _texts() -> list[str]:
@@ -44,6 +21,10 @@ def test_every_match_in_the_corpus_holds_its_markers_runs() -> None:
                 for m in mk.pattern.finditer(text):
                     missed += [(tool.name, mk.what, run) for run in mk.needs if run not in m.group(0)]
     assert missed == []
+
+
+def test_a_marker_tests_the_runs_its_pattern_requires() -> None:
+    assert mark(r"^# nThread \d+ nGpus \d+", 3, "x").needs == ("# nThread ", " nGpus ")
 
 
 def test_most_markers_have_a_run_to_test_first() -> None:
