@@ -23,6 +23,7 @@ from burnin.checks import pcie  # noqa: F401
 
 # Checks only `burnin evaluate` applies (to an operator's saved output): no stage runs them.
 from burnin.checks import gpu_evidence  # noqa: F401
+from burnin.checks import gpu_table  # noqa: F401
 from burnin.checks import pcie_lspci  # noqa: F401
 from burnin.checks import ib_evidence  # noqa: F401
 from burnin.checks import nccl_evidence  # noqa: F401

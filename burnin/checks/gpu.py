@@ -13,11 +13,13 @@ from functools import lru_cache
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
-from burnin.checks.gpu_identity import link_findings, model_findings
+from burnin.checks.gpu_identity import link_findings, mig_finding, model_findings
 from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nvidia_smi import (
+    NO_LINKS_ABSENT,
+    NO_LINKS_MIG,
     GpuQuery,
     NvlinkStatus,
     SmiQuery,
@@ -79,7 +81,7 @@ class GpuInventory(SmiQueryCheck):
     judges = ("gpu.count", "gpu.model", "pcie.gpu.gen", "pcie.gpu.width")
     description = (
         "GPU count and model as the profile says, each GPU's PCIe link as wide and able to reach the "
-        "generation the profile says; no GPU waiting for a reset"
+        "generation the profile says; no GPU waiting for a reset; none in MIG mode (a warning)"
     )
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -119,6 +121,8 @@ class GpuInventory(SmiQueryCheck):
                     )
                 )
             findings += link_findings(_where(i, gpu), f"GPU {i}", gpu.pcie, profile)
+            if gpu.mig_mode_current == "Enabled":
+                findings.append(mig_finding(_where(i, gpu), f"GPU {i}", "MIG Mode Current : Enabled"))
             if gpu.reset_required:
                 findings.append(
                     critical(
@@ -380,7 +384,10 @@ class Nvlink(Check):
         want = profile.gpu.nvlink_links_per_gpu
         status = parse_nvlink_status(output.stdout)
         findings: list[Finding] = []
-        if status.all_inactive and not any(g.links for g in status.gpus):
+        named = model_findings([(f"GPU {g.index}", g.name) for g in status.gpus], profile.gpu.model)
+        if status.all_inactive and not any(g.links or g.no_links for g in status.gpus) and not named:
+            # The profile's GPUs with every link down: the fabric (fabric manager, NVSwitch tray).
+            # On another model the part is wrong: its GPUs are judged one by one below.
             return Result.judged(
                 self.name,
                 [
@@ -394,7 +401,7 @@ class Nvlink(Check):
             )
         if not status.gpus:
             raise ParseError("no GPU in nvidia-smi nvlink -s")
-        if not any(g.links or g.all_inactive for g in status.gpus):
+        if not any(g.links or g.all_inactive or g.no_links for g in status.gpus):
             # `nvidia-smi -L` and gpu-burn name GPUs in the same lines: without one link line
             # this is a GPU list, not a node whose every NVLink is down.
             raise ParseError("GPUs listed but no NVLink line: not the output of nvidia-smi nvlink -s")
@@ -402,10 +409,29 @@ class Nvlink(Check):
         speeds = [link.speed_gbps for g in status.gpus for link in g.links if link.speed_gbps]
         typical = statistics.median(speeds) if speeds else None
         active = 0
+        unread: list[str] = []  # GPUs whose links nvidia-smi could not list (MIG mode)
         for g in status.gpus:
             up = [link for link in g.links if not link.inactive and link.speed_gbps]
             active += len(up)
             subject = f"GPU {g.index}"
+            if g.no_links == NO_LINKS_MIG:
+                unread.append(subject)
+                findings.append(
+                    mig_finding(
+                        subject, subject, f"GPU {g.index}: {g.name}: Nvlink queries are not supported"
+                    )
+                )
+                continue
+            if g.no_links == NO_LINKS_ABSENT:
+                findings.append(
+                    critical(
+                        f"{subject} has no NVLink, the profile wants {want} per GPU: not the profile's part",
+                        Action.RMA,
+                        f"GPU {g.index}: {g.name}: Device does not have or support Nvlink",
+                        subject,
+                    )
+                )
+                continue
             if g.all_inactive or len(up) < want:
                 down = sorted({link.number for link in g.links if link.inactive or not link.speed_gbps})
                 findings.append(
@@ -430,13 +456,18 @@ class Nvlink(Check):
                 )
         # The output names each GPU: a model other than the profile's is judged here too (docs/burnin.md,
         # "A PASS covers what the output shows").
-        findings += model_findings([(f"GPU {g.index}", g.name) for g in status.gpus], profile.gpu.model)
+        findings += named
         # Another count than the profile's: the others' links were never seen (output cut between
         # two GPUs, or a GPU gone, which gpu_inventory judges), or this is not the node the
         # profile describes: not a pass.
         seen, count = len(status.gpus), profile.gpu.count
-        incomplete = (
-            f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen != count else ""
+        incomplete = "; ".join(
+            why
+            for why in (
+                f"nvidia-smi nvlink -s lists {seen} GPU(s), the profile has {count}" if seen != count else "",
+                f"the NVLinks of {', '.join(unread)} cannot be read in MIG mode" if unread else "",
+            )
+            if why
         )
         return Result.judged(
             self.name, findings, {"active_links": active, "link_gbps": typical}, incomplete=incomplete
@@ -448,7 +479,7 @@ def _refuse_a_cut_last_gpu(status: NvlinkStatus, want: int) -> None:
     that ends in a GPU listing fewer links than the GPUs before it (or, alone, than the
     profile), or on a link line with no whole value, was cut there (docs/burnin.md, "A cut output")."""
     last = status.gpus[-1]
-    if last.all_inactive:
+    if last.all_inactive or last.no_links:  # a whole sentence in place of its links
         return
     expected = max(len(g.links) for g in status.gpus[:-1]) if len(status.gpus) > 1 else want
     if len(last.links) < expected:

@@ -1,12 +1,12 @@
 """What an nvidia-smi output says of each GPU's identity, judged alike by every check that reads
-one: the model it names, and (nvidia-smi -q) its PCIe link (docs/burnin.md, "A PASS covers what
-the output shows")."""
+one: the model it names, its MIG mode, and (nvidia-smi -q) its PCIe link (docs/burnin.md, "A PASS
+covers what the output shows")."""
 
 from __future__ import annotations
 
 from bringup.profiles.load import Profile
 from burnin.parsers.nvidia_smi import PcieLink
-from burnin.result import Action, Finding, critical
+from burnin.result import Action, Finding, critical, warning
 
 
 def model_findings(gpus: list[tuple[str, str | None]], want: str) -> list[Finding]:
@@ -18,6 +18,19 @@ def model_findings(gpus: list[tuple[str, str | None]], want: str) -> list[Findin
         for subject, name in gpus
         if name is not None and name != want
     ]
+
+
+def mig_finding(where: str, subject: str, evidence: str) -> Finding:
+    """A GPU in MIG mode on a node the profile describes as whole GPUs: no fault, a configuration to
+    undo. In MIG mode a GPU has no peer-to-peer over NVLink or PCIe
+    (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/deployment-considerations.html), which a
+    multi-GPU training node's NCCL and burn-in need."""
+    return warning(
+        f"{where} is in MIG mode: a whole-GPU node runs with it off (nvidia-smi -i N -mig 0, then reset the GPU)",
+        Action.RECONFIGURE,
+        evidence,
+        subject,
+    )
 
 
 def link_findings(where: str, subject: str, link: PcieLink, profile: Profile) -> list[Finding]:

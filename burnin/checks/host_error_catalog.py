@@ -20,6 +20,8 @@ _MCE = "https://www.kernel.org/doc/html/latest/arch/x86/x86_64/machinecheck.html
 _ACPI = "https://uefi.org/specs/ACPI/6.5/18_Platform_Error_Interfaces.html"
 _NVME = "https://github.com/torvalds/linux/blob/master/drivers/nvme/host/pci.c"
 _MLX5 = "https://docs.nvidia.com/networking/display/MLNXOFEDv495100/Reset+Flow"
+_OOPS = "https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html"
+_NV_PROBE = "https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/kernel-open/nvidia/nv.c"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,30 @@ HOST_ERRORS: dict[str, HostErrorRule] = {
     "ghes_corrected": HostErrorRule(
         "corrected hardware error record (APEI)", Severity.WARNING, Action.MONITOR, "watch for repeats", _ACPI
     ),
+    "kernel_crash": HostErrorRule(
+        "kernel crash (Oops/panic)",
+        Severity.CRITICAL,
+        Action.REBOOT,
+        "the kernel is no longer trustworthy after an Oops: reboot; the same crash again, or crashes in "
+        "unrelated code, point at the hardware (memory, CPU): run the host stage",
+        _OOPS,
+    ),
+    "nvidia_unbound": HostErrorRule(
+        "the NVIDIA driver is not bound",
+        Severity.CRITICAL,
+        Action.RECONFIGURE,
+        "another driver owns them (nouveau, or vfio-pci): blacklist it (or clear the GPUs' driver_override) "
+        "and reload the nvidia module, as the driver's own message says",
+        _NV_PROBE,
+    ),
+    "nvidia_no_gpu": HostErrorRule(
+        "no GPU the NVIDIA driver supports",
+        Severity.CRITICAL,
+        Action.REBOOT,
+        "reboot; if none comes back, a GPU lspci does not list is reseated, one it lists that this driver "
+        "branch does not support needs another driver",
+        _NV_PROBE,
+    ),
     "nvme_timeout": HostErrorRule(
         "NVMe I/O timeout (controller reset or command aborted)",
         Severity.WARNING,
@@ -139,8 +165,12 @@ def host_error_findings(events: list[HostErrorEvent]) -> list[Finding]:
         if error not in HOST_ERRORS:
             continue
         part = e.device if error.startswith(("mlx5", "nvme")) else e.location
-        key = (error, part, e.record) if error.startswith("ghes") else (error, part)
+        if error in _NODE_WIDE:  # one report however many lines: the part a line names is kept
+            key: tuple = (error,)
+        else:
+            key = (error, part, e.record) if error.startswith("ghes") else (error, part)
         draft = drafts.setdefault(key, [error, part, 0, e.raw, set()])
+        draft[1] = draft[1] or part
         if e.error != "mlx5_health_detail" or draft[2] == 0:
             draft[2] += e.count
         if m := re.match(r"synd 0x([0-9a-fA-F]+)$", e.detail):
@@ -148,6 +178,12 @@ def host_error_findings(events: list[HostErrorEvent]) -> list[Finding]:
         if error.startswith("ghes"):
             records[e.record] = key
     return [_finding(*draft) for draft in drafts.values()]
+
+
+# Errors one report prints in several lines: an HCA's health dump, a crash's BUG, Oops and panic
+# lines, the NVIDIA driver's lines on the GPUs it did not get.
+_ONE_REPORT = frozenset({"mlx5_health", "kernel_crash", "nvidia_unbound", "nvidia_no_gpu"})
+_NODE_WIDE = frozenset({"kernel_crash", "nvidia_unbound", "nvidia_no_gpu"})  # about the node, not a part
 
 
 def _finding(error: str, part: str | None, count: int, evidence: str, syndromes: set[int]) -> Finding:
@@ -164,7 +200,6 @@ def _finding(error: str, part: str | None, count: int, evidence: str, syndromes:
     elif error.startswith("edac") and action is Action.RMA and not part:
         advice += "; the line names no DIMM: find it with ras-mc-ctl --errors"
     where = f" on {part}" if part else ""
-    times = f" (x{count})" if count > 1 and error != "mlx5_health" else ""  # one dump, several lines
-    return Finding(
-        f"{rule.what}{where}{times}: {advice}", rule.severity, action, evidence.strip(), part or ""
-    )
+    times = f" (x{count})" if count > 1 and error not in _ONE_REPORT else ""
+    subject = "" if error in _NODE_WIDE else part or ""
+    return Finding(f"{rule.what}{where}{times}: {advice}", rule.severity, action, evidence.strip(), subject)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bringup.profiles.load import Profile
@@ -86,7 +87,7 @@ class KernelLog(Check):
         return "dmesg --time-format iso"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        allow = [re.compile(p) for p in (*BUILTIN_ALLOWLIST, *profile.host.kernel_log_allowlist)]
+        allowed = _allowlist(profile.host.kernel_log_allowlist)
         # Text that is not a kernel log is not a clean log. An empty output never
         # gets here (judge: "printed nothing", UNKNOWN), and that is right: dmesg on a healthy
         # node always prints its boot lines, so nothing means a cleared ring buffer
@@ -97,34 +98,29 @@ class KernelLog(Check):
         xids: Counter[int] = Counter()
         flaps: Counter[str] = Counter()
         host: list[HostErrorEvent] = []
+        shapes: dict[str, str | None] = {}
         xid79 = {e.bdf for e in events if isinstance(e, XidEvent) and e.xid == 79}
         classified = {(e.sxid, e.switch) for e in events if isinstance(e, SxidEvent) and e.fatal is not None}
 
-        def add(key: tuple, finding: Finding) -> None:
-            first, count = grouped.get(key, (finding, 0))
+        def add(key: tuple, finding: Callable[[], Finding]) -> None:
+            # The finding is made once per key: a log repeats the same error thousands of times.
+            first, count = grouped[key] if key in grouped else (finding(), 0)
             grouped[key] = (first, count + 1)
 
         for e in events:
             if isinstance(e, XidEvent):
                 xids[e.xid] += 1
-                add(("xid", e.xid, e.bdf), _xid_finding(e))
+                add(("xid", e.xid, e.bdf), lambda e=e: _xid_finding(e))
             elif isinstance(e, SxidEvent) and (e.fatal is not None or (e.sxid, e.switch) not in classified):
                 # An SXid prints three lines; only the Fatal/Non-fatal one says which it is.
-                add(("sxid", e.sxid, e.switch), _sxid_finding(e))
+                add(("sxid", e.sxid, e.switch), lambda e=e: _sxid_finding(e))
             elif isinstance(e, AerEvent) and e.severity is not None:  # None: a recovery line
-                where = e.bdf or "a PCIe device"
-                if e.severity in ("fatal", "non_fatal"):
-                    finding = critical(
-                        f"uncorrected ({e.severity}) PCIe AER error at {where}", Action.RESEAT, e.raw, where
-                    )
-                else:
-                    finding = warning(f"corrected PCIe AER error at {where}", Action.MONITOR, e.raw, where)
-                add(("aer", e.severity, e.bdf), finding)
+                add(("aer", e.severity, e.bdf), lambda e=e: _aer_finding(e))
             elif isinstance(e, FallenOffBusEvent) and e.bdf not in xid79:  # Xid 79 already says it
                 subject = f"GPU {e.bdf or ''}".strip()
                 add(
                     ("off-bus", e.bdf),
-                    critical(
+                    lambda e=e, subject=subject: critical(
                         f"{subject} has fallen off the bus: reboot; reseat if it recurs",
                         Action.REBOOT,
                         e.raw,
@@ -140,13 +136,19 @@ class KernelLog(Check):
                 detail = f"{e.status}" + (f", {e.detail}" if e.detail else "")
                 add(
                     ("module", e.bdf, e.module),
-                    critical(
+                    lambda e=e, where=where, detail=detail: critical(
                         f"transceiver/cable problem on {where}: {detail}", Action.REPLACE_CABLE, e.raw, where
                     ),
                 )
-            elif isinstance(e, SuspiciousEvent) and not any(p.search(e.message) for p in allow):
-                shape = re.sub(r"[0-9a-fx]+", "#", e.message.lower())  # same line, other numbers
-                add(("line", shape), warning(f"kernel: {e.message.strip()[:160]}", Action.MONITOR, e.raw))
+            elif isinstance(e, SuspiciousEvent):
+                if e.message not in shapes:  # once per message: a log repeats its lines
+                    # the same line with other numbers is one finding; an allowed line none
+                    shapes[e.message] = None if allowed(e.message) else _NUMBERS.sub("#", e.message.lower())
+                if (shape := shapes[e.message]) is not None:
+                    add(
+                        ("line", shape),
+                        lambda e=e: warning(f"kernel: {e.message.strip()[:160]}", Action.MONITOR, e.raw),
+                    )
         findings = [_counted(f, n) for f, n in grouped.values()] + host_error_findings(host)
         for iface, count in sorted(flaps.items()):
             if count >= FLAP_LIMIT:
@@ -162,6 +164,29 @@ class KernelLog(Check):
                 findings.append(warning(f"{iface} lost carrier {count} time(s)", Action.MONITOR, "", iface))
         metrics = {"xids": {str(k): v for k, v in sorted(xids.items())}, "events": len(events)}
         return Result.judged(self.name, findings, metrics)
+
+
+_NUMBERS = re.compile(r"[0-9a-fx]+")
+# The built-in allowlist as one pattern: a line allowed by any of them is allowed by it.
+_BUILTIN_ALLOWED = re.compile("|".join(f"(?:{p})" for p in BUILTIN_ALLOWLIST))
+
+
+def _allowlist(extra: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a kernel message is allowed: the built-in patterns, then the profile's (each on its
+    own: a profile's pattern may carry its own flags)."""
+    own = [re.compile(p) for p in extra]
+
+    def allowed(message: str) -> bool:
+        return _BUILTIN_ALLOWED.search(message) is not None or any(p.search(message) for p in own)
+
+    return allowed
+
+
+def _aer_finding(e: AerEvent) -> Finding:
+    where = e.bdf or "a PCIe device"
+    if e.severity in ("fatal", "non_fatal"):
+        return critical(f"uncorrected ({e.severity}) PCIe AER error at {where}", Action.RESEAT, e.raw, where)
+    return warning(f"corrected PCIe AER error at {where}", Action.MONITOR, e.raw, where)
 
 
 def _counted(finding: Finding, count: int) -> Finding:

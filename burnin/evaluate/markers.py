@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from burnin.evaluate.literal_runs import required_runs
 from burnin.parsers.kernel_log import kernel_line_counts
 
 
@@ -22,10 +23,16 @@ class Marker:
     pattern: re.Pattern[str]
     weight: int  # 3: only this tool prints it; 2: characteristic; 1: a weak sign
     what: str  # how the reason names it: "the 'NVSMI LOG' banner"
+    # Text every match holds (burnin.evaluate.literal_runs): a text without one of them is not
+    # searched, as most texts are not most tools' output (a 1 MiB dmesg was searched by every pattern).
+    needs: tuple[str, ...] = ()
+
+    def found_in(self, text: str) -> bool:
+        return all(run in text for run in self.needs) and self.pattern.search(text) is not None
 
 
 def mark(pattern: str, weight: int, what: str, flags: int = 0) -> Marker:
-    return Marker(re.compile(pattern, re.MULTILINE | flags), weight, what)
+    return Marker(re.compile(pattern, re.MULTILINE | flags), weight, what, required_runs(pattern, flags))
 
 
 @dataclass(frozen=True)
@@ -160,8 +167,21 @@ TOOLS: tuple[Tool, ...] = (
         "nvidia-smi nvlink -s",
         (
             mark(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>)", 3, "'Link N: xx GB/s' lines"),
+            # NVML spells it 'NVLink' or 'Nvlink' (and 'inactive' or 'inActive') by version.
             mark(
-                r"NVML: Unable to retrieve NVLink information", 3, "'Unable to retrieve NVLink information'"
+                r"NVML: Unable to retrieve NVLink information",
+                3,
+                "'Unable to retrieve NVLink information'",
+                re.IGNORECASE,
+            ),
+            # nvidia-smi's sentence under a GPU whose links it does not list (burnin/parsers/nvidia_smi.py).
+            mark(
+                r"^Nvlink queries are not supported for Devices in MIG mode\s*$",
+                3,
+                "'Nvlink queries are not supported for Devices in MIG mode'",
+            ),
+            mark(
+                r"^Device does not have or support Nvlink\s*$", 3, "'Device does not have or support Nvlink'"
             ),
         ),
         includes=("nvidia-smi -L",),
@@ -187,7 +207,6 @@ TOOLS: tuple[Tool, ...] = (
             mark(r"^\|\s*NVIDIA-SMI \d+\.\d+", 3, "the 'NVIDIA-SMI' table title"),
             mark(r"Persistence-M\s*\|", 2, "the 'Persistence-M' column"),
         ),
-        instead="no check judges the table: give `nvidia-smi -q`",
     ),
     Tool(
         # What any nvidia-smi command prints in place of its output when a GPU or the driver is

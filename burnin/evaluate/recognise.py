@@ -63,7 +63,7 @@ class Recognition:
 
 
 def _candidate(tool: Tool, text: str) -> Candidate | None:
-    found: list[tuple[int, str]] = [(mk.weight, mk.what) for mk in tool.markers if mk.pattern.search(text)]
+    found: list[tuple[int, str]] = [(mk.weight, mk.what) for mk in tool.markers if mk.found_in(text)]
     if tool.detect is not None:
         found += tool.detect(text)
     if not found:

@@ -1,5 +1,6 @@
 """Host hardware errors in a kernel message: memory (EDAC), CPU machine checks (MCE), firmware
-error records (APEI/GHES, BERT), NVMe controllers, ConnectX health (pure).
+error records (APEI/GHES, BERT), kernel crashes (Oops, panic), NVMe controllers, ConnectX health
+(pure).
 
 ``classify_host_error`` names what a message reports as one of the keys of ``HOST_ERRORS``
 (the check's catalog, burnin/checks/host_error_catalog.py), with the part it names. The
@@ -19,6 +20,14 @@ wording each pattern reads is the kernel's own:
 - NVMe: drivers/nvme/host/pci.c, ``nvme nvme0: I/O 263 QID 2 timeout, reset controller``,
   ``controller is down; will reset: CSTS=0x3``, ``Device not ready; aborting reset``,
   ``Removing after probe failure status: -19``.
+- A kernel crash: ``BUG: unable to handle kernel NULL pointer dereference`` (or ``... page fault for
+  address``, ``... kernel paging request``), ``Oops: 0002 [#1] SMP`` (arch/x86/kernel/dumpstack.c
+  ``__die``) and ``Kernel panic - not syncing: ...`` (kernel/panic.c), as
+  https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html describes an Oops.
+- The NVIDIA driver without its GPUs: kernel-open/nvidia/nv.c (NVIDIA/open-gpu-kernel-modules)
+  prints ``NVRM: The NVIDIA probe routine was not called for 3 device(s).`` when another driver
+  (nouveau, vfio-pci) owns them, ``No NVIDIA graphics adapter probed!`` (older drivers) when it
+  is bound to none, and ``NVRM: No NVIDIA GPU found.`` when it finds none it supports.
 - mlx5: drivers/net/ethernet/mellanox/mlx5/core/health.c, ``print_health_info``: ``Health issue
   observed, firmware internal error, severity(3) ERROR:``, ``assert_var[0] 0x...``, ``synd 0x1:
   firmware internal error``, ``ext_synd 0x035e``; ``poll_health``: ``device's health compromised
@@ -58,6 +67,13 @@ _GHES_PART = re.compile(
 _NVME = re.compile(r"^nvme (?P<dev>nvme\d+): (?P<rest>.*)$")
 _MLX5 = re.compile(r"^mlx5_core (?P<bdf>[0-9a-fA-F:.]+): (?P<rest>.*)$")
 _MLX5_SYND = re.compile(r"\bsynd 0x(?P<synd>[0-9a-fA-F]+)\b")
+# The lines of a kernel crash that say it is one: what the CPU could not do, the Oops itself, and a
+# panic (other than the machine check's, above).
+_CRASH = re.compile(
+    r"^(?:BUG: unable to handle (?:kernel NULL pointer dereference|page fault|kernel paging request)"
+    r"|Oops: [0-9a-fx]+ \[#\d+\]|Oops: general protection fault|general protection fault(?:, probably for)?:?"
+    r"|Kernel panic - not syncing: )"
+)
 
 
 def _edac(m: re.Match[str]) -> HostError:
@@ -117,6 +133,19 @@ def _mlx5(m: re.Match[str]) -> HostError | None:
     return None
 
 
+_UNPROBED = re.compile(r"^NVRM: The NVIDIA probe routine was not called for (?P<n>\d+) device\(s\)")
+
+
+def _nvrm(message: str) -> HostError | None:
+    if m := _UNPROBED.match(message):
+        return HostError("nvidia_unbound", f"{m['n']} GPU(s)", detail=message)
+    if message.startswith("NVRM: No NVIDIA graphics adapter probed"):
+        return HostError("nvidia_unbound", detail=message)
+    if message.startswith("NVRM: No NVIDIA GPU found"):
+        return HostError("nvidia_no_gpu", detail=message)
+    return None
+
+
 def classify_host_error(message: str) -> HostError | None:
     """What host hardware error ``message`` (prefixes removed) reports; None for none."""
     if "EDAC" in message:
@@ -131,6 +160,10 @@ def classify_host_error(message: str) -> HostError | None:
         return HostError(IGNORED)
     if "Fatal machine check" in message:
         return HostError("mce_uncorrected", detail=message)
+    if _CRASH.match(message):
+        return HostError("kernel_crash", detail=message)
+    if message.startswith("NVRM: "):
+        return _nvrm(message)
     if message.startswith("nvme ") and (m := _NVME.match(message)):
         return _nvme(m)
     if message.startswith("mlx5_core ") and (m := _MLX5.match(message)):

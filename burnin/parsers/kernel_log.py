@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from burnin.parsers._common import normalize_bdf, parser, split_lines
+from burnin.parsers._common import gc_paused, normalize_bdf, parser, split_lines
 from burnin.parsers.errors import ParseError
 from burnin.parsers.host_errors import IGNORED, classify_host_error
 from burnin.parsers.kernel_prefix import Entry, is_continuation, is_kmsg_dictionary, strip_prefixes
@@ -201,15 +201,17 @@ def require_kernel_log(text: str) -> int:
 
 def read_kernel_log(text: str) -> tuple[int, list[KernelEvent]]:
     """``require_kernel_log`` then ``parse_kernel_log`` of one text, its lines read once."""
-    scanned = _scan(text)
-    count = _count_prefixed(scanned)
-    return count, _parse_scanned(text, scanned)
+    with gc_paused():
+        scanned = _scan(text)
+        count = _count_prefixed(scanned)
+        return count, _parse_scanned(text, scanned)
 
 
 def kernel_line_counts(text: str) -> tuple[int, int]:
     """(kernel-log lines, other lines that are not continuations) of ``text``: how much of it is
     a kernel log, for a text that may hold one beside another tool's output."""
-    return _counts(_scan(text))
+    with gc_paused():
+        return _counts(_scan(text))
 
 
 def _counts(scanned: list[tuple[str, Entry, bool]]) -> tuple[int, int]:
@@ -265,6 +267,7 @@ _AER_STATUS_RE = re.compile(
 )
 _AER_BIT_RE = re.compile(r"^\[\s*(?P<bit>\d+)\]\s*(?P<name>.*?)\s*(?:\(First\))?\s*$")
 _AER_OTHER_RE = re.compile(r"^AER: (?P<detail>.*)$")
+_AER_STARTS = ("AER: ", "PCIe Bus Error")  # how every AER pattern above starts
 _FALLEN_RE = re.compile(r"fallen off the bus", re.I)
 _FALLEN_BDF_RE = re.compile(
     r"GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
@@ -290,9 +293,10 @@ _SUSPICIOUS_WORDS = (
 )  # fmt: skip
 
 
-def _may_be(message: str, low: str, words: tuple[str, ...]) -> bool:
-    """False only when the regex these words are drawn from cannot match ``message``."""
-    if not message.isascii():
+def _may_be(message: str, low: str, words: tuple[str, ...], ascii: bool | None = None) -> bool:
+    """False only when the regex these words are drawn from cannot match ``message`` (``low``, its
+    lower case; ``ascii``, whether it is ASCII, when the caller knows)."""
+    if not (message.isascii() if ascii is None else ascii):
         return True
     return any(map(low.__contains__, words))
 
@@ -304,9 +308,13 @@ _LOUD_WORDS = (
     "aer: ", "xid (", "available pcie bandwidth, limited by ", "fallen off the bus", "port module event",
     ": lost carrier", ": gained carrier", ": link ", *_SUSPICIOUS_WORDS,  # 'error' among them
     "edac", "reset", "health", "synd",  # host errors without an error word (host_errors.py)
+    "general protection fault", "nvrm: no nvidia", "probe routine was not called",
 )  # fmt: skip
 # Words one of which a message holds when classify_host_error can make anything of it.
-_HOST_WORDS = ("edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ")
+_HOST_WORDS = (
+    "edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ",
+    "bug: ", "oops: ", "general protection fault", "kernel panic", "nvrm: no nvidia", "probe routine was not called",
+)  # fmt: skip
 
 
 def _severity(value: str) -> str | None:
@@ -353,10 +361,16 @@ class _AerDraft:
         )
 
 
-def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> KernelEvent | None:
-    msg = entry.message
-    base = entry.base()
-    if m := _XID_RE.search(msg):
+_Classified = tuple[type[KernelEvent], dict]
+
+
+def _classify(msg: str, drv: str | None, bdf: str | None, low: str, ascii: bool) -> _Classified | None:
+    """What one loud message is: the event's class and its fields but those of the entry's prefix
+    (``low``: the message in lower case; ``ascii``: whether it is ASCII). It depends on the message
+    alone, so _events classifies each message once however often the log repeats it."""
+    # Each pattern below is tried only on a message holding a text it requires ('Xid (', 'SXid (',
+    # 'Port module event'): most messages hold none, and the searches were most of the time spent.
+    if "Xid (" in msg and (m := _XID_RE.search(msg)):
         detail = m.group("rest")
         pid = process = None
         if pm := re.match(r"^pid=(?:'?<unknown>'?|'?(\d+)'?),\s*", detail):
@@ -366,8 +380,7 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             process = None if nm.group(1) in ("<unknown>", "'<unknown>'") else nm.group(1)
             detail = detail[nm.end() :]
         cause = re.search(r"caused by previous Xid (\d+)", detail)
-        return XidEvent(
-            **base,
+        return XidEvent, dict(
             bdf=normalize_bdf(m.group("bdf")),
             xid=int(m.group("xid")),
             pid=pid,
@@ -375,7 +388,7 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             detail=detail.strip(),
             caused_by_xid=int(cause.group(1)) if cause else None,
         )
-    if m := _SXID_RE.search(msg):
+    if "SXid (" in msg and (m := _SXID_RE.search(msg)):
         detail = m.group("rest").strip()
         fatal = None
         if re.match(r"^Non-fatal\b", detail, re.I):
@@ -384,8 +397,7 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             fatal = True
         link = re.search(r"\bLink (\d+)\b", detail)
         sev = re.match(r"^Severity (\d+)\b", detail)
-        return SxidEvent(
-            **base,
+        return SxidEvent, dict(
             switch=m.group("switch"),
             bdf=normalize_bdf(m.group("bdf")),
             sxid=int(m.group("sxid")),
@@ -394,10 +406,8 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             severity=int(sev.group(1)) if sev else None,
             detail=detail,
         )
-    low = msg.lower()
     if "available PCIe bandwidth, limited by " in msg and (m := _LIMITED_RE.search(msg)):
-        return PcieLimitedEvent(
-            **base,
+        return PcieLimitedEvent, dict(
             bdf=bdf,
             driver=drv,
             available_gbps=_float(m.group("avail")),
@@ -408,28 +418,26 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             capable_speed_gts=_float(m.group("capspeed")),
             capable_width=int(m.group("capwidth")) if m.group("capwidth") else None,
         )
-    if _may_be(msg, low, ("fallen off the bus",)) and _FALLEN_RE.search(msg):
+    if _may_be(msg, low, ("fallen off the bus",), ascii) and _FALLEN_RE.search(msg):
         fm = _FALLEN_BDF_RE.search(msg)
-        return FallenOffBusEvent(**base, bdf=normalize_bdf(fm.group(1)) if fm else bdf)
-    if m := _MODULE_RE.search(msg):
+        return FallenOffBusEvent, dict(bdf=normalize_bdf(fm.group(1)) if fm else bdf)
+    if "Port module event" in msg and (m := _MODULE_RE.search(msg)):
         status, _, detail = m.group("rest").partition(", ")
-        return ModuleEvent(
-            **base,
+        return ModuleEvent, dict(
             bdf=bdf,
             module=int(m.group("module")),
             status=status.strip(),
             error=bool(m.group("err")),
             detail=detail.strip() or None,
         )
-    if _may_be(msg, low, ("carrier", "link")) and (m := _FLAP_RE.search(msg)):
+    if _may_be(msg, low, ("carrier", "link"), ascii) and (m := _FLAP_RE.search(msg)):
         word = m.group(2).lower()
         state = "down" if ("lost" in word or word.endswith("down")) else "up"
-        return LinkFlapEvent(**base, interface=m.group(1), state=state, bdf=bdf)
-    if _may_be(msg, low, _HOST_WORDS) and (host := classify_host_error(msg)) is not None:
+        return LinkFlapEvent, dict(interface=m.group(1), state=state, bdf=bdf)
+    if _may_be(msg, low, _HOST_WORDS, ascii) and (host := classify_host_error(msg)) is not None:
         if host.error == IGNORED:  # a report's other lines: its verdict line is classified
             return None
-        return HostErrorEvent(
-            **base,
+        return HostErrorEvent, dict(
             error=host.error,
             device=bdf or (host.location if host.error.startswith("nvme") else None),
             location=host.location,
@@ -437,8 +445,8 @@ def _classify(entry: Entry, drv: str | None, bdf: str | None, rest: str) -> Kern
             record=host.record,
             detail=host.detail,
         )
-    if _may_be(msg, low, _SUSPICIOUS_WORDS) and (m := _SUSPICIOUS_RE.search(msg)):
-        return SuspiciousEvent(**base, matched=m.group(0), bdf=bdf)
+    if _may_be(msg, low, _SUSPICIOUS_WORDS, ascii) and (m := _SUSPICIOUS_RE.search(msg)):
+        return SuspiciousEvent, dict(matched=m.group(0), bdf=bdf)
     return None
 
 
@@ -449,7 +457,8 @@ def parse_kernel_log(text: str) -> list[KernelEvent]:
     Never raises on text that merely contains no events (an empty list is a valid answer:
     a clean log); only non-text input is a ParseError.
     """
-    return _events(_entries(_scan(text)))
+    with gc_paused():
+        return _events(_entries(_scan(text)))
 
 
 @parser
@@ -461,21 +470,35 @@ def _parse_scanned(text: str, scanned: list[tuple[str, Entry, bool]]) -> list[Ke
 def _events(entries: list[Entry]) -> list[KernelEvent]:
     events: list[KernelEvent | _AerDraft] = []
     open_aer: _AerDraft | None = None
+    # Per message, read once however often the log repeats it (an Xid storm, a flapping link, an
+    # AER flood print one message thousands of times, each with its own stamp): whether it is loud,
+    # its device prefix, and what _classify makes of it.
+    seen: dict[str, tuple[bool, str, str | None, str | None, str]] = {}
+    classified: dict[str, _Classified | None] = {}
     for entry in entries:
-        if open_aer is None and not _may_be(entry.message, entry.message.lower(), _LOUD_WORDS):
+        msg = entry.message
+        read = seen.get(msg)
+        if read is None:
+            low, ascii = msg.lower(), msg.isascii()
+            dm = _DEVICE_RE.match(msg)
+            read = seen[msg] = (
+                _may_be(msg, low, _LOUD_WORDS, ascii),
+                low,
+                dm.group("drv") if dm else None,
+                normalize_bdf(dm.group("bdf")) if dm else None,
+                dm.group("rest") if dm else msg,
+            )
+        loud, low, drv, bdf, rest = read
+        if open_aer is None and not loud:
             continue  # the steps below would make nothing of it, and leave open_aer None
-        dm = _DEVICE_RE.match(entry.message)
-        drv, bdf, rest = (
-            (dm.group("drv"), normalize_bdf(dm.group("bdf")), dm.group("rest"))
-            if dm
-            else (None, None, entry.message)
-        )
         continuing = open_aer is not None and events and events[-1] is open_aer
-        if m := _AER_RECEIVED_RE.match(rest):
+        # The AER patterns all start a message with 'AER: ' or 'PCIe Bus Error'.
+        aer = rest.startswith(_AER_STARTS)
+        if aer and (m := _AER_RECEIVED_RE.match(rest)):
             open_aer = _AerDraft(entry, bdf, drv, severity=_severity(m.group("sev")), raws=list(entry.raw))
             events.append(open_aer)
             continue
-        if m := _AER_BUS_RE.match(rest):
+        if aer and (m := _AER_BUS_RE.match(rest)):
             if continuing and open_aer is not None and open_aer.error_type is None:
                 open_aer.severity = _severity(m.group("sev")) or open_aer.severity
                 open_aer.error_type = m.group("type").strip()
@@ -501,13 +524,17 @@ def _events(entries: list[Entry]) -> list[KernelEvent]:
                 open_aer.names.append(m.group("name"))
                 open_aer.raws += entry.raw
                 continue
-        if m := _AER_OTHER_RE.match(rest):
+        if aer and (m := _AER_OTHER_RE.match(rest)):
             open_aer = None
             draft = _AerDraft(entry, bdf, drv, detail=m.group("detail").strip(), raws=list(entry.raw))
             events.append(draft)
             continue
         open_aer = None
-        event = _classify(entry, drv, bdf, rest)
-        if event is not None:
-            events.append(event)
+        if msg in classified:
+            found = classified[msg]
+        else:
+            found = classified[msg] = _classify(msg, drv, bdf, low, msg.isascii())
+        if found is not None:
+            kind, fields = found
+            events.append(kind(**entry.base(), **fields))
     return [e.build() if isinstance(e, _AerDraft) else e for e in events]

@@ -17,6 +17,7 @@ An Xid 79 pasted alone is unmistakable and is read as one.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -85,7 +86,7 @@ def _candidates(first: str) -> list[tuple[str, re.Pattern[str]]]:
     return known
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     raw: list[str]
     message: str
@@ -107,6 +108,7 @@ class Entry:
         }
 
 
+@functools.lru_cache(maxsize=4096)  # lines of one second share a stamp ('dmesg -T', syslog)
 def _wallclock(kind: str, ts: str) -> datetime | None:
     try:
         if kind in ("iso", "journal_iso"):

@@ -426,6 +426,10 @@ class NvlinkGpu:
     uuid: str | None
     links: tuple[NvlinkLink, ...]
     all_inactive: bool  # NVML printed "Unable to retrieve NVLink information as all links are inactive"
+    # Why nvidia-smi listed no link for it, in its own words: NO_LINKS_MIG ("Nvlink queries are not
+    # supported for Devices in MIG mode"), NO_LINKS_ABSENT ("Device does not have or support
+    # Nvlink"), or "" (it listed them, or said nothing).
+    no_links: str = ""
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,14 @@ def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
 
 
 _ALL_INACTIVE_RE = re.compile(r"all links are inactive", re.I)
+NO_LINKS_MIG = "mig"
+NO_LINKS_ABSENT = "absent"
+# nvidia-smi's whole sentence for a GPU whose links it does not list (a sentence cut short says
+# nothing: the output stops inside it).
+_NO_LINKS = {
+    "Nvlink queries are not supported for Devices in MIG mode": NO_LINKS_MIG,
+    "Device does not have or support Nvlink": NO_LINKS_ABSENT,
+}
 _SPEED_RE = re.compile(r"^([\d.]+)\s*GB/s")
 
 
@@ -466,12 +478,14 @@ def _all_inactive(line: str) -> bool:
 
 
 def _nvlink_line(line: str) -> tuple[str, tuple | re.Match[str] | None]:
-    """What a line of ``nvlink -s`` is: 'gpu' (with _gpu_line's GPU), 'inactive', 'link' (with
-    its match) or ''."""
+    """What a line of ``nvlink -s`` is: 'gpu' (with _gpu_line's GPU), 'inactive', 'no_links' (with
+    why), 'link' (with its match) or ''."""
     if gpu := _gpu_line(line):
         return "gpu", gpu
     if _all_inactive(line):
         return "inactive", None
+    if no_links := _NO_LINKS.get(line.strip()):
+        return "no_links", no_links
     if m := _LINK_RE.match(line):
         return "link", m
     return "", None
@@ -504,6 +518,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                     current["uuid"],
                     tuple(current["links"]),
                     current["inactive"],
+                    current["no_links"],
                 )
             )
 
@@ -517,12 +532,15 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                 "uuid": found[2],
                 "links": [],
                 "inactive": False,
+                "no_links": "",
             }
         elif kind == "inactive":
             if current is None:
                 orphan_inactive = True
             else:
                 current["inactive"] = True
+        elif kind == "no_links" and current is not None:
+            current["no_links"] = found
         elif kind == "link" and current is not None:
             link = links.get(line)
             if link is None:
@@ -841,6 +859,8 @@ class TableGpu:
     utilization_pct: int | None
     compute_mode: str | None
     mig_mode: str | None
+    # The columns nvidia-smi printed 'ERR!' for (it could not read them: 'Fan', 'Temp', 'Pwr:Usage'...).
+    unreadable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -850,6 +870,13 @@ class SmiTable:
     cuda_version: str | None
     gpus: tuple[TableGpu, ...]
     no_running_processes: bool
+    # The table's structure (docs/burnin.md, "A cut output"): nvidia-smi closes its GPU rows, and
+    # then its Processes box, with a border as wide as the table. ``whole``: the header line and a
+    # GPU row are there and the last table line is such a border. ``lists_processes``: whole and
+    # the Processes box is there: every GPU was listed before it (a table ending at a GPU's
+    # border may have been cut before the next GPU).
+    whole: bool = False
+    lists_processes: bool = False
 
 
 _TABLE_BUS_RE = re.compile(r"^([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(On|Off|N/A)$")
@@ -874,6 +901,12 @@ def _table_gpu(row1: list[str], row2: list[str] | None, row3: list[str] | None) 
     power = [w for w in left[3:] if w != "/"]
     memory = re.findall(r"(?<!\d)(\d+)MiB", row2[1]) if row2 and len(row2) >= 3 else []
     util = row2[2].split() if row2 and len(row2) >= 3 else []
+    shown = {
+        "Volatile Uncorr. ECC": row1[2],
+        **dict(zip(("Fan", "Temp", "Perf"), left, strict=False)),
+        **dict(zip(("Pwr:Usage", "Pwr:Cap"), power, strict=False)),
+        "GPU-Util": util[0] if util else None,
+    }
     return TableGpu(
         index=int(words[0]),
         name=name,
@@ -891,13 +924,35 @@ def _table_gpu(row1: list[str], row2: list[str] | None, row3: list[str] | None) 
         utilization_pct=to_int(util[0]) if util else None,
         compute_mode=clean(" ".join(util[1:])) if len(util) > 1 else None,
         mig_mode=clean(row3[-1]) if row3 and len(row3) >= 3 and not row3[0] else None,
+        unreadable=tuple(column for column, value in shown.items() if value == "ERR!"),
     )
+
+
+_TABLE_BORDER = re.compile(r"^\+-[-+]*\+$")
+
+
+def _table_structure(lines: list[str], gpus: int) -> tuple[bool, bool]:
+    """(whole, lists_processes) of a table's lines (SmiTable)."""
+    table = [ln.rstrip() for ln in lines if ln.startswith(("+", "|"))]
+    if not table or not gpus:
+        return False, False
+    width = len(table[0])
+    header = next((ln for ln in table if "NVIDIA-SMI" in ln), None)
+    whole = (
+        header is not None
+        and len(header) == width
+        and header.endswith("|")
+        and bool(_TABLE_BORDER.match(table[-1]))
+        and len(table[-1]) == width
+    )
+    return whole, whole and any(re.match(r"^\|\s*Processes:", ln) for ln in table)
 
 
 @parser
 def parse_table(text: str) -> SmiTable:
     """The default ``nvidia-smi`` table: GPU count, names, Persistence-M, Volatile Uncorr. ECC..."""
-    lines = [_cells(ln.rstrip()) for ln in split_lines(text)]
+    raw = split_lines(text)
+    lines = [_cells(ln.rstrip()) for ln in raw]
     head = re.search(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?", text)
     gpus: list[TableGpu] = []
     for i, row in enumerate(lines):
@@ -910,10 +965,13 @@ def parse_table(text: str) -> SmiTable:
             gpus.append(gpu)
     if head is None and not gpus:
         raise ParseError("not the nvidia-smi table: no 'NVIDIA-SMI ... Driver Version' header or GPU row")
+    whole, lists_processes = _table_structure(raw, len(gpus))
     return SmiTable(
         smi_version=head.group(1) if head else None,
         driver_version=head.group(2) if head else None,
         cuda_version=clean(head.group(3)) if head else None,
         gpus=tuple(gpus),
         no_running_processes="No running processes found" in text,
+        whole=whole,
+        lists_processes=lists_processes,
     )

@@ -130,8 +130,6 @@ UNMIRRORED: dict[str, str] = {
     "burnin/stages/ib_discovery.py": "tests/unit/burnin/stages/test_ib.py (parse_discovery, with_switch_ports)",
     "burnin/stages/jobs.py": "what flows between runner and stages: tests/unit/burnin/stages/test_runner.py, "
     "tests/unit/burnin/stages/test_ib.py",
-    "burnin/evaluate/markers.py": "the tools `burnin evaluate` knows: through burnin/evaluate/recognise.py by "
-    "tests/unit/burnin/evaluate/test_recognise.py",
 }
 
 

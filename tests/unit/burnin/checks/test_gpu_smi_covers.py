@@ -28,6 +28,7 @@ SMI_TOOLS = (
     "nvidia-smi -L",
     "nvidia-smi nvlink -s",
     "nvidia-smi --query-gpu CSV",
+    "nvidia-smi (default table)",
 )
 _M = re.MULTILINE
 _CSV_HEADER = re.compile(r"^(?:index|name|pci\.bus_id|uuid|pcie\.link\.)[\w.]*(?: \[[^\]]*\])?(?:, .*)?$", _M)
@@ -68,6 +69,13 @@ def shows(tool: str, text: str) -> set[str]:
         ):
             if column in columns:
                 seen.add(field)
+        return seen
+    if tool == "nvidia-smi (default table)":
+        # A row per GPU (name, bus id), the driver in its title, then the Processes box after
+        # every GPU: with it, the rows are the node's count (unless the command line shows -i).
+        seen = {"gpu.model", "pins.driver"}
+        if re.search(r"^\|\s*Processes:", text, _M) and not re.search(r"nvidia-smi.*\s-i\s*\S", text):
+            seen.add("gpu.count")
         return seen
     raise AssertionError(f"no format known for {tool}")
 

@@ -152,3 +152,36 @@ def test_an_hca_hardware_syndrome_is_an_rma() -> None:
     assert summary(text) == ("FAIL", [("critical", "RMA")])
     firmware = text.replace("synd 0x8: unrecoverable hardware error", "synd 0x1: firmware internal error")
     assert summary(firmware) == ("FAIL", [("critical", "REBOOT")])
+
+
+# leptonai/gpud pkg/pstore/testdata/dmesg-erst.txt (a crash kept by pstore across the reboot)
+OOPS = (
+    "<6>[  201.650687] sysrq: SysRq : Trigger a crash\n"
+    "<1>[  201.654822] BUG: unable to handle kernel NULL pointer dereference at           (null)\n"
+    "<1>[  201.662670] IP: [<ffffffffbd3d1956>] sysrq_handle_crash+0x16/0x20\n"
+    "<4>[  201.670809] Oops: 0002 [#1] SMP\n"
+)
+
+
+def test_a_kernel_crash_is_a_node_to_reboot_once_whatever_its_number_of_lines() -> None:
+    result = judged(OOPS)
+    crashes = [f for f in result.findings if f.severity.value == "critical"]
+    assert [(f.action.value, "NULL pointer" in f.evidence) for f in crashes] == [("REBOOT", True)]
+    assert "(x" not in crashes[0].message
+
+
+# mattshma/bigdata#133: the NVIDIA driver loaded while nouveau held the GPUs (its continuation
+# lines have no stamp)
+UNBOUND = (
+    "[188497.595099] NVRM: No NVIDIA graphics adapter probed!\n"
+    "[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).\n"
+    "[188549.977053] NVRM: This can occur when a driver such as: \n"
+    "NVRM: nouveau, rivafb, nvidiafb or rivatv \n"
+    "NVRM: was loaded and obtained ownership of the NVIDIA device(s).\n"
+)
+
+
+def test_gpus_the_nvidia_driver_was_not_bound_to_are_a_configuration_to_fix() -> None:
+    assert summary(UNBOUND) == ("FAIL", [("critical", "RECONFIGURE")])
+    (finding,) = judged(UNBOUND).findings
+    assert "3 GPU(s)" in finding.message and "nouveau" in finding.message

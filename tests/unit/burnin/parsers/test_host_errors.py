@@ -37,6 +37,19 @@ from burnin.parsers.host_errors import IGNORED, HostError, classify_host_error
             ("mce_corrected", "CPU 1 bank 5", 1),
         ),
         ("Kernel panic - not syncing: Fatal machine check", ("mce_uncorrected", None, 1)),
+        # A kernel crash (https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html):
+        # the BUG line says what, the Oops line that it is one, the panic that it stopped the kernel.
+        (
+            "BUG: unable to handle kernel NULL pointer dereference at           (null)",
+            ("kernel_crash", None, 1),
+        ),
+        ("BUG: unable to handle page fault for address: ffffffffc0a1b2c3", ("kernel_crash", None, 1)),
+        ("Oops: 0002 [#1] SMP", ("kernel_crash", None, 1)),
+        ("Kernel panic - not syncing: Fatal exception", ("kernel_crash", None, 1)),
+        # The NVIDIA driver loaded but bound to no GPU (kernel-open/nvidia/nv.c's messages).
+        ("NVRM: No NVIDIA graphics adapter probed!", ("nvidia_unbound", None, 1)),
+        ("NVRM: The NVIDIA probe routine was not called for 3 device(s).", ("nvidia_unbound", "3 GPU(s)", 1)),
+        ("NVRM: No NVIDIA GPU found.", ("nvidia_no_gpu", None, 1)),
         ("{1}[Hardware Error]: event severity: fatal", ("ghes_fatal", None, 1)),
         ("{2}[Hardware Error]:   DIMM location: CPU 2 DIMM 30", ("ghes_part", "CPU 2 DIMM 30", 1)),
         ("nvme nvme0: controller is down; will reset: CSTS=0x3, PCI_STATUS=0x10", ("nvme_down", "nvme0", 1)),
@@ -83,6 +96,8 @@ def test_a_reports_other_lines_are_ignored_not_unknown_errors(message: str) -> N
         "nvme nvme0: 2/0/0 default/read/poll queues",
         "mlx5_core 0000:08:00.0: firmware version: 28.39.1002",
         "RAS: Correctable Errors collector initialized.",
+        "sysrq: SysRq : Trigger a crash",
+        "BUG: soft lockup - CPU#3 stuck for 22s!",
     ],
 )
 def test_healthy_lines_are_no_host_error(message: str) -> None:

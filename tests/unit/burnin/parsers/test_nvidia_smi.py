@@ -250,6 +250,37 @@ def test_nvlink_inactive_spellings():
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("nvidia_smi_nvlink_s_h100_mig_590_48.txt", "mig"),
+        ("nvidia_smi_nvlink_s_l40s_595_80.txt", "absent"),
+        ("nvidia_smi_nvlink_s_rtx4080s_595_71.txt", "absent"),
+    ],
+)
+def test_nvlink_a_gpus_answer_in_place_of_its_links(sample, name, answer):
+    """nvidia-smi prints one sentence under a GPU whose links it cannot list: in MIG mode, or on a
+    part with no NVLink at all."""
+    s = parse_nvlink_status(sample(name))
+    assert [(g.index, g.links, g.no_links) for g in s.gpus] == [(0, (), answer)]
+    assert not s.all_inactive
+
+
+def test_nvlink_all_inactive_in_nvml_s_other_case(sample):
+    s = parse_nvlink_status(sample("nvidia_smi_nvlink_s_rtx2080s_610_57.txt"))
+    assert [(g.name, g.all_inactive, g.no_links) for g in s.gpus] == [
+        ("NVIDIA GeForce RTX 2080 SUPER", True, "")
+    ]
+
+
+@pytest.mark.parametrize(
+    "cut", ["Device does not have or supp", "Nvlink queries are not supported for Devices in"]
+)
+def test_nvlink_a_cut_answer_is_no_answer(cut):
+    s = parse_nvlink_status(f"GPU 0: NVIDIA L40S (UUID: GPU-1)\n{cut}")
+    assert s.gpus[0].no_links == ""
+
+
 # --- -L ----------------------------------------------------------------------------------------
 
 
@@ -388,6 +419,52 @@ def test_table(sample, name, driver, cuda, persistence):
     assert t.gpus[0].memory_total_mib == 81559
     assert t.gpus[0].mig_mode == "Disabled"
     assert t.no_running_processes
+
+
+def test_table_of_a_geforce_with_its_fan_unreadable(sample):
+    t = parse_table(sample("nvidia_smi_table_geforce_525_fan_err.txt"))
+    assert (t.driver_version, len(t.gpus)) == ("525.125.06", 1)
+    gpu = t.gpus[0]
+    assert (gpu.name, gpu.fan, gpu.unreadable, gpu.power_cap_w) == (
+        "NVIDIA GeForce ...",
+        "ERR!",
+        ("Fan",),
+        450.0,
+    )
+    assert t.whole and not t.lists_processes  # it ends at the GPUs' closing border
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia_smi_table_l40s_595_80_load.txt",
+        "nvidia_smi_table_550.txt",
+        "nvidia_smi_table_rtx4080s_595_71_load.txt",
+    ],
+)
+def test_table_whole_with_its_processes_box(sample, name):
+    t = parse_table(sample(name))
+    assert t.whole and t.lists_processes
+    assert all(g.unreadable == () for g in t.gpus)
+    assert parse_table(sample(name).rstrip("\n")).whole
+
+
+def test_table_cut_anywhere_but_at_a_closing_border_is_not_whole(sample):
+    text = sample("nvidia_smi_table_550.txt")
+    lines = text.splitlines(keepends=True)
+    for end in range(1, len(lines)):
+        head = "".join(lines[:end])
+        try:
+            t = parse_table(head)
+        except ParseError:
+            continue
+        last = next(ln for ln in reversed(lines[:end]) if ln.strip())
+        closed = last.startswith("+-") and len(last.rstrip()) == len(lines[1].rstrip())
+        assert t.whole is closed, (end, last)
+        assert not t.lists_processes or end == len(lines)
+        mid = head + lines[end][: len(lines[end]) // 2]
+        if lines[end].startswith(("+", "|")) and len(lines[end].strip()) > 2:
+            assert not parse_table(mid).whole, (end, mid[-60:])
 
 
 # The Fabric section as drivers 550+ print it for multi-node NVLink: the block a GPU showed while

@@ -342,7 +342,7 @@ def test_ibstat_agrees_with_the_fake_tree(tmp_path):
             ("nvlink-down",),
             "nvidia-smi",
             ["nvlink", "--status"],
-            "nvidia_smi_nvlink_s_all_links_inactive.txt",
+            "nvidia_smi_nvlink_s_8xh100_gpu6_all_links_inactive_DERIVED.txt",
         ),
         (
             ("nvlink-degraded",),
