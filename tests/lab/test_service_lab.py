@@ -252,3 +252,37 @@ def test_a_gpu_failing_in_service_again_after_its_repair_is_named_by_lemons(serv
     print(json.dumps(lemons, indent=1))
     assert "node01" in lemons and "same part again" in lemons["node01"]["rules"], lemons
     assert "GPU 7 (serial " in lemons["node01"]["summary"], lemons["node01"]["summary"]
+
+
+HANG = "#!/bin/sh\nexec sleep 600\n"  # nvidia-smi wedged on a GPU: it never answers
+SMI = "/usr/local/bin/nvidia-smi"
+
+
+def test_a_hung_nvidia_smi_drains_after_its_streak(service_lab):
+    """node02's nvidia-smi hangs: every run its four checks are UNKNOWN (killed at the budget),
+    which alone drains nothing; the third run in a row drains it with the streak's own reason."""
+    state = service_lab["state"]
+    rc, _, err = node_ssh(state, "node02", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
+    assert rc == 0, err
+    if slurm_nodes(state)["node02"].drain:
+        slurm(state, "scontrol", "update", "NodeName=node02", "State=RESUME")
+    wait_for("node02 in service", lambda: not slurm_nodes(state)["node02"].drain)
+    rc, _, err = node_ssh(
+        state, "node02", f"mv {SMI} {SMI}.real && printf '{HANG}' > {SMI} && chmod 755 {SMI}"
+    )
+    assert rc == 0, err
+    hung = time.time()
+    try:
+        drained = wait_for(
+            "node02 drained after its UNKNOWN streak",
+            lambda: (n := slurm_nodes(state)["node02"]).drain and "runs in a row" in n.reason and n,
+            180,
+        )
+        took = time.time() - hung
+        print(f"\nhung nvidia-smi -> DRAIN in {took:.0f} s: {drained.reason}")
+        assert drained.reason.startswith("bringup: gpu_inventory: UNKNOWN 3 runs in a row: "), drained.reason
+        report = last_health(state, "node02")
+        assert report["unknown_streak"]["gpu_inventory"] >= 3 and report["unknown_streak_limit"] == 3, report
+        assert report["verdict"] == "UNKNOWN" and report["drain"], report
+    finally:
+        node_ssh(state, "node02", f"mv {SMI}.real {SMI}")
