@@ -120,7 +120,9 @@ def apply_view(
     """Record the rack's new drains and fail the golden nodes a health check drained: every move
     and drain event of the sync in one transaction (``transition_many``). A move refused under
     the lock (another process moved the node since it was read) leaves that node where it is,
-    said in its row; its drain and every other write are still made."""
+    said in its row; its drain and every other write are still made. The health results kept
+    (``health_rows``) are one more transaction, after the moves: written with them, a FAIL would
+    fail the golden node first (FleetStore's rule) and sync's own move would be refused."""
     health, notes = health or {}, notes or {}
     by_name = {n.name: n for n in view}
     seen = recorded_drains(store, rack)
@@ -231,9 +233,10 @@ def _ran_at(report: Mapping[str, Any]) -> datetime | None:
     except (KeyError, TypeError, ValueError, OverflowError, OSError):
         pass
     try:
-        return datetime.fromisoformat(str(report["finished_at"]))
+        when = datetime.fromisoformat(str(report["finished_at"]))
     except (KeyError, ValueError):
         return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)  # burnin health writes UTC
 
 
 def _finding(s: SlurmNode, brief: Mapping[str, Any] | None) -> str:
