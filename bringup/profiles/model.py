@@ -506,6 +506,13 @@ class Health(_Section):
         "never a pass. Default 10: it must end well inside HealthCheckInterval, and Slurm's "
         "epilog/prolog wait on it (docs/in-service.md).",
     )
+    unknown_streak: NonNegativeInt = Field(
+        default=3,
+        description="Drain the node when one check is UNKNOWN this many runs in a row (a hung nvidia-smi: "
+        "NVIDIA's health validation takes UNKNOWN out of service), with its own reason. Default 3: a "
+        "tool that is slow once is not drained, one that stays wedged is within 3 intervals. 0: never "
+        "(docs/in-service.md).",
+    )
     drain_on_unknown: Bool = Field(
         default=False,
         description="Drain the node when a check is UNKNOWN (could not run, timed out, unparseable) and "

@@ -74,6 +74,11 @@ def _setup(
     help="How the hostfile names a node: the address mpirun reaches (ip: store IP, else ansible_host).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the lifecycle moves and the export; record nothing.")
+@click.option(
+    "--ignore-scheduler",
+    is_flag=True,
+    help="Do not read Slurm: export golden nodes even when Slurm will not run them (drained, DOWN).",
+)
 @click.pass_context
 def golden_cmd(
     ctx: click.Context,
@@ -85,18 +90,32 @@ def golden_cmd(
     stages: str | None,
     address: str,
     dry_run: bool,
+    ignore_scheduler: bool,
 ) -> None:
     """Select the rack's golden nodes, record who enters or leaves golden, and export the list.
+    A golden node Slurm will not run (drained, DOWN) is excluded with Slurm's reason and stays
+    golden (docs/golden.md).
 
     Only the export goes to stdout (pipe it); what changed and the summary go to stderr.
     """
     from burnin.golden import export
-    from burnin.golden.select import select_and_apply
+    from burnin.golden.select import SchedulerView, read_scheduler, select_and_apply
 
     rack_obj, store, age, stage_list = _setup(ctx, rack, max_age, stages)
     hardware = export.needs_hardware(fmt, excluded)
+    scheduler = SchedulerView({}) if ignore_scheduler else read_scheduler(rack_obj)
+    if scheduler.note:
+        note(scheduler.note)
     sel = select_and_apply(
-        store, rack_obj, utcnow(), age, stage_list, dry_run=dry_run, address=address, hardware=hardware
+        store,
+        rack_obj,
+        utcnow(),
+        age,
+        stage_list,
+        dry_run=dry_run,
+        address=address,
+        hardware=hardware,
+        not_run=scheduler.not_run,
     )
     for line in sel.abandoned:
         note(line)

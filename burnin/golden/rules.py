@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -297,6 +297,53 @@ def plan_move(decision: Decision, rules: GoldenRules) -> Move | None:
             {"reasons": list(d.reasons), "runs": runs, "stages": list(rules.stages), "aged_out": d.aged_out},
         )
     return None
+
+
+# ---- the scheduler's view ------------------------------------------------------------------------
+
+# Slurm states in which it starts no new job on a node (sinfo(1), NODE STATE CODES:
+# https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES): DOWN, DRAINED/DRAINING (the
+# drain flag), FAIL and FAILING ("unavailable for use per system administrator request"), FUTURE
+# (not yet in service), INVAL (registered with a configuration it does not have). A not-responding
+# node (the "*" suffix) takes no job either.
+NOT_RUN_STATES = frozenset({"down", "fail", "failing", "future", "inval"})
+
+
+class SchedulerNode(Protocol):
+    """What the rule reads of a node as the scheduler sees it (burnin.parsers.slurm.SlurmNode)."""
+
+    name: str
+    state: str
+    drain: bool
+    flags: tuple[str, ...]
+    reason: str
+    user: str
+
+    @property
+    def label(self) -> str: ...
+
+
+def not_run_by_scheduler(view: Iterable[SchedulerNode]) -> dict[str, str]:
+    """Node -> why Slurm will start no job on it (drained by anyone, down, failed, not
+    responding), with the reason and who set it as Slurm keeps them; nodes it runs are absent."""
+    out: dict[str, str] = {}
+    for n in view:
+        reason = n.reason if n.reason and n.reason.lower() != "none" else ""
+        if n.drain:
+            who = f" by {n.user}" if n.user else ""
+            out[n.name] = f"{n.label} in Slurm{who}: {reason or 'no reason given'}"
+        elif n.state in NOT_RUN_STATES or "not_responding" in n.flags:
+            out[n.name] = f"{n.label} in Slurm: {reason or 'not responding'}"
+    return out
+
+
+def held_by_scheduler(decision: Decision, why: str | None) -> Decision:
+    """A golden decision for a node the scheduler will not run: out of the export, with why. Its
+    lifecycle state is not the scheduler's to change: the move is planned from ``decision``
+    (``plan_move``), never from this one, so the node stays golden in the store."""
+    if not why or not decision.golden:
+        return decision
+    return replace(decision, golden=False, reasons=(f"not run by the scheduler: {why}",))
 
 
 # ---- the store edge ----------------------------------------------------------------------------

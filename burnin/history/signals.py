@@ -39,6 +39,8 @@ _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _DIMM = re.compile(r"\bDIMM\b|\bmemory\b", re.IGNORECASE)
 # "GPU 7 (0000:ca:00.0, serial ...)": a GPU finding that names both its index and its PCIe address
 _GPU_AT = re.compile(r"^GPU\s+(\d+)\s*\(\s*((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
+# "GPU 7 (0000:ca:00.0, serial 1652...)": the serial a GPU check names the board by (burnin/checks/gpu.py)
+_GPU_SERIAL = re.compile(r"^GPU\s+(\d+)\s*\([^)]*\bserial\s+([^,)\s]+)")
 # The part a finding blames when its subject names none, by its stage: the single-node stages'
 # here; a group stage says its own (GroupStage.component), and the caller that reads the store
 # adds those (burnin/history/read.py), so this pure module stays below the stages' layer.
@@ -161,10 +163,14 @@ def component_failures(
 ) -> list[ComponentFailure]:
     """The critical findings of FAIL results, one per (result, part). A GPU named by its PCIe
     address (the kernel log's "GPU 0000:ca:00.0") is the slot another finding of the node names
-    at that address ("GPU 7 (0000:ca:00.0, ...)"), so one GPU is one part."""
+    at that address ("GPU 7 (0000:ca:00.0, ...)"), so one GPU is one part. A GPU's serial comes
+    from the hardware record, else from a finding of the same run (results of one time, as a
+    health run's) that names it: the board as it was when it failed, so a repeat on a swapped
+    board is another part."""
     serials = gpu_serials(hardware)
     results = list(results)
     slots = _gpu_slots(results)
+    named = _named_serials(results)
     out: list[ComponentFailure] = []
     for r in results:
         if r.verdict != "FAIL":
@@ -176,8 +182,9 @@ def component_failures(
             kind, part = classify(str(f.get("subject", "")), r.stage, components)
             if kind == "gpu":
                 part = slots.get(_bdf(part.removeprefix("GPU ")), part)
-            if part in serials:
-                part = f"{part} (serial {serials[part]})"
+            serial = serials.get(part) or (named.get((r.time, part)) if kind == "gpu" else None)
+            if serial:
+                part = f"{part} (serial {serial})"
             if part in seen:
                 continue
             seen.add(part)
@@ -208,6 +215,16 @@ def _gpu_slots(results: Sequence[Any]) -> dict[str, str]:
         for f in r.findings or []:
             if m := _GPU_AT.match(str(f.get("message", ""))):
                 out.setdefault(_bdf(m.group(2)), f"GPU {m.group(1)}")
+    return out
+
+
+def _named_serials(results: Sequence[Any]) -> dict[tuple[datetime, str], str]:
+    """(result time, "GPU <index>") -> the serial a GPU finding of that time names."""
+    out: dict[tuple[datetime, str], str] = {}
+    for r in results:
+        for f in r.findings or []:
+            if m := _GPU_SERIAL.match(str(f.get("message", ""))):
+                out.setdefault((r.time, f"GPU {m.group(1)}"), m.group(2))
     return out
 
 

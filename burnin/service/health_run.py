@@ -17,7 +17,7 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import judge
-from burnin.result import Result
+from burnin.result import Result, Verdict
 from burnin.service import local, slurm, state
 from burnin.service.breaker import HELD_PREFIX, BreakerSettings
 from burnin.service.health import (
@@ -31,7 +31,7 @@ from burnin.service.health import (
     over_budget,
     summary,
 )
-from burnin.service.reasons import DrainOrigin, drain_origin
+from burnin.service.reasons import DrainOrigin, drain_origin, health_reason
 
 # The kernel's random id of this boot (proc(5)): a new one means a new kernel log.
 BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
@@ -60,6 +60,8 @@ class HealthReport:
     finished_at: float = 0.0
     results: list[tuple[Result, float]] = field(default_factory=list)  # (result, its command's wall s)
     decision: Decision | None = None
+    unknown_streak: dict[str, int] = field(default_factory=dict)  # check -> runs in a row UNKNOWN
+    unknown_streak_limit: int = 0  # the profile's health.unknown_streak (0: never drains)
     slurm_action: str = ""  # what happened in Slurm: drained, left alone (why), none
     problems: list[str] = field(default_factory=list)  # state dir, metrics, Slurm: what went wrong
     state_file: str = ""
@@ -95,6 +97,8 @@ class HealthReport:
             "problems": list(self.problems),
             "exit_code": self.exit_code if d else None,
             "checks": [{**r.to_dict(), "wall_s": round(w, 3)} for r, w in self.results],
+            "unknown_streak": dict(self.unknown_streak),
+            "unknown_streak_limit": self.unknown_streak_limit,
         }
 
 
@@ -128,11 +132,43 @@ def run_health(opts: HealthOptions) -> HealthReport:
             report.results.append((result, wall))
     order = {c.name: i for i, c in enumerate(checks)}
     report.results.sort(key=lambda rw: order.get(rw[0].check, len(order)))
-    report.decision = decide((r for r, _ in report.results), profile.health.drain_on_unknown)
+    results = [r for r, _ in report.results]
+    report.unknown_streak = next_streaks(state.read_streaks(opts.state_dir), results)
+    report.unknown_streak_limit = profile.health.unknown_streak
+    report.decision = streak_decision(
+        decide(results, profile.health.drain_on_unknown),
+        results,
+        report.unknown_streak,
+        profile.health.unknown_streak,
+    )
     report.slurm_action = _act(report, opts)
     report.finished_at = time.time()
     _keep(report, opts, new_cursor, cursor)
     return report
+
+
+def next_streaks(previous: dict[str, int], results: list[Result]) -> dict[str, int]:
+    """Check -> how many runs in a row it has been UNKNOWN, this one included; 0 when this run
+    judged it. A check that did not run this time is dropped (its streak is not this node's now)."""
+    return {
+        r.check: (int(previous.get(r.check, 0)) + 1 if r.verdict is Verdict.UNKNOWN else 0) for r in results
+    }
+
+
+def streak_decision(
+    decision: Decision, results: list[Result], streaks: dict[str, int], limit: int
+) -> Decision:
+    """A check UNKNOWN ``limit`` runs in a row drains, with a reason of its own: one UNKNOWN is
+    not proof of a fault (docs/in-service.md), a tool that never answers is (NVIDIA's health
+    validation takes UNKNOWN out of service). A failure still drains with its finding."""
+    if limit <= 0 or decision.verdict is Verdict.FAIL:
+        return decision
+    over = [r for r in results if r.verdict is Verdict.UNKNOWN and streaks.get(r.check, 0) >= limit]
+    if not over:
+        return decision
+    first = over[0]
+    finding = f"UNKNOWN {streaks[first.check]} runs in a row: {first.reason or 'could not judge'}"
+    return Decision(decision.verdict, True, health_reason(first.check, finding), first.check, finding)
 
 
 def _boot_id(path: Path) -> str | None:
@@ -202,6 +238,7 @@ def _keep(report: HealthReport, opts: HealthOptions, new_cursor: object, cursor:
         report.state_file = str(opts.state_dir / state.LAST_RESULT)
         if new_cursor != cursor and isinstance(new_cursor, dict):
             state.write_cursor(opts.state_dir, new_cursor)
+        state.write_streaks(opts.state_dir, report.unknown_streak)
         state.write_last(opts.state_dir, report.to_dict())
     except OSError as exc:
         report.problems.append(f"state dir {opts.state_dir}: {exc.strerror or exc}")

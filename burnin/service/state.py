@@ -22,6 +22,7 @@ DEFAULT_TEXTFILE_DIR = Path("/var/lib/prometheus/node-exporter")
 LAST_RESULT = "last.json"
 CURSOR_FILE = "cursor.json"
 METRICS_FILE = "bringup_health.prom"
+STREAK_FILE = "unknown_streak.json"  # check -> runs in a row it was UNKNOWN
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
@@ -51,6 +52,22 @@ def read_cursor(state_dir: Path) -> dict[str, Any] | None:
 def write_cursor(state_dir: Path, cursor: Mapping[str, Any] | None) -> None:
     if cursor:
         write_atomic(state_dir / CURSOR_FILE, json.dumps(cursor, sort_keys=True) + "\n")
+
+
+def read_streaks(state_dir: Path) -> dict[str, int]:
+    """Check -> runs in a row it was UNKNOWN, as the last run left it; {} when none or unreadable
+    (a streak then starts over: one more run before a drain, never a drain too soon)."""
+    try:
+        data = json.loads((state_dir / STREAK_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+def write_streaks(state_dir: Path, streaks: Mapping[str, int]) -> None:
+    write_atomic(state_dir / STREAK_FILE, json.dumps(dict(streaks), sort_keys=True) + "\n")
 
 
 def write_last(state_dir: Path, report: Mapping[str, Any]) -> Path:
@@ -103,6 +120,16 @@ def render_metrics(report: Mapping[str, Any]) -> str:
         out.append(
             f'bringup_health_check_seconds{{node="{node}",check="{name}"}} {float(check.get("wall_s", 0)):.3f}'
         )
+    streaks = report.get("unknown_streak") or {}
+    if streaks:
+        out += [
+            "# HELP bringup_health_unknown_streak Runs in a row each check was UNKNOWN (health.unknown_streak drains).",
+            "# TYPE bringup_health_unknown_streak gauge",
+        ]
+        out += [
+            f'bringup_health_unknown_streak{{node="{node}",check="{_label(str(name))}"}} {int(n)}'
+            for name, n in streaks.items()
+        ]
     verdict = str(report.get("verdict", Verdict.UNKNOWN.value))
     out += [
         "# HELP bringup_health_verdict The node's verdict at the last run (1 = this verdict).",

@@ -9,7 +9,9 @@ row's note, the others carry on). Then, per drained node:
   the time Slurm says it was set: the same drain seen again is not recorded again);
 - drained by a health check (reason ``bringup: <check>: <finding>``) and golden: the node moves
   to ``failed`` with the finding as the reason, so the golden list and its exports drop it;
-- drained by an operator (any other reason): recorded as such, and nothing else happens.
+- drained by an operator (any other reason): recorded as such, and nothing else happens;
+- a new health drain whose node result is the one that drained it: that result is kept whole as
+  results of stage ``health`` (``health_rows``), so lemons and reliability read the part.
 
 It never touches Slurm: no drain, no resume. ``apply_view`` is the store half, fed the parsed
 view, so the benchmark can run it on 1,000 simulated nodes.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +36,13 @@ from bringup.fleet.transitions import Note, Transition, transition_many
 from bringup.inventory.rack import load_rack
 from bringup.ssh.fanout import DEFAULT_CONCURRENCY, SshTarget, fan_out, target_for_node
 from burnin.parsers.slurm import SlurmNode
+from burnin.result import verdict_of
 from burnin.service import slurm, state
 from burnin.service.reasons import DrainOrigin, drain_origin, health_finding
 
 DRAIN_EVENT = "slurm_drain"
 ACTOR = "burnin sync"
+HEALTH_STAGE = "health"  # the stage of a health result recorded in the store
 HEALTH_FETCH_LIMIT_S = 20.0
 
 
@@ -115,13 +120,16 @@ def apply_view(
     """Record the rack's new drains and fail the golden nodes a health check drained: every move
     and drain event of the sync in one transaction (``transition_many``). A move refused under
     the lock (another process moved the node since it was read) leaves that node where it is,
-    said in its row; its drain and every other write are still made."""
+    said in its row; its drain and every other write are still made. The health results kept
+    (``health_rows``) are one more transaction, after the moves: written with them, a FAIL would
+    fail the golden node first (FleetStore's rule) and sync's own move would be refused."""
     health, notes = health or {}, notes or {}
     by_name = {n.name: n for n in view}
     seen = recorded_drains(store, rack)
     result = SyncResult(rack)
     moves: list[Transition] = []
     events: list[Note] = []
+    results: list[tuple[str, list[dict[str, Any]]]] = []
     for node in store.list_nodes(rack=rack):
         name, before = node.name, node.state
         s = by_name.get(name)
@@ -158,6 +166,10 @@ def apply_view(
             )
             events.append(Note(name, DRAIN_EVENT, f"drained in Slurm by {who}: {s.reason}", details=details))
             action = "recorded drain" + ("; golden -> failed" if after != before else "")
+            rows = health_rows(health.get(name), s.reason)
+            if rows:
+                results.append((name, rows))
+                action += f"; {len(rows)} health results kept"
         result.rows.append(
             SyncRow(
                 name,
@@ -174,11 +186,57 @@ def apply_view(
             )
         )
     refused = {m.move.node: m for m in transition_many(store, moves, notes=events, actor=ACTOR) if not m.done}
+    # After the moves: a golden node is already failed by its drain, not again by its results.
+    if results:
+        store.add_results_many(results)
     for i, row in enumerate(result.rows):
         if row.node in refused:
             m = refused[row.node]
             result.rows[i] = replace(row, state_after=m.state, action=f"{row.action} refused: {m.error}")
     return result
+
+
+def health_rows(report: Mapping[str, Any] | None, reason: str) -> list[dict[str, Any]]:
+    """The health result behind this drain as result rows of stage ``health``, whole (each check's
+    verdict, findings, metrics: the GPUs' serials, the Xids), dated when the checks ran: the
+    history (lemons, reliability) reads a failure in service as it reads one in burn-in
+    (docs/reliability.md). None when the node's last result is not the one that drained it (a
+    later run wrote over it): a result that did not ask for this drain is not its evidence."""
+    if not report or report.get("reason") != reason or not isinstance(report.get("checks"), list):
+        return []
+    when = _ran_at(report)
+    rows = []
+    for check in report["checks"]:
+        if not isinstance(check, Mapping) or not check.get("check"):
+            continue
+        metrics = dict(check.get("metrics") or {})
+        if check.get("reason"):
+            metrics.setdefault("reason", check["reason"])
+        rows.append(
+            {
+                "stage": HEALTH_STAGE,
+                "check": str(check["check"]),
+                "verdict": str(verdict_of(str(check.get("verdict", "")))),
+                "metrics": metrics,
+                "findings": [dict(f) for f in check.get("findings") or [] if isinstance(f, Mapping)],
+                "evidence": None,
+                "time": when,
+            }
+        )
+    return rows
+
+
+def _ran_at(report: Mapping[str, Any]) -> datetime | None:
+    """When the health run finished (its Unix time, else its ISO time); None: now."""
+    try:
+        return datetime.fromtimestamp(float(report["finished_at_unix"]), timezone.utc)
+    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        pass
+    try:
+        when = datetime.fromisoformat(str(report["finished_at"]))
+    except (KeyError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)  # burnin health writes UTC
 
 
 def _finding(s: SlurmNode, brief: Mapping[str, Any] | None) -> str:

@@ -20,6 +20,7 @@ and not node03 or node01; `--apply` flags it and `burnin golden` keeps it out.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -170,7 +171,9 @@ def test_a_node_whose_jobs_end_node_fail_and_whose_gpu_is_repaired_twice_is_a_le
     summary = lemon["summary"]
     assert "4 NODE_FAIL jobs in 28 days (3 single-node, 1 multi-node" in summary, summary
     # one GPU, one part: nvidia-smi's "GPU 7" and the kernel log's "GPU 0000:ca:00.0" are the same
-    assert "GPU 7 failed again after a repair (3 times" in summary and "0000:ca:00.0 failed" not in summary
+    # named by the serial nvidia-smi's finding gives it (the board an RMA is about), in every check
+    assert re.search(r"GPU 7 \(serial \w+\) failed again after a repair \(3 times", summary), summary
+    assert "GPU 7 failed again" not in summary and "0000:ca:00.0 failed" not in summary
     assert "2 repair(s) in 28 days" in summary and "1 requeued job(s)" in summary, summary
     assert sum(1 for s in lemon["sources"] if s.startswith("sacct #")) == 4
     assert any(s.startswith("check_results #") for s in lemon["sources"])

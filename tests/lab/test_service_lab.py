@@ -169,3 +169,120 @@ def test_an_operators_drain_is_left_alone_and_only_recorded(service_lab):
     (event,) = [e for e in store.history("node03") if e.kind == "slurm_drain"]
     assert event.reason == f"drained in Slurm by an operator (root): {OPERATOR_REASON}"
     assert slurm_nodes(state)["node03"].reason == OPERATOR_REASON
+
+
+def golden_export(lab, *extra: str):
+    res = lab["runner"].invoke(
+        burnin_main,
+        [*lab["base"], "golden", "--rack", lab["rack"], "--stages", "preflight", "--format", "json", *extra],
+    )
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout), res.stderr
+
+
+def test_an_operators_drain_leaves_the_golden_export_and_is_named_there(service_lab):
+    """node03, drained by an operator above, is still golden in the store: the export reads
+    Slurm and leaves it out, named among the excluded with the operator's reason."""
+    state, store = service_lab["state"], service_lab["store"]
+    assert slurm_nodes(state)["node03"].reason == OPERATOR_REASON
+    doc, stderr = golden_export(service_lab)
+    assert "node03" not in [n["name"] for n in doc["nodes"]]
+    (row,) = [n for n in doc["excluded"] if n["name"] == "node03"]
+    want = f"not run by the scheduler: drained in Slurm by root: {OPERATOR_REASON}"
+    assert row["state"] == "golden" and row["reasons"] == [want], row
+    assert f"excluded node03 (golden): {want}" in stderr
+    assert store.get_node("node03").state == "golden"
+    print(f"\nburnin golden: excluded node03 (golden): {want}")
+    old, _ = golden_export(service_lab, "--ignore-scheduler")
+    assert "node03" in [n["name"] for n in old["nodes"]]
+
+
+GPU_FAULT = "xid-48-row-remap-pending"  # GPU 7 (00000000:CA:00.0): DBE, remapped rows pending
+
+
+def test_a_gpu_failing_in_service_again_after_its_repair_is_named_by_lemons(service_lab):
+    """node01's GPU 7 fails its health check in service; the node is repaired (marked, fault
+    gone, a passing burn-in, golden, resumed in Slurm), and the same GPU fails again. Each drain's
+    health result is kept whole by sync, so `burnin lemons` names node01: same part again."""
+    from bringup.cli.main import main as bringup_main
+
+    lab, state, store = service_lab, service_lab["state"], service_lab["store"]
+
+    def drained_since(after):
+        n = slurm_nodes(state)["node01"]
+        return (
+            n
+            if n.drain and n.reason.startswith("bringup: ") and (after is None or n.since != after)
+            else None
+        )
+
+    def burnin(*args: str):
+        res = lab["runner"].invoke(burnin_main, [*lab["base"], *args])
+        return res.exit_code, res.output
+
+    rows = []
+    since = None
+    for round_ in (1, 2):
+        switch_on(state, "node01", GPU_FAULT)
+        drained = wait_for(f"node01 drained by its health check ({round_})", lambda s=since: drained_since(s))
+        since = drained.since
+        print(f"\nround {round_}: node01 drained: {drained.reason}")
+        row = next(r for r in sync(lab)["nodes"] if r["node"] == "node01")
+        assert row["state_after"] == "failed" and "health results kept" in row["action"], row
+        rows.append(row)
+        if round_ == 2:
+            break
+        res = lab["runner"].invoke(
+            bringup_main, [*lab["base"], "nodes", "mark-repaired", "node01", "--reason", "GPU 7 reseated"]
+        )
+        assert res.exit_code == 0, res.output
+        rc, _, err = node_ssh(state, "node01", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
+        assert rc == 0, err
+        code, out = burnin("run", "--rack", lab["rack"], "--nodes", "node01", "--stages", "preflight")
+        assert code == 0, out
+        code, out = burnin("golden", "--rack", lab["rack"], "--stages", "preflight")
+        assert store.get_node("node01").state == "golden", out
+        slurm(state, "scontrol", "update", "NodeName=node01", "State=RESUME")
+        wait_for("node01 resumed", lambda: not slurm_nodes(state)["node01"].drain)
+    health = [r for r in store.latest_results("node01") if r.stage == "health"]
+    assert any(r.verdict == "FAIL" for r in health), health
+    code, out = burnin("lemons", "--rack", lab["rack"], "--no-sacct", "--json")
+    assert code == 0, out
+    lemons = {x["node"]: x for x in json.loads(out)["lemons"]}
+    print(json.dumps(lemons, indent=1))
+    assert "node01" in lemons and "same part again" in lemons["node01"]["rules"], lemons
+    assert "GPU 7 (serial " in lemons["node01"]["summary"], lemons["node01"]["summary"]
+
+
+HANG = "#!/bin/sh\nexec sleep 600\n"  # nvidia-smi wedged on a GPU: it never answers
+SMI = "/usr/local/bin/nvidia-smi"
+
+
+def test_a_hung_nvidia_smi_drains_after_its_streak(service_lab):
+    """node02's nvidia-smi hangs: every run its four checks are UNKNOWN (killed at the budget),
+    which alone drains nothing; the third run in a row drains it with the streak's own reason."""
+    state = service_lab["state"]
+    rc, _, err = node_ssh(state, "node02", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
+    assert rc == 0, err
+    if slurm_nodes(state)["node02"].drain:
+        slurm(state, "scontrol", "update", "NodeName=node02", "State=RESUME")
+    wait_for("node02 in service", lambda: not slurm_nodes(state)["node02"].drain)
+    rc, _, err = node_ssh(
+        state, "node02", f"mv {SMI} {SMI}.real && printf '{HANG}' > {SMI} && chmod 755 {SMI}"
+    )
+    assert rc == 0, err
+    hung = time.time()
+    try:
+        drained = wait_for(
+            "node02 drained after its UNKNOWN streak",
+            lambda: (n := slurm_nodes(state)["node02"]).drain and "runs in a row" in n.reason and n,
+            180,
+        )
+        took = time.time() - hung
+        print(f"\nhung nvidia-smi -> DRAIN in {took:.0f} s: {drained.reason}")
+        assert drained.reason.startswith("bringup: gpu_inventory: UNKNOWN 3 runs in a row: "), drained.reason
+        report = last_health(state, "node02")
+        assert report["unknown_streak"]["gpu_inventory"] >= 3 and report["unknown_streak_limit"] == 3, report
+        assert report["verdict"] == "UNKNOWN" and report["drain"], report
+    finally:
+        node_ssh(state, "node02", f"mv {SMI}.real {SMI}")

@@ -434,3 +434,109 @@ def test_a_bad_inventory_rule_is_a_one_line_error(tmp_path):
     res = fleet.run("golden", "--rack", RACK)
     assert res.exit_code == 1 and "golden_stages" in res.stderr and "warp" in res.stderr
     assert "Traceback" not in res.output
+
+
+# ---- the scheduler's view: nodes Slurm will not run ----------------------------------------------
+
+SINFO_VIEW = (
+    "gpu001|drained|root(0)|2026-11-28T10:00:00|DIMM reseat pending\n"
+    "gpu002|idle|Unknown|Unknown|none\n"
+    "gpu003|down*|slurm(64030)|2026-11-28T09:00:00|Not responding\n"
+    "gpu004|mixed|Unknown|Unknown|none\n"
+)
+
+
+def test_nodes_slurm_will_not_run_are_named_with_why():
+    from burnin.parsers.slurm import parse_sinfo_nodes
+
+    view = parse_sinfo_nodes(
+        SINFO_VIEW
+        + "gpu005|draining|alice(1001)|2026-11-28T11:00:00|bringup: gpu_ecc: GPU 2 uncorrected\n"
+        + "gpu006|idle*|Unknown|Unknown|none\n"
+        + "gpu007|allocated|Unknown|Unknown|none\n"
+        + "gpu008|fail|root(0)|2026-11-28T08:00:00|PSU swap\n"
+    )
+    assert golden.not_run_by_scheduler(view) == {
+        "gpu001": "drained in Slurm by root: DIMM reseat pending",
+        "gpu003": "down* in Slurm: Not responding",
+        "gpu005": "draining in Slurm by alice: bringup: gpu_ecc: GPU 2 uncorrected",
+        "gpu006": "idle* in Slurm: not responding",
+        "gpu008": "fail in Slurm: PSU swap",
+    }
+
+
+def test_a_golden_node_the_scheduler_will_not_run_is_excluded_and_stays_golden():
+    decision = judge("gpu001", "golden", all_pass(), GoldenRules(), NOW)
+    held = golden.held_by_scheduler(decision, "drained in Slurm by root: DIMM reseat pending")
+    assert not held.golden
+    assert held.reasons == ("not run by the scheduler: drained in Slurm by root: DIMM reseat pending",)
+    assert plan_move(decision, GoldenRules()) is None  # the move is planned from the judgement itself
+    assert golden.held_by_scheduler(decision, None) is decision
+
+
+def _fake_sinfo(tmp_path: Path, text: str, monkeypatch) -> Path:
+    """A `sinfo` on PATH that prints ``text`` (Slurm's own output shape) and the SLURM_CONF it got."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    out = tmp_path / "sinfo.txt"
+    out.write_text(text)
+    seen = tmp_path / "slurm_conf_seen"
+    script = bin_dir / "sinfo"
+    script.write_text(f'#!/bin/sh\necho "$SLURM_CONF" > {seen}\ncat {out}\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return seen
+
+
+def test_golden_export_leaves_out_an_operators_drain_and_names_it(tmp_path, monkeypatch):
+    """An operator drained gpu001 ("DIMM reseat pending"): the hostfile a trainer launches with
+    listed it. Now it is among the excluded with Slurm's reason, and it stays golden in the store;
+    gpu003 (down, not responding) likewise. ``--ignore-scheduler`` keeps the old export."""
+    seen = _fake_sinfo(tmp_path, SINFO_VIEW, monkeypatch)
+    fleet = FleetRack(tmp_path, {"slurm_conf": "/etc/slurm-lab/slurm.conf"})
+    for node in NODES:
+        fleet.results(node)
+    res = fleet.run("golden", "--rack", RACK, "--format", "slurm")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[-1] == "gpu[002,004]"
+    assert seen.read_text().strip() == "/etc/slurm-lab/slurm.conf"
+    assert (
+        "excluded gpu001 (golden): not run by the scheduler: drained in Slurm by root: DIMM reseat pending"
+        in res.stderr
+    )
+    assert "excluded gpu003 (golden): not run by the scheduler: down* in Slurm: Not responding" in res.stderr
+    assert {n: fleet.store.get_node(n).state for n in NODES} == dict.fromkeys(NODES, "golden")
+    doc = json.loads(fleet.run("golden", "--rack", RACK, "--format", "json").stdout)
+    assert [n["name"] for n in doc["nodes"]] == ["gpu002", "gpu004"]
+    excluded = {n["name"]: n for n in doc["excluded"]}
+    assert excluded["gpu001"]["state"] == "golden"
+    assert excluded["gpu001"]["reasons"] == [
+        "not run by the scheduler: drained in Slurm by root: DIMM reseat pending"
+    ]
+    old = fleet.run("golden", "--rack", RACK, "--format", "slurm", "--ignore-scheduler")
+    assert old.exit_code == 0, old.output
+    assert old.stdout.splitlines()[-1] == "gpu[001-004]"
+
+
+def test_a_rack_that_names_its_slurm_is_not_exported_without_its_view(tmp_path, monkeypatch):
+    """The rack says which Slurm runs it (``slurm_conf``) and `sinfo` fails: no export (a list
+    with drained nodes in it would go to a trainer); without ``slurm_conf`` a Slurm that cannot be
+    read is said, and the export is made from the store alone."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text(
+        "#!/bin/sh\necho 'sinfo: error: Unable to contact slurm controller' >&2\nexit 1\n"
+    )
+    (bin_dir / "sinfo").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    fleet = FleetRack(tmp_path / "a", {"slurm_conf": "/etc/slurm-lab/slurm.conf"})
+    fleet.results("gpu002")
+    res = fleet.run("golden", "--rack", RACK, "--format", "slurm")
+    assert res.exit_code == 1, res.output  # a user error, one line
+    assert "Unable to contact slurm controller" in res.stderr and "--ignore-scheduler" in res.stderr
+    plain = FleetRack(tmp_path / "b")
+    plain.results("gpu002")
+    res = plain.run("golden", "--rack", RACK, "--format", "slurm")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[-1] == "gpu002"
+    assert "the scheduler's view was not read" in res.stderr

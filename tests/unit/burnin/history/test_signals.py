@@ -137,4 +137,6 @@ def test_a_gpu_named_by_its_pcie_address_is_the_slot_another_finding_names_there
         result("kernel_log", "GPU 0000:CA:00.0", "Xid 48 ROBUST_CHANNEL_GPU_ECC_DBE on GPU 0000:ca:00.0"),
         result("kernel_log", "GPU 0000:9b:00.0", "Xid 79 on GPU 0000:9b:00.0"),  # no slot known for it
     ]
-    assert [c.part for c in component_failures(rows)] == ["GPU 7", "GPU 7", "GPU 0000:9b:00.0"]
+    # one part, named by the serial the nvidia-smi finding of the same time gives it
+    gpu7 = "GPU 7 (serial 1654922015414)"
+    assert [c.part for c in component_failures(rows)] == [gpu7, gpu7, "GPU 0000:9b:00.0"]

@@ -209,3 +209,52 @@ def test_a_drain_by_the_nightly_is_left_as_it_is(tools, tmp_path):
     assert report.exit_code == EXIT_DRAIN
     assert report.slurm_action == "left alone: already drained by this project: bringup nightly run 7"
     assert log.read_text().splitlines() == ["show node -o node01"]
+
+
+HUNG_SMI = "#!/bin/bash\nexec sleep 60\n"  # nvidia-smi wedged on a GPU: it never answers
+
+
+def test_a_check_unknown_several_runs_in_a_row_drains_with_its_own_reason(tools, tmp_path):
+    """A hung nvidia-smi made the gpu checks UNKNOWN at every run, and the node stayed
+    schedulable for ever (UNKNOWN drains only with health.drain_on_unknown). Now a check UNKNOWN
+    health.unknown_streak runs in a row (3 by default) drains, with a reason that says so; the
+    count is in the metrics, and a run that judges the check again starts it over."""
+    tools(extra={"nvidia-smi": HUNG_SMI})
+    streaks = []
+    for _ in range(3):
+        report = run_health(options(tmp_path, budget_s=0.5, drain=False))
+        streaks.append(report.to_dict()["unknown_streak"]["gpu_inventory"])
+        metrics = (tmp_path / "textfile" / METRICS_FILE).read_text()
+        assert (
+            f'bringup_health_unknown_streak{{node="node07",check="gpu_inventory"}} {streaks[-1]}' in metrics
+        )
+    assert streaks == [1, 2, 3]
+    d = report.decision
+    assert (d.verdict, d.drain, d.check) == (Verdict.UNKNOWN, True, "gpu_inventory")
+    assert d.reason == (
+        "bringup: gpu_inventory: UNKNOWN 3 runs in a row: still running at the end of the health budget (0.5 s)"
+    )
+    assert report.exit_code == EXIT_DRAIN
+    assert 'bringup_health_unknown_streak{node="node07",check="ib_ports"} 0' in metrics
+    tools()  # nvidia-smi answers again
+    report = run_health(options(tmp_path, budget_s=0.5, drain=False))
+    assert report.to_dict()["unknown_streak"]["gpu_inventory"] == 0 and not report.decision.drain
+    tools(extra={"nvidia-smi": HUNG_SMI})
+    report = run_health(options(tmp_path, budget_s=0.5, drain=False))
+    assert report.to_dict()["unknown_streak"]["gpu_inventory"] == 1 and not report.decision.drain
+
+
+def test_the_unknown_streak_is_the_profiles_setting(tools, tmp_path):
+    tools(extra={"nvidia-smi": HUNG_SMI})
+    profile = shipped("health.unknown_streak=1")
+    report = run_health(
+        HealthOptions(profile, node="node07", state_dir=tmp_path / "s", budget_s=0.5, drain=False)
+    )
+    assert report.decision.drain and "UNKNOWN 1 runs in a row" in report.decision.reason
+    assert report.to_dict()["unknown_streak_limit"] == 1
+    never = shipped("health.unknown_streak=0")  # 0: a streak never drains (the old behaviour)
+    for _ in range(2):
+        report = run_health(
+            HealthOptions(never, node="node07", state_dir=tmp_path / "n", budget_s=0.5, drain=False)
+        )
+    assert not report.decision.drain and report.to_dict()["unknown_streak"]["gpu_inventory"] == 2

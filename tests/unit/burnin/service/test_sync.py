@@ -3,12 +3,17 @@ recorded once, a golden node a health check drained fails, an operator's drain i
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
+from sqlalchemy import func, select
 
 from bringup.fleet.lifecycle import State
+from bringup.fleet.models import CheckResult, utcnow
 from bringup.fleet.store import FleetStore
+from burnin.history.fleet import fleet_lemons
 from burnin.parsers.slurm import parse_sinfo_nodes
-from burnin.service.sync import DRAIN_EVENT, apply_view
+from burnin.service.sync import DRAIN_EVENT, HEALTH_STAGE, apply_view
 from tests.unit.burnin.parsers._samples import load
 from tests.writes import write_transactions
 
@@ -153,3 +158,109 @@ def test_a_syncs_writes_are_one_transaction_and_a_refused_move_loses_no_other(st
     assert "retired" in rows["node03"].action
     assert [len(drains(store, n)) for n in ("node01", "node02", "node03")] == [1, 1, 1]
     assert result.recorded == 3 and result.failed == ["node01"]
+
+
+def _gpu_failed_report(serial: str, at: datetime) -> dict:
+    """A node's last health result as `burnin health` writes it (HealthReport.to_dict): GPU 3 off
+    the bus, named by its serial as the gpu checks name a GPU."""
+    finding = f"GPU 3 (0000:9b:00.0, serial {serial}) reports a reset is required"
+    reason = f"bringup: gpu_inventory: {finding}"
+    return {
+        "node": "node01",
+        "verdict": "FAIL",
+        "failed_check": "gpu_inventory",
+        "finding": finding,
+        "reason": reason,
+        "finished_at": at.isoformat(timespec="seconds"),
+        "finished_at_unix": at.timestamp(),
+        "checks": [
+            {
+                "check": "gpu_inventory",
+                "verdict": "FAIL",
+                "metrics": {"gpus": 8, "serials": [f"s{i}" if i != 3 else serial for i in range(8)]},
+                "findings": [
+                    {
+                        "message": finding,
+                        "severity": "critical",
+                        "action": "RESET_GPU",
+                        "evidence": "GPU Reset Status: Reset Required : Yes",
+                        "subject": "GPU 3",
+                    }
+                ],
+                "reason": "",
+                "wall_s": 0.04,
+            },
+            {
+                "check": "kernel_log",
+                "verdict": "FAIL",
+                "metrics": {"xids": {"79": 1}, "events": 1},
+                "findings": [
+                    {
+                        "message": "Xid 79 on GPU 0000:9b:00.0: fallen off the bus",
+                        "severity": "critical",
+                        "action": "RESEAT",
+                        "evidence": "NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+                        "subject": "GPU 0000:9b:00.0",
+                    }
+                ],
+                "reason": "",
+                "wall_s": 0.01,
+            },
+            {
+                "check": "disk_usage",
+                "verdict": "PASS",
+                "metrics": {},
+                "findings": [],
+                "reason": "",
+                "wall_s": 0.01,
+            },
+        ],
+    }
+
+
+def _health_drain(report: dict, since: datetime) -> list:
+    line = f"node01|drained|slurm(64030)|{since:%Y-%m-%dT%H:%M:%S}|{report['reason']}\n"
+    return parse_sinfo_nodes(line)
+
+
+def test_a_gpu_failing_in_service_again_after_its_repair_is_a_lemon(store, tmp_path):
+    """A GPU fails the health check, the node is repaired, and the same GPU (same serial) fails
+    again minutes later. Sync kept only a summary of the health result in an event, so the part
+    was lost and `burnin lemons` named nobody. Sync now records the health result in full (each
+    check's verdict, findings, metrics: serials and Xids), so lemons read it as a burn-in result."""
+    serial = "1652823054722"
+    first = utcnow() - timedelta(minutes=30)
+    report = _gpu_failed_report(serial, first)
+    apply_view(store, RACK, _health_drain(report, first), {"node01": report})
+    assert store.get_node("node01").state == "failed"
+    for target in (State.REPAIR, State.BURNIN, State.GOLDEN):
+        store.transition("node01", target, "reseated GPU 3, re-tested")
+    again = utcnow()  # after the repair
+    report = _gpu_failed_report(serial, again)
+    row = apply_view(store, RACK, _health_drain(report, again), {"node01": report}).rows[0]
+    assert row.action == "recorded drain; golden -> failed; 3 health results kept"
+    recorded = [r for r in store.latest_results("node01") if r.stage == HEALTH_STAGE]
+    assert {r.check: r.verdict for r in recorded} == {
+        "gpu_inventory": "FAIL",
+        "kernel_log": "FAIL",
+        "disk_usage": "PASS",
+    }
+    assert abs((recorded[0].time - again).total_seconds()) < 1  # when the check ran, not the sync
+    lemons = fleet_lemons(store, RACK, timedelta(days=28), tmp_path).lemons
+    assert [lemon.node for lemon in lemons] == ["node01"]
+    (lemon,) = lemons
+    assert "same part again" in lemon.rules
+    assert any(f"GPU 3 (serial {serial}) failed again after a repair" in e for e in lemon.evidence)
+
+
+def test_a_health_result_is_recorded_once_per_drain(store):
+    """The same drain seen by the next sync does not record its health result a second time."""
+    at = utcnow() - timedelta(minutes=5)
+    report = _gpu_failed_report("1652823054722", at)
+    for _ in range(2):
+        apply_view(store, RACK, _health_drain(report, at), {"node01": report})
+    recorded = [r for r in store.latest_results("node01") if r.stage == HEALTH_STAGE]
+    assert len(recorded) == 3
+    with store.reading() as s:
+        count = s.execute(select(func.count()).select_from(CheckResult)).scalar_one()
+    assert count == 3
