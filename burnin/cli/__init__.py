@@ -13,7 +13,7 @@ import click
 
 from bringup.cli.common import FriendlyGroup, global_options, set_global_options
 from burnin import __version__
-from burnin.cli import accept, golden, history, inspect, nightly, rejudge, run, runs, service
+from burnin.cli import accept, fabric, golden, history, inspect, nightly, rejudge, run, runs, service
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,5 +35,6 @@ for _command in (
     *rejudge.COMMANDS,
     *history.COMMANDS,
     *accept.COMMANDS,
+    *fabric.COMMANDS,
 ):
     main.add_command(_command)
