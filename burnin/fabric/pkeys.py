@@ -10,7 +10,7 @@ One file holds the tables of many ports, each after a header line naming it:
 (``smpquery`` prints eight ``0x%04x`` entries a line after the index of the first, then the
 capacity line: linux-rdma/rdma-core infiniband-diags/smpquery.c.) The empty entries (0x0000) are
 dropped; the membership bit (0x8000: full member) is kept, since a limited member of a partition
-cannot talk to another limited member (InfiniBand Architecture Specification, 10.9.1).
+cannot talk to another limited member (InfiniBand Architecture Specification, partitioning).
 """
 
 from __future__ import annotations
