@@ -151,6 +151,11 @@ def _identify(plan: Plan, ports: Iterable[IbnetPort]) -> _Seen:
     return _Seen(links, devices, duplicates)
 
 
+def _ordered(ends: frozenset[End]) -> list[End]:
+    """A cable's ends, the HCA first: findings say where an HCA is cabled, whatever the names."""
+    return sorted(ends, key=lambda e: (e.hca is None, e))
+
+
 def _islands(seen: _Seen) -> list[set[str]]:
     """The pieces of the fabric seen: devices joined by the cables seen. A device with no cable
     seen is in none (ibnetdiscover reaches a device through a cable, so it is in an excerpt)."""
@@ -211,10 +216,10 @@ def verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None = N
         seen_peer[a], seen_peer[b] = b, a
 
     # swapped: A planned to X and B to Y, seen A-Y and B-X
-    for k in sorted(unexpected, key=sorted):
+    for k in sorted(unexpected, key=_ordered):
         if k not in unexpected:
             continue
-        a, y = sorted(k)
+        a, y = _ordered(k)
         x, b = peer_of.get(a), peer_of.get(y)
         if x is None or b is None:
             continue
@@ -230,8 +235,8 @@ def verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None = N
                 )
             )
     # wrong port: one end where the plan has it, the other at another port
-    for k in sorted(unexpected, key=sorted):
-        for a in sorted(k):
+    for k in sorted(unexpected, key=_ordered):
+        for a in _ordered(k):
             y = next(e for e in k if e != a)
             x = peer_of.get(a)
             if x is not None and frozenset((a, x)) in missing and x != y:
@@ -243,14 +248,14 @@ def verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None = N
                     )
                 )
                 break
-    for k in sorted(missing, key=sorted):
+    for k in sorted(missing, key=_ordered):
         _, _, a, b = planned[k]
         absent = [e.device for e in (a, b) if e.device not in seen.devices]
         why = f" ({' and '.join(absent)} not seen in the fabric)" if absent else ""
         findings.append(Finding("missing", (d(a), d(b)), f"no cable seen between {d(a)} and {d(b)}{why}"))
     planned_devices = {e.device for k in planned for e in k}
-    for k in sorted(unexpected, key=sorted):
-        a, b = sorted(k)
+    for k in sorted(unexpected, key=_ordered):
+        a, b = _ordered(k)
         if a.device in planned_devices or b.device in planned_devices:
             findings.append(
                 Finding("unexpected", (d(a), d(b)), f"a cable between {d(a)} and {d(b)} is not in the plan")
@@ -283,7 +288,8 @@ def verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None = N
             )
         )
     unreached = planned_devices - seen.devices
-    if unreached and seen.devices:
+    # a node alone unseen is named by its missing cables; a switch unseen takes a part with it
+    if unreached & switch_names and seen.devices:
         findings.append(
             Finding(
                 "unreached",

@@ -189,3 +189,46 @@ def test_real_capture_read_against_a_csv_plan():
         "switch 5FB0405-leaf-IB01 port 79",
         "switch 5FB0405-leaf-IB01 port 80",
     )
+
+
+CSV_PLAN = """node,hca,hca_port,switch,switch_port
+node1,mlx5_0,1,leaf1,1
+node2,mlx5_0,1,leaf1,2
+node3,mlx5_0,1,leaf1,3
+"""
+
+
+def test_findings_name_the_hca_first_when_a_switch_name_sorts_before_it():
+    """'leaf1' sorts before 'node1': the swap and the wrong port still say where the HCA is."""
+    from burnin.fabric.plan import Plan, parse_cabling_csv
+
+    p = Plan("c.csv", parse_cabling_csv(CSV_PLAN, "c.csv"))
+    done = run(p, swap_switch_ends(planned_cables(p), 0, 1))
+    assert [f.message for f in done.findings] == [
+        "node1 mlx5_0 port 1 is cabled to switch leaf1 port 2 and node2 mlx5_0 port 1 to switch leaf1 port 1:"
+        " the plan has them the other way round"
+    ]
+    cables = planned_cables(p)
+    cables[0] = (cables[0][0], End("leaf1", None, 3))  # node1 on node3's port, node3 unplugged
+    del cables[2]
+    done = run(p, cables)
+    assert [(f.kind, f.message) for f in done.findings] == [
+        (
+            "wrong_port",
+            "node1 mlx5_0 port 1 is cabled to switch leaf1 port 3; the plan has switch leaf1 port 1",
+        ),
+        (
+            "missing",
+            "no cable seen between node3 mlx5_0 port 1 and switch leaf1 port 3 (node3 not seen in the fabric)",
+        ),
+    ]
+
+
+def test_two_hcas_with_one_guid_are_a_duplicate():
+    p = plan()
+    guids = {"gpu0001 mlx5_0": 0xB83FD20300000042, "gpu0002 mlx5_0": 0xB83FD20300000042}
+    done = run(p, planned_cables(p), guids=guids)
+    dup = [f for f in done.findings if f.kind == "duplicate_guid"]
+    assert [f.message for f in dup] == [
+        "GUID 0xb83fd20300000042 is on 2 devices: 'gpu0001 mlx5_0', 'gpu0002 mlx5_0'"
+    ]
