@@ -11,7 +11,7 @@ from pathlib import Path
 from bringup.local.capture import run_bounded
 from burnin.fabric.pkeys import parse_pkey_tables
 from burnin.fabric.plan import PlanError, load_plan
-from burnin.fabric.verify import Verification, verify
+from burnin.fabric.verify import Verification, gc_paused, verify
 from burnin.parsers import ParseError
 from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports
 
@@ -52,7 +52,8 @@ def fabric_ports(saved: list[Path]) -> list[IbnetPort]:
     ports: list[IbnetPort] = []
     for source, text in texts:
         try:
-            ports += parse_ibnetdiscover_ports(text)
+            with gc_paused():
+                ports += parse_ibnetdiscover_ports(text)
         except ParseError as exc:
             raise PlanError(source, None, None, str(exc)) from None
     return ports

@@ -232,3 +232,21 @@ def test_two_hcas_with_one_guid_are_a_duplicate():
     assert [f.message for f in dup] == [
         "GUID 0xb83fd20300000042 is on 2 devices: 'gpu0001 mlx5_0', 'gpu0002 mlx5_0'"
     ]
+
+
+def test_the_collector_is_paused_only_while_verifying():
+    import gc
+
+    from burnin.fabric.verify import gc_paused
+
+    p = plan()
+    assert gc.isenabled()
+    run(p, planned_cables(p))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()
