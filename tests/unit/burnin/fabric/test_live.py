@@ -42,3 +42,12 @@ def test_no_ibnetdiscover_here_says_to_give_a_saved_output(tmp_path, monkeypatch
         fabric_ports([])
     with pytest.raises(PlanError, match="nothing.txt: cannot read"):
         fabric_ports([tmp_path / "nothing.txt"])
+
+
+def test_an_ibnetdiscover_that_could_not_open_its_port_is_an_input_error(tmp_path):
+    """The real failure text (no InfiniBand port to open) is refused, not read as an empty
+    fabric whose every planned cable is missing."""
+    saved = tmp_path / "fabric.txt"
+    saved.write_text(load("ibnetdiscover_mad_port_failed_PARTIAL.txt"))
+    with pytest.raises(PlanError, match=r"fabric.txt: not 'ibnetdiscover -p' output"):
+        fabric_ports([saved])
