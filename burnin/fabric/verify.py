@@ -231,10 +231,6 @@ def _verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None) -
 
     missing = {k for k in planned if k not in seen.links}
     unexpected = {k for k in seen.links if k not in planned and len(k) == 2}
-    seen_peer: dict[End, End] = {}
-    for k in unexpected:
-        a, b = tuple(k)
-        seen_peer[a], seen_peer[b] = b, a
 
     # swapped: A planned to X and B to Y, seen A-Y and B-X
     for k in sorted(unexpected, key=_ordered):
@@ -287,7 +283,10 @@ def _verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None) -
             continue
         bad = {e: ws for e, ws in ends.items() if (width and ws[0] != width) or (speed and ws[1] != speed)}
         if bad:
-            got = "; ".join(f"{d(e)} at {ws[0]} {ws[1]}" for e, ws in sorted(ends.items()))
+            got = "; ".join(
+                f"{d(e)} at {ws[0]} {ws[1]}"
+                for e, ws in sorted(ends.items(), key=lambda kv: (kv[0].hca is None, kv[0]))
+            )
             findings.append(
                 Finding(
                     "degraded",
