@@ -13,7 +13,19 @@ import click
 
 from bringup.cli.common import FriendlyGroup, global_options, set_global_options
 from burnin import __version__
-from burnin.cli import accept, breaker, golden, history, inspect, nightly, rejudge, run, runs, service
+from burnin.cli import (
+    accept,
+    breaker,
+    fabric,
+    golden,
+    history,
+    inspect,
+    nightly,
+    rejudge,
+    run,
+    runs,
+    service,
+)
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,5 +48,6 @@ for _command in (
     *history.COMMANDS,
     *accept.COMMANDS,
     *breaker.COMMANDS,
+    *fabric.COMMANDS,
 ):
     main.add_command(_command)

@@ -4,7 +4,8 @@
     SW  2052 37 0x506b4b03005c2740 4x ???                                    'ib-i4l1s01'
 
 Fields: kind (CA/SW), LID, port, GUID, width, speed, then ``- kind LID port GUID`` of the peer
-and ``( 'name' - 'peer name' )``. A port with no peer and speed ``???`` is down; ``4x SDR`` is a
+and ``( 'name' - 'peer name' )`` (older versions print a lone port's name without quotes:
+``SW 479 22 0x0002c9020040f161 4x QDR   Infiniscale-IV Mellanox Technologies``). A port with no peer and speed ``???`` is down; ``4x SDR`` is a
 link that trained at the lowest speed. ``switch_port_for`` finds the switch port an HCA port is
 cabled to, so a finding can name both ends of a cable.
 """
@@ -48,7 +49,7 @@ class IbnetPort:
 _LINE_RE = re.compile(
     r"^(?P<kind>CA|SW)\s+(?P<lid>\d+)\s+(?P<port>\d+)\s+(?P<guid>0x[0-9a-fA-F]+)\s+(?P<width>\d+x)\s+(?P<speed>\S+)"
     r"(?:\s+-\s+(?P<pkind>CA|SW)\s+(?P<plid>\d+)\s+(?P<pport>\d+)\s+(?P<pguid>0x[0-9a-fA-F]+))?"
-    r"\s*(?:\(\s*'(?P<name>[^']*)'\s*-\s*'(?P<pname>[^']*)'\s*\)|'(?P<alone>[^']*)')?\s*$"
+    r"\s*(?:\(\s*'(?P<name>[^']*)'\s*-\s*'(?P<pname>[^']*)'\s*\)|'(?P<alone>[^']*)'|(?P<bare>[^'(\s-][^']*?))?\s*$"
 )
 
 
@@ -79,7 +80,9 @@ def parse_ibnetdiscover_ports(text: str) -> list[IbnetPort]:
                 guid=m.group("guid").lower(),
                 width=m.group("width"),
                 speed=None if speed.strip("?") == "" else speed,
-                name=m.group("name") if m.group("name") is not None else m.group("alone"),
+                name=next(
+                    (n for n in (m.group("name"), m.group("alone"), m.group("bare")) if n is not None), None
+                ),
                 peer_kind=m.group("pkind"),
                 peer_lid=int(m.group("plid")) if m.group("plid") else None,
                 peer_port=int(m.group("pport")) if m.group("pport") else None,

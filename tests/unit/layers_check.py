@@ -87,6 +87,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.checks",
             "burnin.plan",
             "burnin.evaluate",
+            "burnin.fabric",  # the cabling plan, P_Key tables, the fabric seen against the plan
             "burnin.service.health",
             "burnin.service.breaker",
             "burnin.service.nightly_plan",
@@ -125,6 +126,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.service.nightly_slurm",
             "burnin.service.slurm",
             "burnin.service.state",
+            "burnin.fabric.live",  # ibnetdiscover run here, the saved outputs, the plan's files
         ),
     ),
     (

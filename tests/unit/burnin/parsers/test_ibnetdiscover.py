@@ -59,3 +59,20 @@ def test_any_text_is_ports_or_a_parse_error(text):
         parse_ibnetdiscover_ports(text)
     except ParseError as exc:
         assert not exc.internal, exc
+
+
+def test_hdr_leaf_and_spine_names_keep_their_text(sample):
+    """A real HDR capture: names with stray spaces, down spine ports, an HCA named 'host mlx5_N'."""
+    ports = parse_ibnetdiscover_ports(sample("ibnetdiscover_p_hdr_leaf_spine.txt"))
+    assert len(ports) == 5
+    worker = next(p for p in ports if p.name == "worker20 mlx5_3")
+    assert (worker.speed, worker.peer_port, worker.peer_name) == ("HDR", 79, "5FB0405-leaf-IB01 ")
+    assert [p.up for p in ports if p.kind == "SW"] == [False, False, True]
+
+
+def test_a_node_description_without_quotes_is_read(sample):
+    """Older infiniband-diags print a switch's description bare: the line is still a port."""
+    ports = parse_ibnetdiscover_ports(sample("ibnetdiscover_p_qdr_unquoted_name.txt"))
+    assert [(p.kind, p.lid, p.port, p.speed, p.name) for p in ports] == [
+        ("SW", 479, 22, "QDR", "Infiniscale-IV Mellanox Technologies")
+    ]
