@@ -930,3 +930,16 @@ def test_dmesg_iso_stamps_read_as_the_calendar_does_and_write_back_the_same(stam
         stamp[20:26]
     )
     assert dispatch.iso_stamp(micros) == stamp
+
+
+def test_removed_and_added_again_with_no_check_between_the_cursor_takes_the_lines_for_those_it_judged(node):
+    """The one case docs/lab.md warns of: the same texts with the same gaps as the judged lines."""
+    root = node()
+    _switch(root, "add", "xid-79", "2026-11-28T16:50:01,000000+00:00")
+    judged = new_kernel_lines(run_tool(root, "dmesg", "--time-format", "iso").stdout, None, "b1")
+    _switch(root, "remove", "xid-79", "2026-11-28T16:51:00,000000+00:00")
+    _switch(root, "add", "xid-79", "2026-11-28T16:52:00,000000+00:00")
+    again = new_kernel_lines(
+        run_tool(root, "dmesg", "--time-format", "iso").stdout, judged.cursor.to_json(), "b1"
+    )
+    assert (again.text, again.reset) == ("", "")
