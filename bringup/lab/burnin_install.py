@@ -1,7 +1,9 @@
 """Put `burnin` and the health check on a running lab node, as the burnin_tools role does on a
 real one (`burnin_tools_health: true`).
 
-A real node gets the gpu-bringup package from pip; a lab node has no package index, but it runs
+A real node gets the gpu-bringup package from the role's wheelhouse (burnin.yml, which
+tests/lab/test_fault_lab.py runs on a lab node). This copy is the quicker path the service
+tests and benchmarks take: a lab node runs
 Debian bookworm's python3 (3.11, the controller's minor version), so the controller's own copy
 of `bringup`, `burnin` and the third-party packages `burnin.cli` imports (with their dist-info:
 paramiko reads its version from it) is copied to /opt/bringup/lib, with a `burnin` launcher in

@@ -241,6 +241,31 @@ def lab_fail_node(
         click.echo(line)
 
 
+@lab.command("fault")
+@click.argument("node")
+@click.argument("action", type=click.Choice(["add", "remove"]))
+@click.argument("fault")
+@name_option
+@dir_option
+@click.pass_context
+def lab_fault(
+    ctx: click.Context, node: str, action: str, fault: str, name: str, lab_dir: Path | None
+) -> None:
+    """Switch FAULT on (add) or off (remove) on running lab NODE.
+
+    The node's stand-in tools answer with it from their next call. A kernel-log fault (xid-79,
+    xid-48-row-remap-pending) is logged now: its lines carry the time it was switched on, so the
+    health check takes them for new lines; removed, they leave the log (as a repair's reboot
+    clears it). Faults made when the node starts (fake sysfs, BMC, unreachable) are refused.
+    """
+    from bringup.lab.faults import switch_node_fault
+
+    faults = switch_node_fault(_rack(ctx, name, lab_dir).state_dir, name, node, action, fault)
+    click.echo(
+        f"lab {name}: {node}: {fault} {'on' if action == 'add' else 'off'}; faults now: {', '.join(faults) or 'none'}"
+    )
+
+
 @lab.command("demo")
 @click.option("--nodes", "count", default=6, show_default=True, type=click.IntRange(2, 64))
 @click.option(

@@ -139,3 +139,124 @@ def load_fault_spec(path: str | Path) -> FaultSpec:
 
 def _kind(value: object) -> str:
     return type(value).__name__
+
+
+# ---- switching a fault on a running node (`bringup lab fault NODE add|remove NAME`) ------------
+# Faults whose effect is made when the node (or its BMC, or its link) starts: the fake sysfs tree
+# is unpacked by the node's init, the BMC reads its faults when the lab starts it, `unreachable`
+# takes the link down once. On a running node they would change only half of what they change.
+_AT_START_ONLY = {
+    "unreachable": "its link is taken down when the lab starts",
+    "bmc-dimm-missing": "the BMC reads its faults when the lab starts it",
+    "bmc-psu-failed": "the BMC reads its faults when the lab starts it",
+    "dimm-missing": "the BMC reads its faults (this one implies bmc-dimm-missing) when the lab starts it",
+}
+
+
+class FaultSwitchError(UserError, ValueError):
+    """A fault that cannot be switched on or off on a running node; the message says why."""
+
+
+def kernel_log_faults() -> frozenset[str]:
+    """Faults that add kernel-log lines: a dmesg recording part `logged_by` them (catalog.json)."""
+    from bringup.lab.standins.catalog_file import catalog
+
+    return frozenset(
+        part["logged_by"]
+        for entry in catalog()["tools"].get("dmesg", [])
+        for part in entry["output"]
+        if "logged_by" in part
+    )
+
+
+def switch_fault(data: object, node: str, action: str, fault: str, now_iso: str) -> dict:
+    """What a node's faults file (/etc/bringup-lab/faults.json, as loaded) becomes when `fault` is
+    switched on (`add`) or off (`remove`) at `now_iso` (a `dmesg --time-format iso` stamp).
+
+    A kernel-log fault switched on is logged at `now_iso`: its lines are stamped from then on
+    (dispatch.py restamps them), so each switch-on logs lines the kernel-log check has not seen;
+    switched off, its lines leave the log, as a repair's reboot clears it. No I/O."""
+    from bringup.lab.standins import fault_conflicts, known_faults
+    from bringup.lab.standins.catalog_file import catalog
+
+    known = known_faults()
+    if fault not in known:
+        close = difflib.get_close_matches(fault, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise FaultSwitchError(f"unknown fault {fault!r}{hint} (known: {', '.join(sorted(known))})")
+    why = _AT_START_ONLY.get(fault) or (
+        "it changes the fake sysfs tree, which the node's init unpacks"
+        if fault in catalog().get("sysfs", {})
+        else ""
+    )
+    if why:
+        raise FaultSwitchError(
+            f"fault {fault!r} cannot be switched on a running node ({why}): give it in the fault spec of `bringup lab up --faults`"
+        )
+    faults = list(data.get("faults", [])) if isinstance(data, dict) else []
+    logged_at = dict(data.get("logged_at", {})) if isinstance(data, dict) else {}
+    if action == "add":
+        if fault in faults:
+            raise FaultSwitchError(f"fault {fault!r} is already on {node}")
+        faults.append(fault)
+        clashes = fault_conflicts(faults)
+        if clashes:
+            raise FaultSwitchError(f"{node}: " + "; ".join(clashes))
+        if fault in kernel_log_faults():
+            logged_at[fault] = now_iso
+    elif action == "remove":
+        if fault not in faults:
+            on = ", ".join(faults) or "none"
+            raise FaultSwitchError(f"fault {fault!r} is not on {node} (on it: {on})")
+        faults.remove(fault)
+        logged_at.pop(fault, None)
+    else:
+        raise FaultSwitchError(f"action must be add or remove, got {action!r}")
+    return {"faults": faults, **({"logged_at": logged_at} if logged_at else {})}
+
+
+def fault_file_text(data: dict) -> str:
+    """The faults file as `lab up` writes it (standins.install_standins), so a node whose faults are
+    back to those it started with answers again from its resolved recordings (front.py)."""
+    import json
+
+    return json.dumps(data, indent=2) + "\n"
+
+
+def switch_node_fault(state_dir: str | Path, lab: str, node: str, action: str, fault: str) -> list[str]:
+    """Switch `fault` on or off on running lab node `node`: its faults file (what the stand-ins
+    read at every call) and the lab's record (`lab status`). Returns the node's faults after."""
+    import json
+    import time
+
+    from bringup.lab.standins import FAULTS_FILE
+    from bringup.lab.state import STATE_FILE, LabState
+
+    state = LabState.load(Path(state_dir))
+    if state is None:
+        raise FaultSwitchError(
+            f"lab {lab!r} is not up (no {Path(state_dir) / STATE_FILE}): run `bringup lab up --name {lab}` first"
+        )
+    record = next((n for n in state.nodes if n.name == node), None)
+    if record is None:
+        raise FaultSwitchError(
+            f"lab {lab!r} has no node {node!r} (it has {', '.join(n.name for n in state.nodes)})"
+        )
+    path = Path(state.state_dir) / "nodes" / node / "root" / FAULTS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {"faults": []}
+    except (OSError, ValueError) as exc:
+        raise FaultSwitchError(f"cannot read {node}'s faults file {path}: {exc}") from exc
+    now = time.time_ns() // 1000
+    stamp = (
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 1_000_000)) + f",{now % 1_000_000:06d}+00:00"
+    )
+    new = switch_fault(data, node, action, fault, stamp)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(fault_file_text(new), encoding="utf-8")
+    tmp.replace(path)  # atomic: a stand-in running meanwhile never reads half a file
+    record.faults = list(new["faults"])
+    state.save()
+    return record.faults

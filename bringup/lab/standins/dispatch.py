@@ -74,8 +74,10 @@ def select_entry(entries, args, active_faults):
     return best
 
 
-def render(entry, samples_dir):
-    """The bytes the tool prints for this entry: its parts, each a slice of one sample."""
+def render(entry, samples_dir, logged_at=None):
+    """The bytes the tool prints for this entry: its parts, each a slice of one sample. A part
+    `logged_by` a fault with a stamp in `logged_at` is restamped to start then."""
+    logged_at = logged_at or {}
     out = []
     after_each = entry.get("after_each", "").encode()
     for part in entry["output"]:
@@ -91,6 +93,8 @@ def render(entry, samples_dir):
         chunk = b"".join(lines[first - 1 : last])
         if chunk and not chunk.endswith(b"\n"):
             chunk += b"\n"
+        if part.get("logged_by") in logged_at:
+            chunk = restamp(chunk, parse_iso_stamp(logged_at[part["logged_by"]]))
         out.append(chunk + after_each)
     return b"".join(out)
 
@@ -192,11 +196,16 @@ def load_catalog(lib_dir):
 
 def load_faults(path, catalog):
     """The node's active faults; no file means a healthy node."""
+    return load_fault_file(path, catalog)[0]
+
+
+def load_fault_file(path, catalog):
+    """(active faults, {fault: the time its kernel-log lines were logged}); no file: healthy."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
-        return []
+        return [], {}
     except (OSError, ValueError) as exc:
         raise StandinError(f"cannot read {path}: {exc}") from exc
     faults = data.get("faults") if isinstance(data, dict) else None
@@ -205,7 +214,53 @@ def load_faults(path, catalog):
     unknown = [x for x in faults if x not in catalog.get("faults", {})]
     if unknown:
         raise StandinError(f"{path}: unknown fault(s) {', '.join(unknown)}")
-    return faults
+    logged_at = data.get("logged_at", {})
+    if not isinstance(logged_at, dict) or not all(parse_iso_stamp(v) is not None for v in logged_at.values()):
+        raise StandinError(f"{path}: 'logged_at' must map faults to dmesg ISO stamps")
+    return faults, logged_at
+
+
+# ---- kernel-log lines logged when a fault was switched on ----------------------------------------
+# `dmesg --time-format iso`: 2025-01-18T09:14:07,074554+00:00 (comma, microseconds, UTC offset).
+_ISO_STAMP = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d),(\d{6})\+00:00")
+
+
+def parse_iso_stamp(text):
+    """Microseconds since the epoch of a line's leading dmesg ISO stamp (UTC), or None."""
+    m = _ISO_STAMP.match(text) if isinstance(text, str) else None
+    if m is None:
+        return None
+    y, mo, d, h, mi, s, us = (int(g) for g in m.groups())
+    return ((_days_since_epoch(y, mo, d) * 24 + h) * 60 + mi) * 60_000_000 + s * 1_000_000 + us
+
+
+def _days_since_epoch(y, m, d):
+    """Days from 1970-01-01 to a proleptic Gregorian date (calendar.timegm's arithmetic; the
+    dispatcher imports only what a stand-in's start needs)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def iso_stamp(micros):
+    """The dmesg ISO stamp of microseconds since the epoch (UTC)."""
+    seconds, us = divmod(micros, 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f",{us:06d}+00:00"
+
+
+def restamp(data, start_micros):
+    """Kernel-log lines moved in time so the first stamped one is at `start_micros`, the gaps
+    between them kept; continuation lines (no stamp) stay as they are."""
+    out, shift = [], None
+    for line in data.decode("latin-1").splitlines(keepends=True):
+        at = parse_iso_stamp(line)
+        if at is not None:
+            shift = start_micros - at if shift is None else shift
+            line = iso_stamp(at + shift) + line[_ISO_STAMP.match(line).end() :]
+        out.append(line)
+    return "".join(out).encode("latin-1")
 
 
 def sysfs_attr_path(bdf, name=""):
@@ -303,7 +358,7 @@ def main(argv=None):
     lib_dir = os.path.dirname(os.path.realpath(__file__))
     try:
         catalog = load_catalog(lib_dir)
-        faults = load_faults(os.path.join(lab_root(lib_dir), FAULTS_SUBPATH), catalog)
+        faults, logged_at = load_fault_file(os.path.join(lab_root(lib_dir), FAULTS_SUBPATH), catalog)
         node = node_number(lab_root(lib_dir))
         entries = catalog.get("tools", {}).get(tool)
         if entries is None:
@@ -316,7 +371,7 @@ def main(argv=None):
                 f" (lab stand-in, not the real tool)\n"
             )
             return EXIT_NO_RECORDING
-        data = render(entry, os.path.join(lib_dir, "samples"))
+        data = render(entry, os.path.join(lib_dir, "samples"), logged_at)
         if "hold" in entry:
             try:
                 asked, held = hold_seconds(entry["hold"], args)

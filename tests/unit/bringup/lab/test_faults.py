@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from bringup.lab.faults import FaultSpec, FaultSpecError, load_fault_spec, parse_fault_spec
+from bringup.lab.faults import (
+    FaultSpec,
+    FaultSpecError,
+    FaultSwitchError,
+    fault_file_text,
+    kernel_log_faults,
+    load_fault_spec,
+    parse_fault_spec,
+    switch_fault,
+)
 from bringup.lab.standins import known_faults
 from tests.paths import REPO
 
@@ -101,3 +113,63 @@ def test_shipped_specs_are_valid():
         spec = load_fault_spec(path)
         assert isinstance(spec, FaultSpec)
         assert {f for faults in spec.nodes.values() for f in faults} <= set(known_faults())
+
+
+# --- switching a fault on a running node (`bringup lab fault`) -----------------------------------
+
+NOW = "2026-11-28T16:50:01,123456+00:00"
+
+
+def test_a_kernel_log_fault_switched_on_is_logged_at_the_time_given():
+    assert switch_fault({"faults": []}, "node01", "add", "xid-79", NOW) == {
+        "faults": ["xid-79"],
+        "logged_at": {"xid-79": NOW},
+    }
+
+
+def test_a_fault_without_kernel_log_lines_gets_no_stamp_and_keeps_the_others():
+    before = {"faults": ["xid-79"], "logged_at": {"xid-79": NOW}}
+    after = switch_fault(before, "node01", "add", "gpu-missing", "2026-11-28T17:00:00,000000+00:00")
+    assert after == {"faults": ["xid-79", "gpu-missing"], "logged_at": {"xid-79": NOW}}
+    assert before == {"faults": ["xid-79"], "logged_at": {"xid-79": NOW}}  # not changed in place
+
+
+def test_removed_the_fault_and_its_stamp_go_and_the_file_is_as_lab_up_writes_it():
+    after = switch_fault(
+        {"faults": ["xid-79"], "logged_at": {"xid-79": NOW}}, "node01", "remove", "xid-79", NOW
+    )
+    assert after == {"faults": []}
+    assert fault_file_text(after) == json.dumps({"faults": []}, indent=2) + "\n"  # install_standins' form
+
+
+def test_kernel_log_faults_are_those_whose_dmesg_lines_the_catalog_marks():
+    assert kernel_log_faults() == {"xid-79", "xid-48-row-remap-pending"}
+
+
+def test_an_unknown_fault_is_refused_with_the_known_ones_listed():
+    with pytest.raises(FaultSwitchError) as err:
+        switch_fault({"faults": []}, "node01", "add", "xid-97", NOW)
+    message = str(err.value)
+    assert message.startswith("unknown fault 'xid-97'; did you mean 'xid-79'?")
+    assert all(name in message for name in known_faults())
+
+
+@pytest.mark.parametrize(
+    ("data", "action", "fault", "said"),
+    [
+        ({"faults": ["xid-79"]}, "add", "xid-79", "fault 'xid-79' is already on node01"),
+        (
+            {"faults": ["gpu-missing"]},
+            "remove",
+            "xid-79",
+            "fault 'xid-79' is not on node01 (on it: gpu-missing)",
+        ),
+        ({"faults": ["nvlink-down"]}, "add", "nvlink-degraded", "no recording combines them"),
+        ({"faults": []}, "add", "pcie-nic-downtrained", "fake sysfs tree"),
+        ({"faults": []}, "add", "unreachable", "give it in the fault spec of `bringup lab up --faults`"),
+        ({"faults": []}, "add", "bmc-psu-failed", "the BMC reads its faults"),
+    ],
+)
+def test_switches_that_cannot_be_made_are_refused_saying_why(data, action, fault, said):
+    with pytest.raises(FaultSwitchError, match=re.escape(said)):
+        switch_fault(data, "node01", action, fault, NOW)

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from bringup.lab import aptrepo, bmc_inventory, netfaults, standins
+from bringup.lab.faults import fault_file_text, switch_fault
 from bringup.lab.standins import dispatch, sysfs
+from burnin.service.health import new_kernel_lines
 from tests.conftest import unavailable
 from tests.paths import REPO
 
@@ -435,6 +437,51 @@ def test_dmesg_xid_faults_append_real_lines_for_the_right_gpu(node, fault, added
         block = q.split("GPU 00000000:CA:00.0", 1)[1]
         assert re.search(r"Remapped Rows\n(.*\n){2}\s+Pending\s+: Yes", block)
         assert len(re.findall(r"Pending\s+: Yes", q)) == 1
+
+
+def _switch(root: Path, action: str, fault: str, now: str) -> None:
+    """What `bringup lab fault` writes into a running node's faults file."""
+    path = root / standins.FAULTS_FILE
+    new = switch_fault(json.loads(path.read_text()), "node01", action, fault, now)
+    path.write_text(fault_file_text(new))
+
+
+def test_a_kernel_log_fault_switched_on_logs_its_lines_now_and_the_health_cursor_sees_them(node):
+    root = node()
+    boot = _sample_body("dmesg_iso_8xh100_boot_DERIVED.txt")
+    cursor = new_kernel_lines(
+        run_tool(root, "dmesg", "--time-format", "iso").stdout, None, "b1"
+    ).cursor.to_json()
+
+    _switch(root, "add", "xid-79", "2026-11-28T16:50:01,000000+00:00")
+    log = run_tool(root, "dmesg", "--time-format", "iso").stdout
+    recorded = _sample_body("dmesg_iso_xid79_gpu0_DERIVED.txt")
+    assert log.startswith(boot)
+    added = log[len(boot) :]
+    # the recording's lines, each stamp moved by the same amount: first at the switch, gaps kept
+    assert added.splitlines()[0] == "2026-11-28T16:50:01,000000+00:00 " + recorded.splitlines()[0][33:]
+    assert added.splitlines()[2].startswith(
+        "2026-11-28T16:50:01,000008+00:00 NVRM: Xid (PCI:0000:53:00): 79,"
+    )
+    assert [line[33:] for line in added.splitlines()] == [line[33:] for line in recorded.splitlines()]
+    seen = new_kernel_lines(log, cursor, "b1")
+    assert (seen.text, seen.reset) == (added, "")  # exactly the new lines, the cursor continued
+
+    _switch(root, "remove", "xid-79", "2026-11-28T16:51:00,000000+00:00")
+    log = run_tool(root, "dmesg", "--time-format", "iso").stdout
+    assert log == boot  # the node answers from its resolved recordings again (front.py)
+    after = new_kernel_lines(log, seen.cursor.to_json(), "b1")
+    assert "NVRM: Xid" not in after.text and after.reset.startswith(
+        "the last line judged is no longer in the log"
+    )
+
+    _switch(root, "add", "xid-79", "2026-11-28T16:52:00,500000+00:00")  # again: logged again, later
+    again = new_kernel_lines(
+        run_tool(root, "dmesg", "--time-format", "iso").stdout, after.cursor.to_json(), "b1"
+    )
+    assert again.reset == "" and again.text.startswith(
+        "2026-11-28T16:52:00,500000+00:00 NVRM: GPU at PCI:0000:53:00"
+    )
 
 
 def test_dmesg_downtrained_nic_line_names_the_nic_of_the_fake_tree(node):
@@ -864,3 +911,35 @@ def test_installed_node_shows_its_own_guids_in_every_tool_and_the_tree(tmp_path)
             )
         seen[index] = set(ports.values())
     assert len(seen[0]) == len(seen[1]) == 8 and not seen[0] & seen[1]
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "1970-01-01T00:00:00,000000+00:00",
+        "2024-02-29T23:59:59,999999+00:00",
+        "2100-03-01T12:00:00,000001+00:00",
+    ],
+)
+def test_dmesg_iso_stamps_read_as_the_calendar_does_and_write_back_the_same(stamp):
+    import calendar
+    import time as _time
+
+    micros = dispatch.parse_iso_stamp(stamp + " NVRM: x")
+    assert micros == calendar.timegm(_time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) * 1_000_000 + int(
+        stamp[20:26]
+    )
+    assert dispatch.iso_stamp(micros) == stamp
+
+
+def test_removed_and_added_again_with_no_check_between_the_cursor_takes_the_lines_for_those_it_judged(node):
+    """The one case docs/lab.md warns of: the same texts with the same gaps as the judged lines."""
+    root = node()
+    _switch(root, "add", "xid-79", "2026-11-28T16:50:01,000000+00:00")
+    judged = new_kernel_lines(run_tool(root, "dmesg", "--time-format", "iso").stdout, None, "b1")
+    _switch(root, "remove", "xid-79", "2026-11-28T16:51:00,000000+00:00")
+    _switch(root, "add", "xid-79", "2026-11-28T16:52:00,000000+00:00")
+    again = new_kernel_lines(
+        run_tool(root, "dmesg", "--time-format", "iso").stdout, judged.cursor.to_json(), "b1"
+    )
+    assert (again.text, again.reset) == ("", "")
