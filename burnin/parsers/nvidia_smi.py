@@ -9,6 +9,7 @@ ECC counters as SRAM/DRAM (Ampere+) or Single/Double Bit per memory (Volta and o
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 from burnin.parsers._common import (
@@ -372,6 +373,25 @@ def _cut_block(first: Node | LazyNode, last: Node | LazyNode) -> str:
     return f"the block of {last.key} ends before {', '.join(missing[:3])!r}: the output was cut short"
 
 
+def _cut_last_value(first: Node | LazyNode, last: Node | LazyNode, text: str) -> str:
+    """Why an unterminated last line was cut inside it, or ''. A missing final newline alone is
+    no cut (docs/burnin.md), but a line that the first GPU's block prints with a value and the
+    last prints without one ('Pending Page Blacklist  '), or a Yes/No the first spells whole and
+    the last does not ('Pending Page Blacklist : N'), stopped mid-line."""
+    if text.endswith("\n"):
+        return ""
+    tail = deque(last.walk(), maxlen=1)
+    if not tail or tail[0].children:
+        return ""
+    end = tail[0]
+    same = [n.value for n in first.walk() if n.key == end.key]
+    if not same or same[-1] is None:
+        return ""
+    if end.value is None or (yes_no(same[-1]) is not None and yes_no(end.value) is None):
+        return f"the block of {last.key} ends inside its {end.key!r} line: the output was cut short"
+    return ""
+
+
 @parser
 def parse_query(text: str) -> SmiQuery:
     """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views)."""
@@ -395,7 +415,7 @@ def _query(root: Node | LazyNode, text: str) -> SmiQuery:
     problems: list[str] = []
     if attached is not None and attached != len(gpus):
         problems.append(f"'Attached GPUs : {attached}' but {len(gpus)} GPU block(s) found")
-    if blocks and (cut := _cut_block(blocks[0], blocks[-1])):
+    if blocks and (cut := _cut_block(blocks[0], blocks[-1]) or _cut_last_value(blocks[0], blocks[-1], text)):
         problems.append(cut)
     return SmiQuery(
         timestamp=clean(root.get("Timestamp")),

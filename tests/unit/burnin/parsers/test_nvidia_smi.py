@@ -532,3 +532,31 @@ def test_query_fabric_domain_and_health(sample, block, expected):
         None,
         None,
     )
+
+
+_PAGE_VIEW = (
+    "Driver Version                            : 535.86.10\n\nAttached GPUs                             : 2\n"
+    + "".join(
+        f"GPU 0000000{i}:00:00.0\n    Retired Pages\n        Single Bit ECC                    : 0\n"
+        "        Double Bit ECC                    : 0\n        Pending Page Blacklist            : No\n\n"
+        for i in (1, 2)
+    )
+)
+
+
+@pytest.mark.parametrize(
+    "end, cut",
+    [
+        ("        Pending Page Blacklist            : N", True),  # 'No' stopped mid-word
+        ("        Pending Page Blacklist  ", True),  # stopped before its colon: no value at all
+        ("        Pending Page Blacklist            : No", False),  # whole, only no final newline
+    ],
+)
+def test_a_d_view_whose_unterminated_last_line_stopped_inside_it_is_cut(end, cut):
+    whole = _PAGE_VIEW.rstrip("\n")
+    text = whole[: whole.rindex("\n") + 1] + end
+    q = parse_query(text)
+    if cut:
+        assert q.problems and "cut short" in q.problems[0], q.problems
+    else:
+        assert q.problems == () and q.gpus[-1].retired_pages.pending is False
