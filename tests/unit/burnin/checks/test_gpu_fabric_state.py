@@ -131,3 +131,14 @@ def test_a_tray_of_a_multi_node_nvlink_domain_whose_gpus_joined_none_fails():
     assert {f.action for f in result.findings} == {Action.REBOOT}
     assert any("no multi-node NVLink domain" in f.message for f in result.findings)
     assert judge(CHECK, CommandOutput(stdout=with_blocks(*[DOMAIN] * 8)), nvl72).verdict is Verdict.PASS
+
+
+def test_an_nvl72_tray_is_not_held_to_a_local_fabric_manager():
+    """On GB200/GB300 NVL72 the NVLink fabric is managed from the switch trays (NMX-Controller and
+    the NVLink Subnet Manager), and a compute tray runs IMEX instead of nvidia-fabricmanager
+    (https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/mnnvl-user-guide.pdf): an
+    inactive service there is no fault. Its GPUs' fabric state is still judged."""
+    nvl72 = shipped("gpu.multi_node_nvlink=true")
+    assert not ALL_CHECKS["fabric_manager"].applies(nvl72)
+    assert ALL_CHECKS["fabric_manager"].applies(PROFILE)
+    assert CHECK.applies(nvl72)
