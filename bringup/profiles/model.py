@@ -196,8 +196,15 @@ class OptionalLink(_Section):
 
 
 class Pcie(_Section):
-    gpu: Link = Field(description="Every GPU's link (H100 SXM: Gen5 x16).")
-    nic: Link = Field(description="Every network card's link (ConnectX-7: Gen5 x16).")
+    gpu: OptionalLink = Field(
+        default_factory=OptionalLink,
+        description="Every GPU's link (H100 SXM: Gen5 x16). Unset: not judged, where no public figure "
+        "exists (a GB200 reaches its Grace CPU over NVLink-C2C; docs/platforms.md).",
+    )
+    nic: OptionalLink = Field(
+        default_factory=OptionalLink,
+        description="Every network card's link (ConnectX-7: Gen5 x16). Unset: not judged.",
+    )
     nvme: OptionalLink = Field(
         default_factory=OptionalLink,
         description="Every NVMe drive's link (U.2 data-centre drives: Gen4 x4, vendor datasheets); "
@@ -546,7 +553,7 @@ class Profile(_Section):
         description="How the nodes' firmware boots from the network (HGX platforms ship UEFI-only)."
     )
     gpu: Gpu
-    pcie: Pcie
+    pcie: Pcie = Field(default_factory=Pcie)
     ib: Ib
     pins: Pins
     floors: Floors
