@@ -173,6 +173,13 @@ class Gpu(_Section):
         description="GPUs talk over NVSwitch: the fabric manager must run, or CUDA init fails with "
         '"system not yet initialized" (docs/reference.md, GPU). Turns on the fabric manager check and role.'
     )
+    multi_node_nvlink: Bool = Field(
+        default=False,
+        description="The GPUs join a multi-node NVLink domain beyond the node (GB200/GB300 NVL72: the rack's "
+        "18 compute trays): every GPU must report a non-zero CliqueId and ClusterUUID (NVML "
+        "nvmlGpuFabricInfo, docs/platforms.md); a GPU in no domain is a tray that did not register. "
+        "Default false: an HGX node is its own NVLink domain (CliqueId 0).",
+    )
 
 
 class Link(_Section):
@@ -189,8 +196,15 @@ class OptionalLink(_Section):
 
 
 class Pcie(_Section):
-    gpu: Link = Field(description="Every GPU's link (H100 SXM: Gen5 x16).")
-    nic: Link = Field(description="Every network card's link (ConnectX-7: Gen5 x16).")
+    gpu: OptionalLink = Field(
+        default_factory=OptionalLink,
+        description="Every GPU's link (H100 SXM: Gen5 x16). Unset: not judged, where no public figure "
+        "exists (a GB200 reaches its Grace CPU over NVLink-C2C; docs/platforms.md).",
+    )
+    nic: OptionalLink = Field(
+        default_factory=OptionalLink,
+        description="Every network card's link (ConnectX-7: Gen5 x16). Unset: not judged.",
+    )
     nvme: OptionalLink = Field(
         default_factory=OptionalLink,
         description="Every NVMe drive's link (U.2 data-centre drives: Gen4 x4, vendor datasheets); "
@@ -561,7 +575,7 @@ class Profile(_Section):
         description="How the nodes' firmware boots from the network (HGX platforms ship UEFI-only)."
     )
     gpu: Gpu
-    pcie: Pcie
+    pcie: Pcie = Field(default_factory=Pcie)
     ib: Ib
     pins: Pins
     floors: Floors

@@ -64,7 +64,8 @@ class CopyBandwidthCheck(Check):
 def judge_copy(data: CopyBandwidth, profile: Profile, check: str = "copy_bandwidth") -> Result:
     """Judge parsed copy figures (pure); shared by the check and anything that re-judges them."""
     link = profile.pcie.gpu
-    raw = link_gbytes(link.gen, link.width)
+    # A profile may leave the link unset (docs/platforms.md): then only the floors apply.
+    raw = link_gbytes(link.gen, link.width) if link.gen and link.width else None
     floor = profile.floors.h2d_gbps
     fraction = profile.floors.copy_fraction_of_best
     figures = {
@@ -76,7 +77,7 @@ def judge_copy(data: CopyBandwidth, profile: Profile, check: str = "copy_bandwid
         "version": data.version,
         "method": data.method,
         "floor_gbps": floor,
-        "link": f"Gen{link.gen} x{link.width}",
+        "link": f"Gen{link.gen} x{link.width}" if link.gen and link.width else None,
         "link_raw_gbps": raw,
         "fraction_of_best": fraction,
         **{f"{d}_gbps": {f"GPU {i}": v for i, v in sorted(values.items())} for d, values in figures.items()},

@@ -495,13 +495,15 @@ class FabricManager(Check):
     name = "fabric_manager"
     stages = ("preflight",)
     service = Service.ALWAYS
-    judges = ("gpu.nvswitch",)
+    judges = ("gpu.nvswitch", "gpu.multi_node_nvlink")
     description = "nvidia-fabricmanager running (NVSwitch systems: without it CUDA cannot start)"
     timeout_s = 20
     judge_any_rc = True  # systemctl is-active exits 3 for inactive: that is the answer
 
     def applies(self, profile: Profile) -> bool:
-        return profile.gpu.nvswitch
+        # An NVL72 tray's fabric is managed from the switch trays; the tray runs IMEX instead
+        # (https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/mnnvl-user-guide.pdf).
+        return profile.gpu.nvswitch and not profile.gpu.multi_node_nvlink
 
     def command(self, profile: Profile) -> str:
         return "systemctl is-active nvidia-fabricmanager"

@@ -187,13 +187,13 @@ def _pcie_findings(readings: dict[str, list[dict[str, str | None]]], profile: Pr
         evidence = "; ".join(
             ", ".join(f"{k}={v}" for k, v in r.items() if k.startswith("pcie.")) for r in rows[:3]
         )
-        if widths and min(widths) < want_width:
+        if widths and want_width is not None and min(widths) < want_width:
             findings.append(
                 critical(
                     f"{gpu} link is x{min(widths)}, expected x{want_width}", Action.RESEAT, evidence, gpu
                 )
             )
-        if max_gens and max(max_gens) < want_gen:
+        if max_gens and want_gen is not None and max(max_gens) < want_gen:
             findings.append(
                 critical(
                     f"{gpu} can reach only Gen{max(max_gens)} (pcie.link.gen.max), expected Gen{want_gen}: "
@@ -203,7 +203,12 @@ def _pcie_findings(readings: dict[str, list[dict[str, str | None]]], profile: Pr
                     gpu,
                 )
             )
-        if gens and max(gens) < want_gen and not (max_gens and max(max_gens) < want_gen):
+        if (
+            gens
+            and want_gen is not None
+            and max(gens) < want_gen
+            and not (max_gens and max(max_gens) < want_gen)
+        ):
             findings.append(
                 info(
                     f"{gpu} link at Gen{max(gens)} in these captures: GPUs slow their link at idle",

@@ -39,7 +39,7 @@ def link_findings(where: str, subject: str, link: PcieLink, profile: Profile) ->
     want_gen, want_width = profile.pcie.gpu.gen, profile.pcie.gpu.width
     shown = f"PCIe Generation Max : {link.gen_max}, Link Width Current : {link.width_current}x"
     found = []
-    if link.width_current is not None and link.width_current < want_width:
+    if link.width_current is not None and want_width is not None and link.width_current < want_width:
         found.append(
             critical(
                 f"{where} link is x{link.width_current}, expected x{want_width}",
@@ -48,7 +48,7 @@ def link_findings(where: str, subject: str, link: PcieLink, profile: Profile) ->
                 subject,
             )
         )
-    if link.gen_max is not None and link.gen_max < want_gen:
+    if link.gen_max is not None and want_gen is not None and link.gen_max < want_gen:
         found.append(
             critical(
                 f"{where} can reach only Gen{link.gen_max}, expected Gen{want_gen}: the slot, riser or a BIOS "

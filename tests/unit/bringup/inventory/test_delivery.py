@@ -223,7 +223,9 @@ def test_load_names_the_file_and_lists_every_problem(tmp_path):
     lines = str(err.value).splitlines()
     assert lines == [
         f"{path}: field nodes.serials: serial 'SN1' is listed 2 times",
-        f"{path}: field profiles.h100-pcie: no hardware profile 'h100-pcie' (profiles in {tmp_path / 'profiles'}: h100-sxm-8x400g)",
+        f"{path}: field profiles.h100-pcie: no hardware profile 'h100-pcie' (profiles in {tmp_path / 'profiles'}: "
+        + ", ".join(sorted(p.stem for p in (tmp_path / "profiles").glob("*.yml")))
+        + ")",
     ]
     assert len(err.value.problems) == 2
 

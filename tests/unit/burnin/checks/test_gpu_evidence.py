@@ -78,3 +78,14 @@ def test_a_query_of_some_gpus_does_not_judge_the_count() -> None:
     assert result.verdict is Verdict.PASS
     assert "gpu.count" in result.not_covered
     assert _judge(text.replace("-i 0 ", "")).verdict is Verdict.FAIL
+
+
+def test_the_csv_holds_no_link_to_a_profile_that_leaves_it_unset():
+    from tests.profiles import minimal
+
+    unset = minimal(
+        {"pcie": {"gpu": None}, "gpu": {"count": 8, "model": "NVIDIA L40S"}, "pins": {"driver": "595.80"}}
+    )
+    text = load("nvidia_smi_query_gpu_pcie_link_csv_8xl40s_idle_gen1.txt")
+    result = judge(EVIDENCE_CHECKS["gpu_query_csv"], CommandOutput(stdout=text), unset)
+    assert not [f for f in result.findings if "Gen" in f.message or "link is x" in f.message]

@@ -30,3 +30,13 @@ def test_an_idle_link_passes_a_narrow_or_slow_one_is_reseated() -> None:
     assert [f.message for f in narrow] == ["GPU 0 link is x8, expected x16"]
     assert [f.action for f in narrow + slow] == [Action.RESEAT, Action.RESEAT]
     assert "Gen4" in slow[0].message
+
+
+def test_a_profile_that_leaves_the_gpu_link_unset_judges_no_link() -> None:
+    """A GB200's GPUs reach their Grace CPU over NVLink-C2C: a profile with no public figure for
+    the GPUs' PCIe link leaves pcie.gpu unset, and no reader holds a link to it."""
+    from tests.profiles import minimal
+
+    unset = minimal({"pcie": {"gpu": None, "nic": None}})
+    assert unset.pcie.gpu.gen is None and unset.pcie.nic.width is None
+    assert link_findings("GPU 0", "GPU 0", _link(3, 3, 8), unset) == []
