@@ -135,6 +135,14 @@ def run_health(opts: HealthOptions) -> HealthReport:
     return report
 
 
+def act_and_keep(report: HealthReport, opts: HealthOptions) -> None:
+    """Drain as ``report.decision`` says and keep the result and the metrics, as a run does, for
+    a caller that judged by itself (`burnin watch`: burnin/service/watch.py). No cursor moves."""
+    report.slurm_action = _act(report, opts)
+    report.finished_at = time.time()
+    _keep(report, opts, None, None)
+
+
 def _boot_id(path: Path) -> str | None:
     """This boot's id; None when it cannot be read (the cursor is then found by its records alone)."""
     try:
