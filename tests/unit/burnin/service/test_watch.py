@@ -158,3 +158,39 @@ def test_a_flood_of_harmless_lines_does_not_grow_memory(tmp_path, scontrol):
     tracemalloc.stop()
     assert grown < 64 * 1024, grown  # 40 rounds of every boot line and a huge one kept nothing
     assert len(s.pending) == 0 and s.cut == 45 and w.stats.failed == 0 and not scontrol.exists()
+
+
+def test_burnin_watch_follows_a_source_and_drains(tmp_path, scontrol):
+    """The command end to end: a source that prints the Xid 79 record after a while and keeps
+    running (as `dmesg --follow-new` does); the watcher drains once and stops at --for."""
+    from click.testing import CliRunner
+
+    from burnin.cli import main as burnin_main
+
+    xid = tmp_path / "xid.txt"
+    xid.write_text("\n".join(sample_lines("dmesg_iso_xid79_gpu0_DERIVED.txt")) + "\n")
+    source = tmp_path / "follow"
+    source.write_text(f"#!/bin/bash\nsleep 0.5\ncat {xid}\nexec sleep 60\n")
+    source.chmod(0o755)
+    res = CliRunner().invoke(
+        burnin_main,
+        [
+            "watch",
+            "--profile",
+            str(PROFILE.path),
+            "--node",
+            "node01",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--source",
+            str(source),
+            "--sys-root",
+            str(tmp_path),
+            "--for",
+            "3",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    updates = [c for c in scontrol.read_text().splitlines() if c.startswith("update")]
+    assert len(updates) == 1 and "Reason=bringup: kernel_log: " in updates[0] and "Xid 79" in updates[0]
+    assert "actions: kernel_log: drained" in res.output
