@@ -19,7 +19,7 @@ from burnin.service.health import EXIT_CANNOT_START
 from burnin.service.health_run import HealthOptions, run_health
 from burnin.service.state import DEFAULT_STATE_DIR
 from burnin.service.sync import sync_rack
-from burnin.service.watch import DEFAULT_SOURCE, INTERVAL_S, WatchOptions, run_watch
+from burnin.service.watch import DEFAULT_SOURCE, HOLD_OFF_S, INTERVAL_S, WatchOptions, run_watch
 
 
 @click.command("health")
@@ -151,6 +151,13 @@ def health_cmd(
     show_default=True,
     help="Seconds between counter readings.",
 )
+@click.option(
+    "--hold-off",
+    type=click.FloatRange(min=0),
+    default=HOLD_OFF_S,
+    show_default=True,
+    help="Seconds after acting for a check before the same check acts again.",
+)
 @click.option("--sys-root", type=click.Path(file_okay=False, path_type=Path), default=Path("/"), hidden=True)
 @click.option(
     "--for", "for_s", type=click.FloatRange(min=0), default=None, help="Stop after this many seconds."
@@ -170,6 +177,7 @@ def watch_cmd(
     textfile_dir: Path | None,
     source: str,
     interval: float,
+    hold_off: float,
     sys_root: Path,
     for_s: float | None,
     no_drain: bool,
@@ -202,7 +210,7 @@ def watch_cmd(
         breaker_db=breaker_db,
     )
     stats = run_watch(
-        WatchOptions(health, source=source, sys_root=sys_root, interval_s=interval),
+        WatchOptions(health, source=source, sys_root=sys_root, interval_s=interval, hold_off_s=hold_off),
         stop=lambda: bool(stopping) or (until is not None and time.monotonic() >= until),
     )
     note(
