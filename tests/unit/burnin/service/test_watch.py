@@ -194,3 +194,20 @@ def test_burnin_watch_follows_a_source_and_drains(tmp_path, scontrol):
     updates = [c for c in scontrol.read_text().splitlines() if c.startswith("update")]
     assert len(updates) == 1 and "Reason=bringup: kernel_log: " in updates[0] and "Xid 79" in updates[0]
     assert "actions: kernel_log: drained" in res.output
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2025-01-18T09:14:07,074562+00:00 NVRM: Xid (PCI:0000:53:00): 79, pid=0, GPU has fallen off the bus.",
+        "2025-01-18T09:14:07+0000 node01 kernel: NVRM: Xid (PCI:0000:53:00): 79, pid=0, GPU has fallen off the bus.",
+        "[1084456.074562] NVRM: Xid (PCI:0000:53:00): 79, pid=0, GPU has fallen off the bus.",
+    ],
+    ids=["dmesg-iso", "journalctl-short-iso", "dmesg-raw"],
+)
+def test_each_followers_format_is_judged(line):
+    """The sources --source may name print these forms of the sample's Xid 79 line."""
+    from burnin.service.watch import LineJudge
+
+    result = LineJudge(PROFILE).judge(line)
+    assert result is not None and result.verdict is Verdict.FAIL and "Xid 79" in result.findings[0].message
