@@ -551,6 +551,27 @@ class Health(_Section):
     )
 
 
+class Watch(_Section):
+    """`burnin watch`: error-counter rises over a reading interval, as rates (docs/in-service.md)."""
+
+    ib_symbol_errors_per_hour: NonNegativeNumber = Field(
+        default=120,
+        description="IB symbol errors per hour a port may gain; over it the node drains. The IBTA ceiling "
+        "(BER 10^-12): https://docs.oracle.com/cd/E19654-01/820-7751-12/z40004881932077.html",
+    )
+    ib_link_recoveries_per_hour: NonNegativeNumber = Field(
+        default=300,
+        description="IB link error recoveries per hour a port may gain; over it the node drains. NVSentinel's "
+        "5/min: https://github.com/NVIDIA/NVSentinel (docs/nic-health-monitor/link-counter-detection.md)",
+    )
+    ib_link_downs: NonNegativeInt = Field(
+        default=0, description="IB link downs a port may gain per reading (any ends its jobs: NVSentinel)."
+    )
+    aer_uncorrectable: NonNegativeInt = Field(
+        default=0, description="Uncorrectable PCIe AER errors a device may gain per reading."
+    )
+
+
 class Provisioning(_Section):
     nic: Str | None = Field(
         default=None,
@@ -585,6 +606,7 @@ class Profile(_Section):
     host_perf: HostPerf = Field(default_factory=HostPerf)
     provisioning: Provisioning = Field(default_factory=Provisioning)
     health: Health = Field(default_factory=Health)
+    watch: Watch = Field(default_factory=Watch)
 
     _path: Path | None = PrivateAttr(default=None)
 

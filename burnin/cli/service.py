@@ -19,6 +19,7 @@ from burnin.service.health import EXIT_CANNOT_START
 from burnin.service.health_run import HealthOptions, run_health
 from burnin.service.state import DEFAULT_STATE_DIR
 from burnin.service.sync import sync_rack
+from burnin.service.watch import DEFAULT_SOURCE, HOLD_OFF_S, INTERVAL_S, WatchOptions, run_watch
 
 
 @click.command("health")
@@ -127,6 +128,97 @@ def health_cmd(
     ctx.exit(report.exit_code)
 
 
+@click.command("watch")
+@click.option(
+    "--profile", "profile_name", required=True, help="The node's hardware profile, as for `burnin health`."
+)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
+@click.option("--node", default="", help="The node's Slurm name (default: this host's short name).")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_STATE_DIR,
+    show_default=True,
+)
+@click.option("--textfile-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option(
+    "--source", default=DEFAULT_SOURCE, show_default=True, help="The command that follows the kernel log."
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1),
+    default=INTERVAL_S,
+    show_default=True,
+    help="Seconds between counter readings.",
+)
+@click.option(
+    "--hold-off",
+    type=click.FloatRange(min=0),
+    default=HOLD_OFF_S,
+    show_default=True,
+    help="Seconds after acting for a check before the same check acts again.",
+)
+@click.option("--sys-root", type=click.Path(file_okay=False, path_type=Path), default=Path("/"), hidden=True)
+@click.option(
+    "--for", "for_s", type=click.FloatRange(min=0), default=None, help="Stop after this many seconds."
+)
+@click.option("--no-drain", is_flag=True, help="Judge and log only; never drain.")
+@click.option("--slurm-conf", default=None, help="SLURM_CONF for scontrol (default: Slurm's own).")
+@click.option(
+    "--breaker-db", default=None, envvar="BRINGUP_BREAKER_DB", metavar="URL", help="As for `burnin health`."
+)
+@click.pass_context
+def watch_cmd(
+    ctx: click.Context,
+    profile_name: str,
+    overrides: tuple[str, ...],
+    node: str,
+    state_dir: Path,
+    textfile_dir: Path | None,
+    source: str,
+    interval: float,
+    hold_off: float,
+    sys_root: Path,
+    for_s: float | None,
+    no_drain: bool,
+    slurm_conf: str | None,
+    breaker_db: str | None,
+) -> None:
+    """Follow the kernel log and the error counters; drain as `burnin health` does on a failure.
+
+    Runs until stopped (a systemd service: docs/in-service.md, "The resident watcher")."""
+    import logging
+    import signal
+    import time
+
+    try:
+        profile = apply_overrides(find_profile(profile_name, inventory_dir_from(ctx) / "profiles"), overrides)
+    except UserError as exc:
+        click.echo(f"burnin watch: cannot start: {exc}", err=True)
+        ctx.exit(EXIT_CANNOT_START)
+    logging.basicConfig(level=logging.WARNING, format="burnin watch: %(message)s")
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    until = None if for_s is None else time.monotonic() + for_s
+    health = HealthOptions(
+        profile,
+        node=node,
+        state_dir=state_dir,
+        textfile_dir=textfile_dir,
+        drain=not no_drain,
+        slurm_conf=slurm_conf,
+        breaker_db=breaker_db,
+    )
+    stats = run_watch(
+        WatchOptions(health, source=source, sys_root=sys_root, interval_s=interval, hold_off_s=hold_off),
+        stop=lambda: bool(stopping) or (until is not None and time.monotonic() >= until),
+    )
+    note(
+        f"{stats.lines} line(s), {stats.failed} failing, {stats.readings} counter reading(s); "
+        f"actions: {'; '.join(stats.actions) or 'none'}"
+    )
+
+
 @click.command("sync")
 @click.option("--rack", required=True, help="The rack (inventories/RACK.yml).")
 @click.option(
@@ -162,4 +254,4 @@ def sync_cmd(ctx: click.Context, rack: str, no_health: bool, concurrency: int, a
     )
 
 
-COMMANDS = [health_cmd, sync_cmd]
+COMMANDS = [health_cmd, sync_cmd, watch_cmd]

@@ -171,6 +171,15 @@ def streak_decision(
     return Decision(decision.verdict, True, health_reason(first.check, finding), first.check, finding)
 
 
+def act_and_keep(report: HealthReport, opts: HealthOptions) -> None:
+    """Drain as ``report.decision`` says and keep the result and the metrics, as a run does, for
+    a caller that judged by itself (`burnin watch`: burnin/service/watch.py). No cursor moves,
+    and the UNKNOWN streaks stay the health check's own (the watcher judged one check)."""
+    report.slurm_action = _act(report, opts)
+    report.finished_at = time.time()
+    _keep(report, opts, None, None, streaks=False)
+
+
 def _boot_id(path: Path) -> str | None:
     """This boot's id; None when it cannot be read (the cursor is then found by its records alone)."""
     try:
@@ -223,7 +232,9 @@ def _breaker_holds(report: HealthReport, opts: HealthOptions) -> str:
     )
 
 
-def _keep(report: HealthReport, opts: HealthOptions, new_cursor: object, cursor: object) -> None:
+def _keep(
+    report: HealthReport, opts: HealthOptions, new_cursor: object, cursor: object, streaks: bool = True
+) -> None:
     """The last result, the kernel-log cursor and the metrics; a failure here is a problem in
     the report, never a lost verdict (the exit code and the drain already stand)."""
     textfile = opts.textfile_dir
@@ -238,7 +249,8 @@ def _keep(report: HealthReport, opts: HealthOptions, new_cursor: object, cursor:
         report.state_file = str(opts.state_dir / state.LAST_RESULT)
         if new_cursor != cursor and isinstance(new_cursor, dict):
             state.write_cursor(opts.state_dir, new_cursor)
-        state.write_streaks(opts.state_dir, report.unknown_streak)
+        if streaks:
+            state.write_streaks(opts.state_dir, report.unknown_streak)
         state.write_last(opts.state_dir, report.to_dict())
     except OSError as exc:
         report.problems.append(f"state dir {opts.state_dir}: {exc.strerror or exc}")
