@@ -53,7 +53,7 @@ from pydantic_core import PydanticCustomError
 from bringup.core.errors import UserError
 from bringup.core.problems import Problem
 from bringup.core.yamlio import YamlError, load_yaml_file
-from bringup.profiles.model import Fraction, PositiveInt, PositiveNumber, Str, StrList
+from bringup.profiles.fields import Fraction, PositiveInt, PositiveNumber, Str, StrList
 
 __all__ = [
     "Acceptance",

@@ -15,20 +15,32 @@ threshold cannot silently fall back to its default. Loading, the file/field prob
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
-    model_validator,
 )
-from pydantic_core import PydanticCustomError
+
+from bringup.profiles.fields import (
+    Bool,
+    Fraction,
+    NonNegativeInt,
+    NonNegativeNumber,
+    Percent,
+    PositiveInt,
+    PositiveNumber,
+    Section,
+    Str,
+    StrList,
+    regexes,
+    strict,
+    strict_list,
+)
 
 BOOT_MODES = ("uefi", "legacy")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
@@ -47,116 +59,7 @@ DCGM_TESTS = (
 )
 
 
-def _strict(
-    *types: type,
-    gt: float | None = None,
-    ge: float | None = None,
-    le: float | None = None,
-    choices: tuple[str, ...] = (),
-) -> BeforeValidator:
-    """Type and range check with the project's wording (``must be int, got str 'eight'``).
-
-    Runs before pydantic's own validation, so a bool is never taken for a count and a string
-    never for a number. The same limits go into ``Field`` for the JSON Schema."""
-    want = " or ".join(t.__name__ for t in types)
-
-    def check(value: Any) -> Any:
-        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-            raise PydanticCustomError(
-                "wrong_type",
-                "must be {want}, got {got} {value}",
-                {"want": want, "got": type(value).__name__, "value": repr(value)},
-            )
-        if choices and value not in choices:
-            raise PydanticCustomError(
-                "not_a_choice",
-                "must be one of {choices}, got {value}",
-                {"choices": ", ".join(choices), "value": repr(value)},
-            )
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return value
-        if gt == 0 and le == 1 and not 0 < value <= 1:
-            raise PydanticCustomError(
-                "not_a_fraction", "is a fraction and must be in (0, 1], got {value}", {"value": str(value)}
-            )
-        if ge is not None and le is not None and not ge <= value <= le:
-            raise PydanticCustomError(
-                "out_of_range",
-                "must be from {ge} to {le}, got {value}",
-                {"ge": ge, "le": le, "value": str(value)},
-            )
-        if gt == 0 and value <= 0:
-            raise PydanticCustomError("not_positive", "must be positive, got {value}", {"value": str(value)})
-        if ge == 0 and value < 0:
-            raise PydanticCustomError("negative", "must not be negative, got {value}", {"value": str(value)})
-        if le is not None and value > le:
-            raise PydanticCustomError(
-                "too_big", "must be at most {le}, got {value}", {"le": le, "value": str(value)}
-            )
-        return value
-
-    return BeforeValidator(check)
-
-
-def _strict_list(value: Any) -> Any:
-    if not isinstance(value, list):
-        raise PydanticCustomError(
-            "wrong_type",
-            "must be list, got {got} {value}",
-            {"got": type(value).__name__, "value": repr(value)},
-        )
-    return value
-
-
-def _regexes(value: tuple[str, ...]) -> tuple[str, ...]:
-    for pattern in value:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise PydanticCustomError(
-                "bad_regex",
-                "{pattern} is not a regular expression: {why}",
-                {"pattern": repr(pattern), "why": str(exc)},
-            ) from None
-    return value
-
-
-Str = Annotated[str, _strict(str)]
-Bool = Annotated[bool, _strict(bool)]
-PositiveInt = Annotated[int, Field(gt=0), _strict(int, gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0), _strict(int, ge=0)]
-PositiveNumber = Annotated[float, Field(gt=0), _strict(int, float, gt=0)]
-NonNegativeNumber = Annotated[float, Field(ge=0), _strict(int, float, ge=0)]
-Fraction = Annotated[float, Field(gt=0, le=1), _strict(int, float, gt=0, le=1)]
-Percent = Annotated[float, Field(gt=0, le=100), _strict(int, float, gt=0, le=100)]
-StrList = Annotated[tuple[Str, ...], BeforeValidator(_strict_list)]
-
-
-class _Section(BaseModel):
-    """A mapping in the profile: closed (unknown keys are errors), immutable, nulls mean unset."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _prepare(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        # ``vbios:`` with no value is "not pinned": the field's default, or "missing" if required.
-        data = {k: v for k, v in data.items() if v is not None}
-        # A required section that is absent is checked as empty, so each required key in it is
-        # reported by its full name (``ib.rate_gbps: missing``), not only ``ib: missing``.
-        for name, info in cls.model_fields.items():
-            if (
-                info.is_required()
-                and isinstance(info.annotation, type)
-                and issubclass(info.annotation, _Section)
-            ):
-                data.setdefault(name, {})
-        return data
-
-
-class Gpu(_Section):
+class Gpu(Section):
     model: Str = Field(
         description='Product name every GPU must report, as `nvidia-smi -q` prints "Product Name" '
         '(e.g. "NVIDIA H100 80GB HBM3" on HGX H100 SXM5).'
@@ -182,7 +85,7 @@ class Gpu(_Section):
     )
 
 
-class Link(_Section):
+class Link(Section):
     gen: PositiveInt = Field(
         description="PCIe generation the link must reach (5 = 32 GT/s). GPUs drop link speed at idle "
         "(power saving), so speed is judged under load (docs/reference.md, PCIe)."
@@ -190,12 +93,12 @@ class Link(_Section):
     width: PositiveInt = Field(description="PCIe lanes the link must have (16 = x16); judged at idle too.")
 
 
-class OptionalLink(_Section):
+class OptionalLink(Section):
     gen: PositiveInt | None = Field(default=None, description="PCIe generation; unset: not judged.")
     width: PositiveInt | None = Field(default=None, description="PCIe lanes; unset: not judged.")
 
 
-class Pcie(_Section):
+class Pcie(Section):
     gpu: OptionalLink = Field(
         default_factory=OptionalLink,
         description="Every GPU's link (H100 SXM: Gen5 x16). Unset: not judged, where no public figure "
@@ -212,7 +115,7 @@ class Pcie(_Section):
     )
 
 
-class Ib(_Section):
+class Ib(Section):
     hca_count: NonNegativeInt = Field(
         description="InfiniBand ports each node must have, of the link layer below (one NDR HCA per GPU "
         "on a rail-optimised fabric). 0: no InfiniBand; the ib checks and the ib stage are skipped."
@@ -220,7 +123,7 @@ class Ib(_Section):
     rate_gbps: PositiveNumber = Field(
         description='Rate every port must run at, Gb/s (NDR: ibstat "Rate: 400").'
     )
-    link_layer: Annotated[Literal[LINK_LAYERS], _strict(str, choices=LINK_LAYERS)] = Field(
+    link_layer: Annotated[Literal[LINK_LAYERS], strict(str, choices=LINK_LAYERS)] = Field(
         description="Link layer of the ports judged; ports of the other layer on the same HCAs (a "
         "BlueField or CX Ethernet port) are listed but are not failures."
     )
@@ -230,7 +133,7 @@ def _pin(text: str, unset: str = "not pinned") -> Any:
     return Field(default=None, description=f"{text} Unset: {unset}.")
 
 
-class Pins(_Section):
+class Pins(Section):
     """Versions: what the checks require and what `bringup configure` installs (playbooks/roles/*)."""
 
     driver: Str = Field(
@@ -262,7 +165,7 @@ class Pins(_Section):
     sysbench: Str | None = _pin("sysbench version (memory bandwidth, the host stage).")
 
 
-class Floors(_Section):
+class Floors(Section):
     """Performance a node must reach; a figure below its floor fails the check."""
 
     ib_write_bw_fraction: Fraction = Field(
@@ -316,16 +219,16 @@ class Floors(_Section):
     )
 
 
-class Diag(_Section):
+class Diag(Section):
     """How long and how hard the burn-in stages load a node."""
 
-    dcgm_level: Annotated[int, Field(ge=1, le=4), _strict(int, ge=1, le=4)] = Field(
+    dcgm_level: Annotated[int, Field(ge=1, le=4), strict(int, ge=1, le=4)] = Field(
         description="`dcgmi diag -r N` level: 1 seconds, 2 about 2 min, 3 about 15 min (acceptance), "
         "4 up to hours (docs/reference.md, GPU)."
     )
     dcgm_not_applicable: Annotated[
-        tuple[Annotated[Literal[DCGM_TESTS], _strict(str, choices=DCGM_TESTS)], ...],
-        BeforeValidator(_strict_list),
+        tuple[Annotated[Literal[DCGM_TESTS], strict(str, choices=DCGM_TESTS)], ...],
+        BeforeValidator(strict_list),
     ] = Field(
         default=[],
         description="DCGM tests of the level that do not apply on this platform, so may be skipped "
@@ -375,7 +278,7 @@ class Diag(_Section):
     )
 
 
-class Host(_Section):
+class Host(Section):
     """The node as a Linux host: disks, clock, container runtime, kernel log."""
 
     disk_use_warn_pct: Percent = Field(
@@ -403,13 +306,13 @@ class Host(_Section):
         description="Image the container runtime check starts with every GPU (`docker run --gpus all`); "
         "its CUDA must suit the driver (12.2 = driver 535's CUDA). Default the CUDA 12.2.2 base image.",
     )
-    kernel_log_allowlist: Annotated[StrList, AfterValidator(_regexes)] = Field(
+    kernel_log_allowlist: Annotated[StrList, AfterValidator(regexes)] = Field(
         default=[],
         description="Extra regular expressions of kernel log lines known to be harmless at this site.",
     )
 
 
-class Hardware(_Section):
+class Hardware(Section):
     """What the node itself must report: DIMMs (dmidecode), CPUs (lscpu), NVMe drives (smartctl).
     Each figure left unset is not judged; a check with none of its figures set does not run."""
 
@@ -443,7 +346,7 @@ class Hardware(_Section):
         return self.cpu_model is not None or self.cpu_cores is not None
 
 
-class HostPerf(_Section):
+class HostPerf(Section):
     """Host performance floors (the `host` stage): memory bandwidth (sysbench), local NVMe
     throughput, IOPS and latency (fio) and CPU thermal throttling under a sustained load. Each
     check runs only when its figures are set; docs/reference.md, "Host (node) tests"."""
@@ -511,7 +414,7 @@ class HostPerf(_Section):
         )
 
 
-class Health(_Section):
+class Health(Section):
     """`burnin health`, the in-service check Slurm runs on the node (docs/in-service.md)."""
 
     budget_s: PositiveNumber = Field(
@@ -551,7 +454,7 @@ class Health(_Section):
     )
 
 
-class Watch(_Section):
+class Watch(Section):
     """`burnin watch`: error-counter rises over a reading interval, as rates (docs/in-service.md)."""
 
     ib_symbol_errors_per_hour: NonNegativeNumber = Field(
@@ -572,7 +475,7 @@ class Watch(_Section):
     )
 
 
-class Provisioning(_Section):
+class Provisioning(Section):
     nic: Str | None = Field(
         default=None,
         description="Which NIC PXE-boots, when the host/group var provisioning_nic does not say: "
@@ -580,7 +483,7 @@ class Provisioning(_Section):
     )
 
 
-class Profile(_Section):
+class Profile(Section):
     """A validated hardware profile. ``path`` is where it was read from (not part of the YAML)."""
 
     model_config = ConfigDict(
@@ -592,7 +495,7 @@ class Profile(_Section):
 
     name: Str = Field(description="The profile's name: its file name without .yml.")
     description: Str = Field(description="The hardware in one line.")
-    boot_mode: Annotated[Literal[BOOT_MODES], _strict(str, choices=BOOT_MODES)] = Field(
+    boot_mode: Annotated[Literal[BOOT_MODES], strict(str, choices=BOOT_MODES)] = Field(
         description="How the nodes' firmware boots from the network (HGX platforms ship UEFI-only)."
     )
     gpu: Gpu
