@@ -173,6 +173,13 @@ class Gpu(_Section):
         description="GPUs talk over NVSwitch: the fabric manager must run, or CUDA init fails with "
         '"system not yet initialized" (docs/reference.md, GPU). Turns on the fabric manager check and role.'
     )
+    multi_node_nvlink: Bool = Field(
+        default=False,
+        description="The GPUs join a multi-node NVLink domain beyond the node (GB200/GB300 NVL72: the rack's "
+        "18 compute trays): every GPU must report a non-zero CliqueId and ClusterUUID (NVML "
+        "nvmlGpuFabricInfo, docs/platforms.md); a GPU in no domain is a tray that did not register. "
+        "Default false: an HGX node is its own NVLink domain (CliqueId 0).",
+    )
 
 
 class Link(_Section):

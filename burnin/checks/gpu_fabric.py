@@ -31,7 +31,7 @@ class GpuFabricState(SmiQueryCheck):
 
     name = "gpu_fabric_state"
     service = Service.ALWAYS
-    judges = ("gpu.nvswitch",)
+    judges = ("gpu.nvswitch", "gpu.multi_node_nvlink")
     description = (
         "every GPU registered with the NVLink fabric: Completed with Success, one NVLink domain, healthy"
     )
@@ -75,6 +75,17 @@ class GpuFabricState(SmiQueryCheck):
                 )
             else:
                 findings += _fabric_domain(where, gpu, domains) + _fabric_health(where, gpu)
+        if profile.gpu.multi_node_nvlink and ("none", ZERO_UUID) in domains:
+            n = domains[("none", ZERO_UUID)]
+            findings.append(
+                critical(
+                    f"{n} GPU(s) joined no multi-node NVLink domain (CliqueId 0, zero ClusterUUID), which "
+                    "the profile requires (gpu.multi_node_nvlink): the tray did not register with the "
+                    "rack's NVLink fabric; reboot, then check its NVLink switch trays and cables",
+                    Action.REBOOT,
+                    f"CliqueId: 0, ClusterUUID: {ZERO_UUID}",
+                )
+            )
         if len(domains) > 1:
             seen = ", ".join(f"clique {c} of {u} ({n} GPUs)" for (c, u), n in sorted(domains.items()))
             findings.append(

@@ -120,3 +120,14 @@ def test_it_runs_in_preflight_and_in_service_on_nvswitch_systems_only():
     assert CHECK in health_checks(PROFILE)
     pcie_card = shipped("gpu.nvswitch=false")
     assert CHECK not in stage_checks("preflight", pcie_card) and CHECK not in health_checks(pcie_card)
+
+
+def test_a_tray_of_a_multi_node_nvlink_domain_whose_gpus_joined_none_fails():
+    """On an NVL72 compute tray (gpu.multi_node_nvlink) every GPU must join the rack's NVLink
+    domain: CliqueId 0 with a zero ClusterUUID is a tray that did not register, not a pass."""
+    nvl72 = shipped("gpu.multi_node_nvlink=true")
+    result = judge(CHECK, CommandOutput(stdout=with_blocks(*[ZERO] * 8)), nvl72)
+    assert result.verdict is Verdict.FAIL
+    assert {f.action for f in result.findings} == {Action.REBOOT}
+    assert any("no multi-node NVLink domain" in f.message for f in result.findings)
+    assert judge(CHECK, CommandOutput(stdout=with_blocks(*[DOMAIN] * 8)), nvl72).verdict is Verdict.PASS
