@@ -24,6 +24,7 @@ class ImexDomainCheck(Check):
     name = "imex_domain"
     stages = ("preflight",)
     service = Service.ALWAYS
+    reads = ("nvidia-imex-ctl -N",)
     judges = ("gpu.multi_node_nvlink",)
     description = "the IMEX daemon runs and every node of its NVLink domain is READY and connected (NVL72)"
     timeout_s = 30
