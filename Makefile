@@ -11,7 +11,7 @@
 #   make provision RACK=r01 [BATCH=32] [PROVISION_ARGS=--dry-run]   discovered nodes -> provisioned
 #   make configure RACK=r01 [TAGS=base,nvidia_driver] [BATCH=32] [CONFIGURE_ARGS=--check]   provisioned -> configured
 #   make burnin RACK=r01 [STAGES=preflight,gpu,pcie,ib,nccl]   burn in a rack's configured nodes
-#   make golden RACK=r01 [FORMAT=hostfile|slurm|json|csv] [OUTPUT=file] [GOLDEN_STAGES=..]   golden list
+#   make golden RACK=r01 [FORMAT=hostfile|slurm|json|csv|topology-block] [OUTPUT=file] [GOLDEN_STAGES=..]   golden list
 #   make report RACK=r01 [REPORT_DIR=reports]   HTML + JUnit report of the rack's burn-in
 #   make accept RACK=r01 DELIVERY=po42 [SOAK=72h] [OUT=dir]   test a delivery against its order (docs/acceptance.md)
 
@@ -113,7 +113,7 @@ REPORT_DIR    ?= reports
 .PHONY: golden report
 
 golden: install
-	@test -n "$(RACK)" || { echo "usage: make golden RACK=<rack> [FORMAT=hostfile|slurm|json|csv] [OUTPUT=file]"; exit 2; }
+	@test -n "$(RACK)" || { echo "usage: make golden RACK=<rack> [FORMAT=hostfile|slurm|json|csv|topology-block] [OUTPUT=file]"; exit 2; }
 	@$(BIN)/burnin golden --rack $(RACK) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) \
 		$(if $(GOLDEN_STAGES),--stages $(GOLDEN_STAGES)) $(if $(MAX_AGE),--max-age $(MAX_AGE))
 

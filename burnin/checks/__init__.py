@@ -10,6 +10,7 @@ from __future__ import annotations
 # isort: off
 from burnin.checks import gpu  # noqa: F401
 from burnin.checks import gpu_fabric  # noqa: F401
+from burnin.checks import imex  # noqa: F401
 from burnin.checks import gpu_load  # noqa: F401
 from burnin.checks import gpu_bmc  # noqa: F401
 from burnin.checks import kernel  # noqa: F401

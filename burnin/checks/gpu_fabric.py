@@ -91,6 +91,8 @@ class GpuFabricState(SmiQueryCheck):
             findings.append(
                 critical(f"the node's GPUs are in different NVLink domains: {seen}", Action.REBOOT, seen)
             )
+        if profile.gpu.multi_node_nvlink and (silent := _no_domain_shown(gpus)):
+            findings.append(silent)
         metrics: dict = {"states": dict(Counter(g.fabric_state or "N/A" for g in gpus))}
         if len(domains) == 1 and ("none", ZERO_UUID) not in domains:
             ((metrics["clique_id"], metrics["cluster_uuid"]),) = domains
@@ -146,3 +148,26 @@ def _fabric_health(where: str, gpu: GpuQuery) -> list[Finding]:
             )
         )
     return found
+
+
+def _no_domain_shown(gpus: list[GpuQuery]) -> Finding | None:
+    """On a profile that requires a multi-node NVLink domain, registered GPUs that print no CliqueId
+    and no ClusterUUID (drivers before 550: docs/burnin.md): nothing shows they joined the rack's
+    domain, so they fail as a tray in none would."""
+    silent = [
+        g
+        for g in gpus
+        if g.fabric_state == "Completed"
+        and g.fabric_status == "Success"
+        and g.fabric_clique_id is None
+        and g.fabric_cluster_uuid is None
+    ]
+    if not silent:
+        return None
+    return critical(
+        f"{len(silent)} GPU(s) registered with the NVLink fabric but report no CliqueId or ClusterUUID, "
+        "which the profile requires (gpu.multi_node_nvlink): install the driver the profile pins (550 or "
+        "later reports the domain), then check the tray joined the rack's domain",
+        Action.RECONFIGURE,
+        "Fabric: State Completed, Status Success, no CliqueId/ClusterUUID lines",
+    )

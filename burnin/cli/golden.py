@@ -51,10 +51,11 @@ def _setup(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["hostfile", "slurm", "json", "csv"]),
+    type=click.Choice(["hostfile", "slurm", "json", "csv", "topology-block"]),
     default="hostfile",
     show_default=True,
-    help="hostfile: OpenMPI 'HOST slots=N'; slurm: a compressed hostlist; json, csv: full records.",
+    help="hostfile: OpenMPI 'HOST slots=N'; slurm: a compressed hostlist; json, csv: full records; "
+    "topology-block: Slurm's topology.conf, one block per NVLink domain (NVL72 racks).",
 )
 @click.option("--excluded", is_flag=True, help="The excluded nodes with their reasons instead of the golden.")
 @click.option(

@@ -283,6 +283,15 @@ TOOLS: tuple[Tool, ...] = (
         ),
         instead="the nvlink check reads `nvidia-smi nvlink -s` (every link up, at its speed)",
     ),
+    Tool(
+        "nvidia-imex-ctl -N",
+        (
+            mark(r"^Domain State: \w+\s*$", 3, "the 'Domain State:' line"),
+            mark(r"^Node #\d+\s+- \S+\s+- \S+", 3, "'Node #N - ADDRESS - STATE' lines"),
+            mark(r"^Connectivity Table Legend:", 3, "the 'Connectivity Table Legend'"),
+            mark(r"^IMEX daemon: \S+\s*$", 2, "the imex_domain check's 'IMEX daemon:' line"),
+        ),
+    ),
     # ---- kernel log ---------------------------------------------------------------------------
     Tool(
         "dmesg / journalctl -k",

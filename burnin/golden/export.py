@@ -1,4 +1,5 @@
-"""Exports of the golden list for trainers and schedulers: hostfile, Slurm hostlist, JSON, CSV.
+"""Exports of the golden list for trainers and schedulers: hostfile, Slurm hostlist, JSON, CSV,
+and Slurm's topology/block file (one block per NVLink domain).
 
 Everything here is pure (records in, text out); ``bringup.local.files.atomic_write`` writes them.
 Every export says when it was made and from which store (a ``#`` comment header, or top-level
@@ -33,9 +34,10 @@ from typing import Any
 from bringup.core.csvcell import csv_row
 from bringup.core.errors import BadInput
 from bringup.core.hostnames import address_problem, hostname_problem
+from burnin.golden import topology
 from burnin.golden.rules import Decision, GoldenRules, NodeFacts, format_age
 
-FORMATS = ("hostfile", "slurm", "json", "csv")
+FORMATS = ("hostfile", "slurm", "json", "csv", "topology-block")
 # The formats that show each node's GPUs, HCAs and firmware: only they need the ibstat evidence
 # read and parsed, most of the selection's time at 10,000 nodes.
 HARDWARE_FORMATS = ("json", "csv")
@@ -317,6 +319,7 @@ def golden_record(
         "profile": node.profile,
         "state": node.state,
         "slots": slots_of(fact),
+        "nvlink_domain": topology.nvlink_domain_of(fact.rows),
     }
     if hardware:
         inventory = _result(fact.rows, "gpu_inventory")
@@ -536,6 +539,38 @@ def render_excluded_text(meta: ExportMeta, golden: int, excluded: Sequence[dict[
     )
 
 
+def render_topology_block(
+    meta: ExportMeta,
+    golden: Sequence[dict[str, Any]],
+    excluded: Sequence[dict[str, Any]],
+    want_excluded: bool,
+) -> str:
+    """Slurm's topology.conf for the topology/block plugin (https://slurm.schedmd.com/topology.conf.html):
+    ``BlockName=NAME Nodes=HOSTLIST``, one block per NVLink domain of the golden nodes
+    (burnin/golden/topology.py); nodes with no domain in no block, named on a '#' line. With
+    ``want_excluded``: the excluded nodes and their reasons as '#' lines, no block."""
+    lines = header_lines(meta, "slurm topology (block)", len(golden), len(golden) + len(excluded))
+    if want_excluded:
+        lines += [
+            f"{_one_line(r['name'])} ({r['state']}): {_one_line('; '.join(r['reasons']))}" for r in excluded
+        ]
+        return _comment(lines)
+    blocks, outside = topology.blocks_of(golden)
+    lines.append(
+        "one block per NVLink domain (ClusterUUID, CliqueId of gpu_fabric_state); TopologyPlugin=topology/block"
+    )
+    lines += [
+        f"{b.name}: ClusterUUID {_one_line(b.domain['cluster_uuid'])}, CliqueId {_one_line(b.domain['clique_id'])}, "
+        f"{len(b.nodes)} node(s)"
+        for b in blocks
+    ]
+    if outside:
+        lines.append(f"no NVLink domain, in no block: {compress_hostlist(outside)}")
+    return _comment(lines) + "".join(
+        f"BlockName={b.name} Nodes={compress_hostlist(b.nodes)}\n" for b in blocks
+    )
+
+
 def render(
     fmt: str,
     meta: ExportMeta,
@@ -553,4 +588,6 @@ def render(
         return render_json(meta, golden, excluded)
     if fmt == "csv":
         return render_csv(meta, golden, excluded, want_excluded)
+    if fmt == "topology-block":
+        return render_topology_block(meta, golden, excluded, want_excluded)
     raise ValueError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")

@@ -29,8 +29,13 @@ from burnin.stages import ALL_STAGES, GROUP_STAGE_NAMES, stage_checks
 from tests.profiles import shipped
 
 # Between them, every registered check applies to one of these (zfs_pool wants a pool, the
-# fabric manager an NVSwitch).
-PROFILES = (shipped(), shipped("host.zfs=true"), shipped("gpu.nvswitch=false"))
+# fabric manager an NVSwitch, imex_domain a multi-node NVLink domain).
+PROFILES = (
+    shipped(),
+    shipped("host.zfs=true"),
+    shipped("gpu.nvswitch=false"),
+    shipped("gpu.multi_node_nvlink=true"),
+)
 
 
 # ---- the properties: each returns its problems, [] when it holds --------------------------------
@@ -381,10 +386,11 @@ def _runs_all(registry: Registry) -> Callable[..., list[Check]]:
 
 def test_a_service_check_burnin_health_does_not_run_is_reported() -> None:
     """Declared for service, but health_checks (the real one) does not know it."""
-    problems = service_problems(_real_and_bogus(service=Service.ALWAYS), profiles=PROFILES[:1])
-    assert problems == [
-        "bogus (always) on h100-sxm-8x400g: run by burnin health False, with --container False"
-    ]
+    problems = service_problems(_real_and_bogus(service=Service.ALWAYS), profiles=(PROFILES[0], PROFILES[3]))
+    assert (
+        problems
+        == ["bogus (always) on h100-sxm-8x400g: run by burnin health False, with --container False"] * 2
+    )
 
 
 def test_a_check_burnin_health_runs_undeclared_or_unasked_is_reported() -> None:

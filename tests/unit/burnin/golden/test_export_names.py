@@ -57,6 +57,9 @@ def check_export(fmt: str, want_excluded: bool, text: str, names: list[str]) -> 
     elif fmt == "slurm":
         (hostlist,) = _body(text) or [""]
         assert sorted(expand_hostlist(hostlist)) == sorted(names)
+    elif fmt == "topology-block":  # block lines only; the excluded nodes only as '#' lines
+        body = _body(text)
+        assert all(x.startswith("BlockName=") for x in body) and not (want_excluded and body), text
     elif want_excluded:  # the excluded nodes for people: one line each, three tab-separated fields
         lines = _body(text)
         assert len(lines) == len(names) and all(len(x.split("\t")) == 3 for x in lines), lines
@@ -75,7 +78,9 @@ def test_each_bad_name_through_each_export(name, fmt, want_excluded):
     except UserError as exc:
         message = str(exc)
         assert "\n" not in message and repr(name) in message, message
-        assert fmt in ("hostfile", "slurm"), f"{fmt} can carry any text, yet refused: {message}"
+        assert fmt in ("hostfile", "slurm", "topology-block"), (
+            f"{fmt} can carry any text, yet refused: {message}"
+        )
         return
     names = [name, name] if fmt == "json" else [name] if want_excluded or fmt == "slurm" else []
     check_export(fmt, want_excluded, text, names)
