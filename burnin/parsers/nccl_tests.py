@@ -100,6 +100,28 @@ class NcclError:
     line: str = ""
 
 
+# Bytes per element of nccl-tests' type names (its -d option).
+_TYPE_BYTES = {
+    "int8": 1,
+    "char": 1,
+    "uint8": 1,
+    "int32": 4,
+    "int": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+}
+
+
 @dataclass(frozen=True)
 class NcclTestRun:
     format: str  # 'text' or 'json'
@@ -123,6 +145,28 @@ class NcclTestRun:
     warns: tuple[NcclWarn, ...] = ()
     errors: tuple[NcclError, ...] = ()
     complete: bool = False  # the 'Avg bus bandwidth' footer was printed: the test ran to its end
+
+    @property
+    def is_all_reduce(self) -> bool | None:
+        """Whether this is an all_reduce run (what the profile's busbw floors are measured with):
+        from the collective the output names, else from its rows. all_reduce has a reduction
+        ('sum') and prints the whole buffer's element count (size = count x type size); all_gather
+        and alltoall print one rank's share (size = count x type size x ranks) or no reduction
+        ('none'). None when neither tells (https://github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md)."""
+        if self.collective:
+            return self.collective.rsplit("/", 1)[-1].startswith("all_reduce")
+        rows = [r for r in self.rows if r.size > 0 and r.count > 0]
+        if any(r.redop == "none" for r in rows):
+            return False
+        width = _TYPE_BYTES.get(rows[-1].type) if rows else None
+        ranks = len(self.ranks)
+        if width is None:
+            return None
+        if all(r.size == r.count * width for r in rows):
+            return True
+        if ranks > 1 and all(r.size == r.count * width * ranks for r in rows):
+            return False
+        return None
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -372,3 +372,18 @@ def test_is_result_row_picks_exactly_the_table_rows(sample, name):
 
 def test_is_result_row_with_per_iteration_columns():
     assert is_result_row(ROW_1M.rstrip("\n")) and not is_result_row(NEW_HEADER.splitlines()[0])
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("nccl_tests_all_gather_perf_8gpu_ok.txt", False),  # old table: count is per rank (size / 4 / 8)
+        ("nccl_tests_alltoall_perf_8gpu_ok.txt", False),
+        ("nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt", True),  # 'sum', root -1, count = size / 4
+    ],
+)
+def test_whether_a_run_is_an_all_reduce_is_read_from_its_rows_when_it_does_not_say(name, expected):
+    """The profile's bus-bandwidth floors are all_reduce_perf figures; an old table names no
+    collective, but its counts do: all_reduce prints the whole buffer's elements, all_gather and
+    alltoall one rank's share (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)."""
+    assert parse_nccl_tests(load(name)).is_all_reduce is expected
