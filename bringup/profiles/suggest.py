@@ -84,7 +84,8 @@ def listed_gpus(hardware: Mapping[str, Any]) -> Listed | None:
     return Listed(models, system_model if isinstance(system_model, str) and system_model else None)
 
 
-def _expects(profile: Profile) -> str:
+def expects(profile: Profile) -> str:
+    """What a profile expects the BMC to list: "8 x NVIDIA H100 80GB HBM3"."""
     return f"{profile.gpu.count} x {profile.gpu.model}"
 
 
@@ -101,7 +102,7 @@ def _nearest(listed: Listed, profiles: Mapping[str, Profile]) -> list[str]:
     A100 80 GB profile for a 40 GB A100), for the operator to read, never to pick."""
     words = {w for m, _ in listed.models for w in model_words(m).split()} - _VENDOR_WORDS
     return [
-        f"{name} ({_expects(p)})"
+        f"{name} ({expects(p)})"
         for name, p in sorted(profiles.items())
         if words & (set(model_words(p.gpu.model).split()) - _VENDOR_WORDS)
     ]
@@ -143,9 +144,7 @@ def mismatch(
         return None
     if all(m is None for m, _ in listed.models):
         return None  # GPUs without a model: nothing to compare a name with
-    why = (
-        f"node {node}: the BMC lists {listed.text()}; its profile {profile_name} expects {_expects(profile)}"
-    )
+    why = f"node {node}: the BMC lists {listed.text()}; its profile {profile_name} expects {expects(profile)}"
     found = suggest(hardware, profiles).profiles if profiles else ()
     instead = f" (the BMC's GPUs fit {', '.join(found)})" if found else ""
     return f"{why}{instead}: set the host's profile in the inventory (or pass --force to go on)"
