@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -17,7 +16,7 @@ from bringup.fleet.enroll import enroll_hosts
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.inventory.rack import load_rack
-from bringup.profiles.suggest import expects, mismatch, shipped_profiles, suggest
+from bringup.profiles.suggest import report, shipped_profiles
 
 # -- inventory ----------------------------------------------------------------------------
 
@@ -152,7 +151,8 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     record = node_record(store.get_node(node))
     history = store.history(node)
     results = store.latest_results(node)
-    from_bmc = _profile_from_bmc(record, inventory_dir_from(ctx))
+    shipped = shipped_profiles(inventory_dir_from(ctx) / "profiles")
+    from_bmc = report(record["name"], record.get("hardware") or {}, record["profile"], shipped)
     if as_json:
         record["profile_from_bmc"] = from_bmc
         record["history"] = [
@@ -207,26 +207,6 @@ def nodes_history(ctx: click.Context, node: str, kind: str | None, as_json: bool
         what = f"{e.from_state or '-'} -> {e.to_state}" if e.kind == "transition" else e.kind
         out.add_row(e.time.strftime("%Y-%m-%d %H:%M:%S"), what, e.reason, e.actor, str(e.run_id or "-"))
     console.print(out)
-
-
-def _profile_from_bmc(record: dict[str, Any], inventory_dir: Path) -> dict[str, Any]:
-    """The profile the BMC's GPUs suggest, and why its own does not fit where it does not
-    (bringup/profiles/suggest.py; docs/platforms.md, "Profile from discovery")."""
-    hardware = record.get("hardware") or {}
-    shipped = shipped_profiles(inventory_dir / "profiles")
-    found = suggest(hardware, shipped)
-    own = shipped.get(record.get("profile") or "")
-    wrong = mismatch(record["name"], hardware, record["profile"], own, shipped) if own else None
-    line = found.why
-    if wrong and own:
-        line += f"; its profile {record['profile']} expects {expects(own)}: configure and burn-in refuse it"
-    return {
-        "profiles": list(found.profiles),
-        "why": found.why,
-        "compared": found.compared,
-        "mismatch": wrong,
-        "line": line,
-    }
 
 
 def _event(e: Any) -> dict[str, Any]:

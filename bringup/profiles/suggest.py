@@ -150,6 +150,27 @@ def mismatch(
     return f"{why}{instead}: set the host's profile in the inventory (or pass --force to go on)"
 
 
+def report(
+    node: str, hardware: Mapping[str, Any], profile_name: str, profiles: Mapping[str, Profile]
+) -> dict[str, Any]:
+    """What ``bringup nodes show`` and ``bringup discover`` print and write as
+    ``profile_from_bmc``: the suggestion, and the mismatch with the node's own profile if any;
+    ``line`` is the one line of text."""
+    found = suggest(hardware, profiles)
+    own = profiles.get(profile_name)
+    wrong = mismatch(node, hardware, profile_name, own, profiles) if own is not None else None
+    line = found.why
+    if wrong and own is not None:
+        line += f"; its profile {profile_name} expects {expects(own)}: configure and burn-in refuse it"
+    return {
+        "profiles": list(found.profiles),
+        "why": found.why,
+        "compared": found.compared,
+        "mismatch": wrong,
+        "line": line,
+    }
+
+
 def shipped_profiles(profiles_dir: Path) -> dict[str, Profile]:
     """Every valid profile in ``profiles_dir`` by name (the edge: reads files); one that does
     not load is left out, as ``bringup inventory validate`` reports it."""
