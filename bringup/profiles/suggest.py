@@ -136,9 +136,11 @@ def mismatch(
     profile_name: str,
     profile: Profile,
     profiles: Mapping[str, Profile] | None = None,
+    go_on: str = "pass --force to go on",
 ) -> str | None:
     """Why ``node``'s profile is for other hardware than its BMC lists, naming both; None when
-    it fits, or when the BMC listed no GPU (nothing to compare)."""
+    it fits, or when the BMC listed no GPU (nothing to compare). ``go_on``: how the command
+    lets an operator go on anyway (a BMC that names a GPU in some other way)."""
     listed = listed_gpus(hardware)
     if listed is None or listed.of(profile.gpu.model) > 0:
         return None
@@ -147,7 +149,7 @@ def mismatch(
     why = f"node {node}: the BMC lists {listed.text()}; its profile {profile_name} expects {expects(profile)}"
     found = suggest(hardware, profiles).profiles if profiles else ()
     instead = f" (the BMC's GPUs fit {', '.join(found)})" if found else ""
-    return f"{why}{instead}: set the host's profile in the inventory (or pass --force to go on)"
+    return f"{why}{instead}: set the host's profile in the inventory (or {go_on})"
 
 
 def report(
