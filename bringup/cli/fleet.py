@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from bringup.cli.common import FriendlyGroup, inventory_dir_from, store_from
 from bringup.cli.ui import console, table
@@ -15,6 +16,7 @@ from bringup.fleet.enroll import enroll_hosts
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Node
 from bringup.inventory.rack import load_rack
+from bringup.profiles.suggest import report, shipped_profiles
 
 # -- inventory ----------------------------------------------------------------------------
 
@@ -149,7 +151,10 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     record = node_record(store.get_node(node))
     history = store.history(node)
     results = store.latest_results(node)
+    shipped = shipped_profiles(inventory_dir_from(ctx) / "profiles")
+    from_bmc = report(record["name"], record.get("hardware") or {}, record["profile"], shipped)
     if as_json:
+        record["profile_from_bmc"] = from_bmc
         record["history"] = [
             {
                 "time": e.time.isoformat(),
@@ -168,6 +173,7 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     for key, value in record.items():
         if value not in (None, [], {}):
             console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+    console.print(f"[bold]profile from the BMC[/bold]: {escape(from_bmc['line'])}", highlight=False)
     _print_devices(record.get("hardware") or {})
     out = table("history", "time", "event", "reason", "actor")
     for e in history:

@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bringup.cli.common import inventory_dir_from, store_from
 from bringup.cli.ui import console, err_console, table
+from bringup.profiles.suggest import report, shipped_profiles
 from bringup.redfish.endpoint import (
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_MEMBERS,
@@ -204,6 +206,10 @@ def discover_cmd(
     result = discover_rack(_job(ctx, rack, nodes, concurrency, kw), accept_new_serial=accept_new_serial)
     for name, why in result.skipped.items():
         err_console.print(f"{name}: not discovered ({why})", highlight=False)
+    shipped = shipped_profiles(inventory_dir_from(ctx) / "profiles")
+    for r in result.rows:
+        if r["hardware"]:
+            r["profile_from_bmc"] = report(r["name"], r["hardware"], r["profile"], shipped)
     _emit(as_json, result, lambda: _render_discovery(result))
 
 
@@ -251,6 +257,11 @@ def _render_discovery(result: RackResult) -> None:
             result_text,
         )
     console.print(out)
+    # Only the nodes whose own profile the BMC's GPUs do not fit: docs/platforms.md.
+    for r in rows:
+        found = r.get("profile_from_bmc")
+        if found and found["compared"] and r["profile"] not in found["profiles"]:
+            console.print(f"{r['name']}: profile from the BMC: {escape(found['line'])}", highlight=False)
 
 
 def _nic_cell(row: dict[str, Any]) -> str:

@@ -10,7 +10,10 @@ uses it the same way, and prints nothing itself::
 or, in one call, ``select(store, rack_name, inventory_dir, nodes, Step.CONFIGURE, force)``,
 which returns a :class:`Selection` holding all of it. The command then works on
 ``gate.admitted`` (each with its inventory host and node record) and shows ``gate.refused``
-(each with ``lifecycle.gate_refusal``'s reason) as skipped rows. Which state a step may start
+(each with ``lifecycle.gate_refusal``'s reason) as skipped rows. Before configure and burn-in,
+a node whose BMC lists other GPUs than its inventory profile names is refused too, naming both
+(``bringup.profiles.suggest.mismatch``; docs/platforms.md): every judgement of the wrong profile
+would be wrong. Which state a step may start
 from is data in ``bringup.fleet.lifecycle`` (``STARTS_FROM``, ``FORCE_ALSO``); nothing here or
 in a command tests states itself.
 """
@@ -27,8 +30,13 @@ from bringup.fleet.lifecycle import Step, gate_refusal, parse_state
 from bringup.fleet.models import Node
 from bringup.fleet.store import FleetStore
 from bringup.inventory.rack import InventoryHost, Rack, load_rack
+from bringup.profiles.model import Profile
+from bringup.profiles.suggest import mismatch, shipped_profiles
 
 NOT_ENROLLED = "not in the fleet store: enroll it (`bringup inventory enroll RACK`)"
+# The steps that work by the node's profile (configure installs its pins, burn-in judges by its
+# figures): a node whose BMC lists other GPUs than the profile names does not start them.
+PROFILE_GATED = frozenset({Step.CONFIGURE, Step.BURNIN})
 
 
 class InvalidRack(BadInput):
@@ -135,9 +143,15 @@ def pick_hosts(rack: Rack, names: Sequence[str] | None) -> list[InventoryHost]:
 
 
 def gate_nodes(
-    step: Step, hosts: Sequence[InventoryHost], records: Mapping[str, Node], force: bool = False
+    step: Step,
+    hosts: Sequence[InventoryHost],
+    records: Mapping[str, Node],
+    force: bool = False,
+    profiles: Mapping[str, Profile] | None = None,
 ) -> Gate:
-    """Apply the gate to ``hosts`` given their fleet records by name (pure)."""
+    """Apply the gate to ``hosts`` given their fleet records by name (pure). With ``profiles``
+    (the rack's, by name), a step in ``PROFILE_GATED`` also refuses a node whose BMC lists other
+    GPUs than its profile names, unless ``force``; one whose BMC lists none is not compared."""
     gate = Gate(step, force)
     for host in hosts:
         node = records.get(host.name)
@@ -145,6 +159,10 @@ def gate_nodes(
             gate.refused.append(Refused(host, None, NOT_ENROLLED.replace("RACK", host.rack)))
             continue
         why = gate_refusal(step, parse_state(node.state), force)
+        if why is None and profiles and step in PROFILE_GATED and not force:
+            profile = profiles.get(host.profile)
+            if profile is not None:
+                why = mismatch(host.name, node.hardware or {}, host.profile, profile, profiles)
         if why is None:
             gate.admitted.append(Admitted(host, node))
         else:
@@ -152,12 +170,18 @@ def gate_nodes(
     return gate
 
 
-def gate_hosts(store: FleetStore, step: Step, hosts: Sequence[InventoryHost], force: bool = False) -> Gate:
+def gate_hosts(
+    store: FleetStore,
+    step: Step,
+    hosts: Sequence[InventoryHost],
+    force: bool = False,
+    profiles: Mapping[str, Profile] | None = None,
+) -> Gate:
     """Apply the gate to ``hosts`` with their records read from ``store``."""
     # By name, whatever rack the record says: the inventory is what names the hosts.
     wanted = {h.name for h in hosts}
     records = {n.name: n for n in store.list_nodes() if n.name in wanted}
-    return gate_nodes(step, hosts, records, force)
+    return gate_nodes(step, hosts, records, force, profiles)
 
 
 def select(
@@ -172,11 +196,17 @@ def select(
     loaded, warnings = load_valid_rack(rack, inventory_dir)
     names = split_nodes(nodes)
     hosts = pick_hosts(loaded, names)
-    return Selection(loaded, hosts, gate_hosts(store, step, hosts, force), warnings, named=bool(names))
+    # Every profile beside the rack's, so that a refusal can name the one the GPUs do fit.
+    profiles: dict[str, Profile] = {}
+    if step in PROFILE_GATED:
+        profiles = {**shipped_profiles(loaded.path.parent / "profiles"), **loaded.profiles}
+    gate = gate_hosts(store, step, hosts, force, profiles)
+    return Selection(loaded, hosts, gate, warnings, named=bool(names))
 
 
 __all__ = [
     "NOT_ENROLLED",
+    "PROFILE_GATED",
     "Admitted",
     "Gate",
     "InvalidRack",

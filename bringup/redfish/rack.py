@@ -285,6 +285,7 @@ def _discovery_row(
         "vendor": d.vendor if d else None,
         "bmc": target.endpoint.url if target.endpoint else target.host.bmc_address,
         "model": (hw.get("system") or {}).get("model"),
+        "profile": target.host.profile,
         "power_state": hw.get("power_state"),
         "health_rollup": hw.get("health_rollup"),
         "macs": d.macs if d else [],

@@ -4,19 +4,13 @@ burnin/accept/conformance.py calls it beside nvidia-smi's ``gpu`` part."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from bringup.inventory.delivery import OrderProfile
+from bringup.profiles.suggest import model_words
 from burnin.accept.conformance_model import Collected, ResultRecord
 from burnin.result import Action
-
-
-def _model_words(text: Any) -> str:
-    """A GPU model as compared: iLO writes ``NVIDIA_A100-SXM4-40GB`` where nvidia-smi writes
-    ``NVIDIA A100-SXM4-40GB``."""
-    return re.sub(r"[\s_-]+", " ", str(text or "")).strip().lower()
 
 
 def _bmc_slot(gpu: Mapping[str, Any]) -> str:
@@ -69,7 +63,7 @@ def compare(
             **where,
         )
     for gpu in gpus:
-        if want.model is not None and _model_words(want.model) not in _model_words(gpu.get("model")):
+        if want.model is not None and model_words(want.model) not in model_words(gpu.get("model")):
             ok = False
             slot = _bmc_slot(gpu)
             out.add(

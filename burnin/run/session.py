@@ -21,6 +21,7 @@ from bringup.fleet.select import select
 from bringup.fleet.store import FleetStore
 from bringup.fleet.transitions import Transition, transition_many
 from bringup.profiles.load import apply_overrides, find_profile
+from bringup.profiles.suggest import mismatch, shipped_profiles
 from bringup.ssh.fanout import default_concurrency, target_for_node
 from burnin.result import Verdict
 from burnin.stages.beside import run_beside_partners
@@ -227,6 +228,13 @@ def run_local(
     why = gate_refusal(Step.BURNIN, parse_state(node.state), False)
     if why is not None:
         raise BadInput(f"node {request.node} cannot start a burn-in: {why}")
+    # The profile gate of a rack run (bringup/fleet/select.py), unless --profile names one.
+    if not request.profile:
+        go_on = "pass --profile P to burn in against another profile"
+        shipped = shipped_profiles(profiles_dir)
+        wrong = mismatch(request.node, node.hardware or {}, node.profile, profile, shipped, go_on)
+        if wrong is not None:
+            raise BadInput(wrong)
     params = {"stages": stages, "local": True, "nodes": [request.node], "set": list(request.overrides)}
     with run_ledger(store, "burnin", node.rack, nodes=[request.node], params=params) as run:
         if store.get_node(request.node).state != State.BURNIN.value:

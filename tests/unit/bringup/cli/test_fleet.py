@@ -106,3 +106,37 @@ def test_nodes_show_lists_the_gpus_and_pcie_devices_the_bmc_reported(tmp_path):
     assert "PCI-E Slot 1" in gpus and "1323620023536" in gpus and "92.00.19.00.10" in gpus
     pcie = text.stdout[text.stdout.index("PCIe devices (1, from the BMC)") :]
     assert "Slot 17" in pcie and "0x15b3" in pcie and "x16 Gen3" in pcie
+
+
+def test_nodes_show_says_which_profile_the_bmcs_gpus_suggest_and_whether_its_own_fits(tmp_path):
+    """One line from bringup/profiles/suggest.py (docs/platforms.md, "Profile from discovery")."""
+    from tests.paths import REPO
+
+    db = tmp_path / "fleet.db"
+    store = FleetStore.open(str(db))
+    store.enroll("gpu07", "r01", "h100-sxm-8x400g", rack_unit=7)
+    store.enroll("gpu08", "r01", "h100-sxm-8x400g", rack_unit=8)
+    a100 = [{"slot": f"PCI-E Slot {i}", "model": "NVIDIA A100-SXM4-40GB"} for i in range(1, 9)]
+    h200 = [{"slot": f"GPU{i}", "model": "NVIDIA H200"} for i in range(8)]
+    store.update_node("gpu07", hardware={"gpus": h200, "system": {"model": "HGX H200"}})
+    store.update_node("gpu08", hardware={"gpus": a100})
+    store.enroll("gpu09", "r01", "h100-sxm-8x400g", rack_unit=9)
+    store.close()
+    runner = CliRunner(env={"COLUMNS": "250"})
+    args = ["--db", str(db), "--inventory-dir", str(REPO / "inventories"), "nodes", "show"]
+
+    text = runner.invoke(main, [*args, "gpu07"])
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.stdout.splitlines() if x.startswith("profile from the BMC:"))
+    assert line.startswith("profile from the BMC: HGX H200: 8 x NVIDIA H200 -> h200-sxm-8x400g; ")
+    assert "its profile h100-sxm-8x400g expects 8 x NVIDIA H100 80GB HBM3" in line
+
+    doc = json.loads(runner.invoke(main, [*args, "gpu08", "--json"]).stdout)
+    assert doc["profile_from_bmc"]["profiles"] == []
+    assert doc["profile_from_bmc"]["why"].startswith("8 x NVIDIA A100-SXM4-40GB -> no profile")
+    assert doc["profile_from_bmc"]["mismatch"].startswith(
+        "node gpu08: the BMC lists 8 x NVIDIA A100-SXM4-40GB"
+    )
+
+    plain = runner.invoke(main, [*args, "gpu09"]).stdout
+    assert "profile from the BMC: no GPU list from the BMC" in plain

@@ -319,3 +319,27 @@ def store_runs(store):
 
     with store.reading() as s:
         return list(s.execute(select(Run).order_by(Run.id)).scalars())
+
+
+def test_discover_names_a_node_whose_bmc_lists_other_gpus_than_its_profile(tmp_path):
+    """An XE9680 with eight H100s fits h100-sxm-8x400g: no line; an XL675d with eight A100s
+    written down as h100-sxm-8x400g: one line naming both (docs/platforms.md)."""
+    fakes = {
+        "gpu01": FakeBmc.from_fixture("dell-idrac9-gpus", password=PASSWORD),
+        "gpu02": FakeBmc.from_fixture("hpe-xl675d-a100", password=PASSWORD),
+    }
+    with FakeBmcServer(list(fakes.values())):
+        rack = Rack(tmp_path, fakes)
+        text = rack.run("discover", "--rack", "r07")
+        rows = {r["name"]: r for r in json.loads(rack.run("discover", "--rack", "r07", "--json").stdout)}
+    assert text.exit_code == 0, text.output
+    assert (
+        "gpu02: profile from the BMC: ProLiant XL675d Gen10 Plus: 8 x NVIDIA A100-SXM4-40GB -> no profile"
+        in text.stdout
+    )
+    assert "its profile h100-sxm-8x400g expects 8 x NVIDIA H100 80GB HBM3" in text.stdout
+    assert "gpu01: profile from the BMC" not in text.stdout
+    assert rows["gpu01"]["profile_from_bmc"]["profiles"] == ["h100-sxm-8x400g"]
+    assert rows["gpu02"]["profile_from_bmc"]["mismatch"].startswith(
+        "node gpu02: the BMC lists 8 x NVIDIA A100"
+    )

@@ -138,3 +138,57 @@ def test_select_does_all_three_in_one_call(invdir, store):
     assert not everyone.named and len(everyone.hosts) == 4
     with pytest.raises(UnknownNodes):
         select(store, "r09", invdir, "gpu9", Step.POWER)
+
+
+# -- the node's profile against the GPUs its BMC lists (bringup/profiles/suggest.py) -------------
+
+
+def configured_with_gpus(store: FleetStore, name: str, gpus: list[dict] | None) -> None:
+    put(store, name)
+    hardware = {"gpus": gpus} if gpus is not None else {}
+    store.record_discovery(name, f"SN-{name}", macs=[], hardware=hardware, owned_keys=("gpus",))
+    for state in ("provisioning", "provisioned", "configured"):
+        store.transition(name, state, "test")
+
+
+A100_40 = [{"slot": f"PCI-E Slot {i}", "model": "NVIDIA_A100-SXM4-40GB"} for i in range(1, 9)]
+H100 = [{"slot": f"GPU{i}", "model": "NVIDIA H100 80GB HBM3"} for i in range(8)]
+
+
+def test_burnin_refuses_a_node_whose_bmc_lists_other_gpus_than_its_profile_naming_both(invdir, store):
+    configured_with_gpus(store, "gpu1", A100_40)  # an A100 node written down as H100
+    configured_with_gpus(store, "gpu2", H100)
+    configured_with_gpus(store, "gpu3", None)  # no GPU list from its BMC: nothing to compare
+    configured_with_gpus(store, "gpu4", [])  # the BMC lists no GPU
+    sel = select(store, "r09", invdir, None, Step.BURNIN)
+    assert [a.name for a in sel.gate.admitted] == ["gpu2", "gpu3", "gpu4"]
+    (refused,) = sel.gate.refused
+    assert refused.name == "gpu1" and refused.state == "configured"
+    assert refused.reason.startswith(
+        "node gpu1: the BMC lists 8 x NVIDIA_A100-SXM4-40GB; its profile h100-sxm-8x400g expects "
+        "8 x NVIDIA H100 80GB HBM3"
+    )
+
+
+def test_configure_is_gated_on_the_profile_too_and_force_lets_the_operator_go_on(invdir, store):
+    put(store, "gpu1")
+    store.record_discovery("gpu1", "SN-gpu1", macs=[], hardware={"gpus": A100_40}, owned_keys=("gpus",))
+    store.transition("gpu1", "provisioning", "test")
+    store.transition("gpu1", "provisioned", "test")
+    refused = select(store, "r09", invdir, "gpu1", Step.CONFIGURE).gate
+    assert not refused.admitted and "its profile h100-sxm-8x400g expects" in refused.reasons()["gpu1"]
+    forced = select(store, "r09", invdir, "gpu1", Step.CONFIGURE, force=True).gate
+    assert [a.name for a in forced.admitted] == ["gpu1"]
+
+
+def test_steps_that_do_not_judge_by_the_profile_are_not_gated_on_it(invdir, store):
+    put(store, "gpu1")
+    store.record_discovery("gpu1", "SN-gpu1", macs=[], hardware={"gpus": A100_40}, owned_keys=("gpus",))
+    for step in (Step.DISCOVER, Step.POWER, Step.BOOT, Step.PROVISION):
+        assert [a.name for a in select(store, "r09", invdir, "gpu1", step).gate.admitted] == ["gpu1"]
+
+
+def test_the_refusal_names_the_shipped_profile_the_gpus_fit_even_one_the_rack_does_not_use(invdir, store):
+    configured_with_gpus(store, "gpu1", [{"slot": f"GPU{i}", "model": "NVIDIA H200"} for i in range(8)])
+    why = select(store, "r09", invdir, "gpu1", Step.BURNIN).gate.reasons()["gpu1"]
+    assert "expects 8 x NVIDIA H100 80GB HBM3 (the BMC's GPUs fit h200-sxm-8x400g)" in why

@@ -68,3 +68,19 @@ def test_a_node_moved_after_the_gate_is_skipped_with_why_and_the_others_enter_bu
         moved = [e for e in fleet.store.history(name) if e.to_state == "burnin"][-1]
         assert moved.from_state == "repair" and moved.reason.startswith("burn-in run ")
         assert moved.run_id is not None
+
+
+A100_40 = [{"slot": f"PCI-E Slot {i}", "model": "NVIDIA A100-SXM4-40GB"} for i in range(1, 9)]
+
+
+def test_a_node_whose_bmc_lists_other_gpus_than_its_profile_is_refused_naming_both(tmp_path):
+    """docs/platforms.md, "Profile from discovery": from the rack and with --local --node."""
+    fleet = FleetRack(tmp_path)
+    fleet.store.update_node("gpu002", hardware={"gpus": A100_40})
+    (outcome,) = run_rack(fleet.store, fleet.dir, RackRunRequest(RACK, ["preflight"], nodes=["gpu002"]))
+    assert outcome.skipped.startswith(
+        "node gpu002: the BMC lists 8 x NVIDIA A100-SXM4-40GB; its profile h100-sxm-8x400g expects"
+    )
+    assert not outcome.stages
+    with pytest.raises(BadInput, match="its profile h100-sxm-8x400g expects 8 x NVIDIA H100 80GB HBM3"):
+        run_local(fleet.store, fleet.dir / "profiles", LocalRunRequest(["preflight"], node="gpu002"))
