@@ -1,0 +1,209 @@
+"""`burnin remediate`'s flow with stand-in edges: the plan, the action recorded as an event, the
+move to repair (never to golden), escalation when the same check fails again, the budget, an
+operator's drain, a busy node and a tripped breaker (burnin/service/remediate.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from bringup.fleet import breaker as breakers
+from bringup.fleet.lifecycle import State
+from bringup.fleet.store import FleetStore
+from burnin.parsers.slurm import SlurmNode
+from burnin.service.remediate import EVENT, Edges, Outcome, remediate_rack
+from tests.inventories import write_rack
+
+RACK = "r09"
+GOLDEN_PATH = (
+    State.DISCOVERED,
+    State.PROVISIONING,
+    State.PROVISIONED,
+    State.CONFIGURED,
+    State.BURNIN,
+    State.GOLDEN,
+)
+XID79 = {
+    "message": "GPU 3 (0000:9b:00.0): Xid 79, fallen off the bus",
+    "severity": "critical",
+    "action": "REBOOT",
+    "subject": "GPU 3 (0000:9b:00.0)",
+}
+REASON = "bringup: kernel_log: GPU 3 (0000:9b:00.0): Xid 79, fallen off the bus"
+
+
+class StandIns:
+    """Edges that record what they were asked and answer as told."""
+
+    def __init__(self, ok: bool = True):
+        self.ok, self.calls = ok, []
+
+    def edge(self, rung: str):
+        def act(node: str) -> Outcome:
+            self.calls.append((rung, node))
+            return Outcome(self.ok, f"stand-in {rung}")
+
+        return act
+
+    def edges(self) -> Edges:
+        return Edges(self.edge("reset_gpu"), self.edge("reconfigure"), self.edge("power_cycle"))
+
+
+@pytest.fixture
+def setup(tmp_path, store_url):
+    inv = write_rack(
+        tmp_path / "inv", RACK, {f"node0{i}": {"bmc_address": f"10.9.1.{i}", "rack_unit": i} for i in (1, 2)}
+    )
+    store = FleetStore(store_url)
+    for name in ("node01", "node02"):
+        store.enroll(name, RACK, "h100-sxm-8x400g")
+        for target in GOLDEN_PATH:
+            store.transition(name, target, "test")
+    yield store, inv
+    store.close()
+
+
+def fail(store: FleetStore, node: str, finding=XID79, check="kernel_log") -> None:
+    """A health check's FAIL kept by sync: the golden node leaves golden."""
+    store.add_result(node, "health", check, "FAIL", findings=[finding])
+    if store.get_node(node).state == "golden":
+        store.transition(node, State.FAILED, "health check drained it")
+
+
+def drained(node: str, state: str = "drained", reason: str = REASON) -> SlurmNode:
+    return SlurmNode(node, state, True, reason=reason)
+
+
+def nightly_passes(store: FleetStore, node: str) -> None:
+    store.transition(node, State.BURNIN, "nightly")
+    store.transition(node, State.GOLDEN, "nightly")
+
+
+def events(store: FleetStore, node: str) -> list:
+    return [e for e in store.history(node) if e.kind == EVENT]
+
+
+def test_dry_run_plans_and_touches_nothing(setup):
+    store, inv = setup
+    fail(store, "node01")
+    fakes = StandIns()
+    res = remediate_rack(store, RACK, inv, dry_run=True, edges=fakes.edges(), view=[drained("node01")])
+    (row,) = res.rows
+    assert (row.node, row.decision, row.rung) == ("node01", "act", "power_cycle")
+    assert fakes.calls == [] and events(store, "node01") == []
+    assert store.get_node("node01").state == "failed"
+
+
+def test_a_power_cycle_is_recorded_and_the_node_goes_to_repair_never_golden(setup):
+    store, inv = setup
+    fail(store, "node01")
+    fakes = StandIns()
+    res = remediate_rack(store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01")])
+    assert fakes.calls == [("power_cycle", "node01")]
+    assert res.rows[0].state_after == "repair" and store.get_node("node01").state == "repair"
+    (event,) = events(store, "node01")
+    assert event.actor == "burnin remediate"
+    assert event.details["rung"] == "power_cycle" and event.details["ok"] and event.details["acted"]
+    move = [e for e in store.history("node01") if e.kind == "transition"][-1]
+    assert (move.from_state, move.to_state) == ("failed", "repair")
+
+
+def test_the_same_xid_after_two_power_cycles_goes_to_a_person(setup):
+    store, inv = setup
+    fakes = StandIns()
+    t0 = datetime.now(timezone.utc)
+    for day in range(2):
+        fail(store, "node01")
+        remediate_rack(
+            store,
+            RACK,
+            inv,
+            dry_run=False,
+            edges=fakes.edges(),
+            view=[drained("node01")],
+            now=t0 + timedelta(days=day),
+        )
+        nightly_passes(store, "node01")
+    fail(store, "node01")
+    res = remediate_rack(
+        store,
+        RACK,
+        inv,
+        dry_run=False,
+        edges=fakes.edges(),
+        view=[drained("node01")],
+        now=t0 + timedelta(days=2),
+    )
+    assert fakes.calls == [("power_cycle", "node01")] * 2
+    assert res.rows[0].decision == "person" and "power_cycle x2" in res.rows[0].why
+    assert store.get_node("node01").state == "failed"
+    # the stop is said once, not at every run
+    remediate_rack(
+        store,
+        RACK,
+        inv,
+        dry_run=False,
+        edges=fakes.edges(),
+        view=[drained("node01")],
+        now=t0 + timedelta(days=2),
+    )
+    assert [e.details["rung"] for e in events(store, "node01")] == ["power_cycle", "power_cycle", "person"]
+
+
+def test_a_failed_command_is_recorded_and_the_next_run_escalates(setup):
+    store, inv = setup
+    fail(store, "node01", {**XID79, "action": "RESET_GPU"}, check="gpu_inventory")
+    broken = StandIns(ok=False)
+    res = remediate_rack(store, RACK, inv, dry_run=False, edges=broken.edges(), view=[drained("node01")])
+    assert res.rows[0].done.startswith("reset_gpu failed") and store.get_node("node01").state == "failed"
+    res = remediate_rack(store, RACK, inv, dry_run=True, edges=broken.edges(), view=[drained("node01")])
+    assert res.rows[0].rung == "reconfigure"
+
+
+def test_the_node_budget_holds_within_a_day(setup):
+    store, inv = setup
+    fakes = StandIns()
+    now = datetime.now(timezone.utc)
+    reset = {**XID79, "action": "RESET_GPU"}
+    for _ in range(3):
+        fail(store, "node01", reset, check="gpu_inventory")
+        res = remediate_rack(
+            store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01")], now=now
+        )
+        if store.get_node("node01").state == "repair":
+            nightly_passes(store, "node01")
+    assert fakes.calls == [("reset_gpu", "node01"), ("reconfigure", "node01")]
+    assert (res.rows[0].decision, res.rows[0].rung) == ("wait", "power_cycle")
+    assert "node budget spent (2 of 2 within 24 h)" in res.rows[0].why
+    # a day later the power cycle goes ahead
+    res = remediate_rack(
+        store,
+        RACK,
+        inv,
+        dry_run=False,
+        edges=fakes.edges(),
+        view=[drained("node01")],
+        now=now + timedelta(days=1, minutes=1),
+    )
+    assert fakes.calls[-1] == ("power_cycle", "node01") and store.get_node("node01").state == "repair"
+
+
+def test_operator_drain_busy_node_and_tripped_breaker_are_not_touched(setup):
+    store, inv = setup
+    fail(store, "node01")
+    fail(store, "node02")
+    fakes = StandIns()
+    view = [drained("node01", reason="PSU swap, ticket 4711"), drained("node02", state="draining")]
+    res = remediate_rack(store, RACK, inv, dry_run=False, edges=fakes.edges(), view=view)
+    rows = {r.node: r for r in res.rows}
+    assert rows["node01"].decision == "skip" and "operator" in rows["node01"].why
+    assert rows["node02"].decision == "wait" and "a job runs on it" in rows["node02"].why
+    # the breaker of kernel_log trips: its failures are suspect, nothing is remediated
+    for i in range(3):
+        breakers.pass_drain(store, "gpu", "kernel_log", f"n{i}", window_s=600, allow=lambda n: n < 1)
+    res = remediate_rack(
+        store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01"), drained("node02")]
+    )
+    assert {r.decision for r in res.rows} == {"held"}
+    assert fakes.calls == []
