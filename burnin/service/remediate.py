@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bringup.core.errors import UserError
 from bringup.fleet import breaker as breakers
 from bringup.fleet.lifecycle import State
 from bringup.fleet.models import Event, Node
@@ -46,6 +47,10 @@ OPT_IN_VAR = "burnin_remediate"  # the rack inventory's setting that opts it in 
 RESET_LIMIT_S = 120.0
 POWER_LIMIT_S = 900.0
 _BUSY = ("alloc", "mix", "comp", "draining")  # Slurm states with a job on the node
+
+
+class NotOptedIn(UserError, RuntimeError):
+    """Remediation acts on nodes in service: it runs only when the operator opted in."""
 
 
 @dataclass(frozen=True)
@@ -156,18 +161,25 @@ def remediate_rack(
     inventory_dir: Path | None,
     *,
     dry_run: bool,
+    enabled: bool = False,
     policy: Policy | None = None,
     edges: Edges | None = None,
     view: Sequence[SlurmNode] | None = None,
     now: datetime | None = None,
 ) -> RemediateResult:
-    """Plan (and unless ``dry_run``, carry out) the next rung for each failed node of the rack."""
+    """Plan (and unless ``dry_run``, carry out) the next rung for each failed node of the rack.
+    Acting needs ``enabled`` or the rack's ``burnin_remediate: true`` (NotOptedIn otherwise)."""
     policy = policy or Policy()
     now = now or datetime.now(timezone.utc)
     loaded, problems = load_rack(rack, inventory_dir)
     if loaded is None:
         raise InvalidRack(rack, problems)
     rack_vars = loaded.hosts[0].vars if loaded.hosts else {}
+    if not dry_run and not (enabled or opted_in(rack_vars)):
+        raise NotOptedIn(
+            f"rack {rack}: remediation is opt-in: pass --enable, or set {OPT_IN_VAR}: true in the "
+            "rack's inventory (--dry-run shows the plan without it)"
+        )
     if view is None:
         view = slurm.cluster_nodes(rack_vars.get("slurm_conf"))
     by_name = {n.name: n for n in view}

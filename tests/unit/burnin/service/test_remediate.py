@@ -11,8 +11,9 @@ import pytest
 from bringup.fleet import breaker as breakers
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
+from burnin.history import signals
 from burnin.parsers.slurm import SlurmNode
-from burnin.service.remediate import EVENT, Edges, Outcome, remediate_rack
+from burnin.service.remediate import ACTOR, EVENT, Edges, NotOptedIn, Outcome, remediate_rack
 from tests.inventories import write_rack
 
 RACK = "r09"
@@ -99,7 +100,9 @@ def test_a_power_cycle_is_recorded_and_the_node_goes_to_repair_never_golden(setu
     store, inv = setup
     fail(store, "node01")
     fakes = StandIns()
-    res = remediate_rack(store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01")])
+    res = remediate_rack(
+        store, RACK, inv, dry_run=False, enabled=True, edges=fakes.edges(), view=[drained("node01")]
+    )
     assert fakes.calls == [("power_cycle", "node01")]
     assert res.rows[0].state_after == "repair" and store.get_node("node01").state == "repair"
     (event,) = events(store, "node01")
@@ -120,6 +123,7 @@ def test_the_same_xid_after_two_power_cycles_goes_to_a_person(setup):
             RACK,
             inv,
             dry_run=False,
+            enabled=True,
             edges=fakes.edges(),
             view=[drained("node01")],
             now=t0 + timedelta(days=day),
@@ -131,6 +135,7 @@ def test_the_same_xid_after_two_power_cycles_goes_to_a_person(setup):
         RACK,
         inv,
         dry_run=False,
+        enabled=True,
         edges=fakes.edges(),
         view=[drained("node01")],
         now=t0 + timedelta(days=2),
@@ -144,6 +149,7 @@ def test_the_same_xid_after_two_power_cycles_goes_to_a_person(setup):
         RACK,
         inv,
         dry_run=False,
+        enabled=True,
         edges=fakes.edges(),
         view=[drained("node01")],
         now=t0 + timedelta(days=2),
@@ -155,7 +161,9 @@ def test_a_failed_command_is_recorded_and_the_next_run_escalates(setup):
     store, inv = setup
     fail(store, "node01", {**XID79, "action": "RESET_GPU"}, check="gpu_inventory")
     broken = StandIns(ok=False)
-    res = remediate_rack(store, RACK, inv, dry_run=False, edges=broken.edges(), view=[drained("node01")])
+    res = remediate_rack(
+        store, RACK, inv, dry_run=False, enabled=True, edges=broken.edges(), view=[drained("node01")]
+    )
     assert res.rows[0].done.startswith("reset_gpu failed") and store.get_node("node01").state == "failed"
     res = remediate_rack(store, RACK, inv, dry_run=True, edges=broken.edges(), view=[drained("node01")])
     assert res.rows[0].rung == "reconfigure"
@@ -169,7 +177,14 @@ def test_the_node_budget_holds_within_a_day(setup):
     for _ in range(3):
         fail(store, "node01", reset, check="gpu_inventory")
         res = remediate_rack(
-            store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01")], now=now
+            store,
+            RACK,
+            inv,
+            dry_run=False,
+            enabled=True,
+            edges=fakes.edges(),
+            view=[drained("node01")],
+            now=now,
         )
         if store.get_node("node01").state == "repair":
             nightly_passes(store, "node01")
@@ -182,6 +197,7 @@ def test_the_node_budget_holds_within_a_day(setup):
         RACK,
         inv,
         dry_run=False,
+        enabled=True,
         edges=fakes.edges(),
         view=[drained("node01")],
         now=now + timedelta(days=1, minutes=1),
@@ -195,7 +211,7 @@ def test_operator_drain_busy_node_and_tripped_breaker_are_not_touched(setup):
     fail(store, "node02")
     fakes = StandIns()
     view = [drained("node01", reason="PSU swap, ticket 4711"), drained("node02", state="draining")]
-    res = remediate_rack(store, RACK, inv, dry_run=False, edges=fakes.edges(), view=view)
+    res = remediate_rack(store, RACK, inv, dry_run=False, enabled=True, edges=fakes.edges(), view=view)
     rows = {r.node: r for r in res.rows}
     assert rows["node01"].decision == "skip" and "operator" in rows["node01"].why
     assert rows["node02"].decision == "wait" and "a job runs on it" in rows["node02"].why
@@ -203,7 +219,31 @@ def test_operator_drain_busy_node_and_tripped_breaker_are_not_touched(setup):
     for i in range(3):
         breakers.pass_drain(store, "gpu", "kernel_log", f"n{i}", window_s=600, allow=lambda n: n < 1)
     res = remediate_rack(
-        store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01"), drained("node02")]
+        store,
+        RACK,
+        inv,
+        dry_run=False,
+        enabled=True,
+        edges=fakes.edges(),
+        view=[drained("node01"), drained("node02")],
     )
     assert {r.decision for r in res.rows} == {"held"}
     assert fakes.calls == []
+
+
+def test_it_refuses_to_act_unless_opted_in(setup, tmp_path):
+    store, inv = setup
+    fail(store, "node01")
+    fakes = StandIns()
+    with pytest.raises(NotOptedIn, match="remediation is opt-in"):
+        remediate_rack(store, RACK, inv, dry_run=False, edges=fakes.edges(), view=[drained("node01")])
+    assert fakes.calls == [] and events(store, "node01") == []
+    # the rack's inventory opts in
+    hosts = {f"node0{i}": {"bmc_address": f"10.9.1.{i}", "rack_unit": i} for i in (1, 2)}
+    opted = write_rack(tmp_path / "inv2", RACK, hosts, burnin_remediate=True)
+    remediate_rack(store, RACK, opted, dry_run=False, edges=fakes.edges(), view=[drained("node01")])
+    assert fakes.calls == [("power_cycle", "node01")]
+
+
+def test_the_history_counts_the_events_remediate_writes():
+    assert (signals.REMEDIATION_EVENT, signals.REMEDIATION_ACTOR) == (EVENT, ACTOR)
