@@ -56,7 +56,7 @@ def setup(tmp_path, monkeypatch):
 def test_refused_without_opt_in_then_planned_then_done(tmp_path, monkeypatch):
     store, argv, calls = setup(tmp_path, monkeypatch)
     res = CliRunner().invoke(main, argv)
-    assert res.exit_code != 0 and "remediation is opt-in" in res.output, res.output
+    assert res.exit_code == 1 and "remediation is opt-in" in res.output, res.output
     assert calls == [] and store.get_node("gpu001").state == "failed"
 
     res = CliRunner().invoke(main, [*argv, "--dry-run", "--json"])
