@@ -247,3 +247,37 @@ def test_it_refuses_to_act_unless_opted_in(setup, tmp_path):
 
 def test_the_history_counts_the_events_remediate_writes():
     assert (signals.REMEDIATION_EVENT, signals.REMEDIATION_ACTOR) == (EVENT, ACTOR)
+
+
+def test_the_real_power_edge_cycles_through_the_bmc_and_says_when_it_cannot(tmp_path):
+    """default_edges' power cycle: `bringup power cycle` for that node, against a fake BMC over
+    HTTP; a BMC that does not answer is a failed outcome, not an exception."""
+    import socket
+
+    from bringup.inventory.rack import load_rack
+    from burnin.service.remediate import default_edges
+    from tests.doubles.redfish_server import FakeBmc, FakeBmcServer
+
+    bmc = FakeBmc.from_fixture("dell-idrac9", password="pw")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    with FakeBmcServer([bmc]):
+        hosts = {
+            "node01": {"bmc_address": bmc.url, "rack_unit": 1},
+            "node02": {"bmc_address": dead, "rack_unit": 2},
+        }
+        inv = write_rack(tmp_path / "inv", RACK, hosts, bmc_vendor="generic", bmc_allow_http=True)
+        store = FleetStore(f"sqlite:///{tmp_path / 'fleet.db'}")
+        for name in hosts:
+            store.enroll(name, RACK, "h100-sxm-8x400g")
+            for target in GOLDEN_PATH:
+                store.transition(name, target, "test")
+            store.transition(name, State.FAILED, "health check drained it")
+        loaded, problems = load_rack(RACK, inv)
+        assert loaded is not None, problems
+        edges = default_edges(store, loaded)
+        ok = edges.power_cycle("node01")
+        bad = edges.power_cycle("node02")
+    assert ok.ok and ok.message == "power cycle: On -> On", ok
+    assert not bad.ok and bad.message.startswith("power cycle: unreachable: "), bad
