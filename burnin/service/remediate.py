@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -38,6 +39,7 @@ from bringup.inventory.rack import Rack, load_rack
 from burnin.parsers.slurm import SlurmNode
 from burnin.result import Action, Severity, verdict_of
 from burnin.service import slurm
+from burnin.service.nightly_lock import nightly_lock
 from burnin.service.reasons import DrainOrigin, drain_origin
 from burnin.service.remediate_ladder import Attempt, Decision, Failure, Policy, Rung, Step, plan
 
@@ -180,6 +182,24 @@ def remediate_rack(
             f"rack {rack}: remediation is opt-in: pass --enable, or set {OPT_IN_VAR}: true in the "
             "rack's inventory (--dry-run shows the plan without it)"
         )
+    # The rack's nightly lock: a node the nightly holds (under test, a partner) may be failed
+    # mid-night; it is not touched until the night has given it back. Two remediations of one
+    # rack exclude each other too (the second refuses). A dry run changes nothing, takes no lock.
+    with nullcontext() if dry_run else nightly_lock(store, rack):
+        return _plan_and_act(store, loaded, rack_vars, dry_run, policy, edges, view, now)
+
+
+def _plan_and_act(
+    store: FleetStore,
+    loaded: Rack,
+    rack_vars: Mapping[str, Any],
+    dry_run: bool,
+    policy: Policy,
+    edges: Edges | None,
+    view: Sequence[SlurmNode] | None,
+    now: datetime,
+) -> RemediateResult:
+    rack = loaded.name
     if view is None:
         view = slurm.cluster_nodes(rack_vars.get("slurm_conf"))
     by_name = {n.name: n for n in view}

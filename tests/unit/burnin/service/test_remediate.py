@@ -281,3 +281,18 @@ def test_the_real_power_edge_cycles_through_the_bmc_and_says_when_it_cannot(tmp_
         bad = edges.power_cycle("node02")
     assert ok.ok and ok.message == "power cycle: On -> On", ok
     assert not bad.ok and bad.message.startswith("power cycle: unreachable: "), bad
+
+
+def test_it_acts_on_nothing_while_a_nightly_holds_the_rack(setup):
+    """A node the nightly holds may be failed mid-night and still be its partner or under test:
+    remediation takes the rack's nightly lock, so it never power-cycles a node under test."""
+    from burnin.service.nightly_lock import NightlyBusy, nightly_lock
+
+    store, inv = setup
+    fail(store, "node01")
+    fakes = StandIns()
+    with nightly_lock(store, RACK), pytest.raises(NightlyBusy):
+        remediate_rack(
+            store, RACK, inv, dry_run=False, enabled=True, edges=fakes.edges(), view=[drained("node01")]
+        )
+    assert fakes.calls == [] and store.get_node("node01").state == "failed"
