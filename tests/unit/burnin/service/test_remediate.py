@@ -296,3 +296,23 @@ def test_it_acts_on_nothing_while_a_nightly_holds_the_rack(setup):
             store, RACK, inv, dry_run=False, enabled=True, edges=fakes.edges(), view=[drained("node01")]
         )
     assert fakes.calls == [] and store.get_node("node01").state == "failed"
+
+
+def test_a_remediated_node_is_the_nightlys_to_retest_and_resumed_only_once_golden(setup):
+    """What remediation leaves (the node in repair, still drained with the health check's
+    reason) is what the nightly re-tests (burnin/service/nightly_plan.py); not proven it stays
+    drained, golden again it is resumed."""
+    from burnin.service.nightly_plan import NodeView, Return, Why, plan_night, return_action
+
+    store, inv = setup
+    fail(store, "node01")
+    slurm_now = drained("node01")
+    remediate_rack(store, RACK, inv, dry_run=False, enabled=True, edges=StandIns().edges(), view=[slurm_now])
+    views = [
+        NodeView("node01", store.get_node("node01").state, slurm_now, profile="h100"),
+        NodeView("node02", "golden", SlurmNode("node02", "idle", False), profile="h100"),
+    ]
+    night = plan_night(views, live_runs=())
+    assert [(p.node, p.why) for p in night.tested] == [("node01", Why.REPAIRED)]
+    assert return_action("repair", slurm_now, 7).action is Return.KEEP
+    assert return_action("golden", slurm_now, 7).action is Return.RESUME
