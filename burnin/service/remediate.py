@@ -231,7 +231,12 @@ def _plan_and_act(
                 _say_person(store, step)
             continue
         assert edges is not None and step.rung is not None
-        outcome = edges.for_rung(step.rung)(step.node)
+        try:
+            outcome = edges.for_rung(step.rung)(step.node)
+        except (UserError, OSError, subprocess.SubprocessError) as exc:
+            # A rung that could not be carried out is a failed rung (the next run escalates);
+            # the other nodes still get theirs.
+            outcome = Outcome(False, str(exc))
         result.rows.append(_record(store, step, outcome))
     return result
 

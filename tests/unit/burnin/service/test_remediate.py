@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from bringup.configure.runner import NotInstalled
 from bringup.fleet import breaker as breakers
 from bringup.fleet.lifecycle import State
 from bringup.fleet.store import FleetStore
@@ -316,3 +317,31 @@ def test_a_remediated_node_is_the_nightlys_to_retest_and_resumed_only_once_golde
     assert [(p.node, p.why) for p in night.tested] == [("node01", Why.REPAIRED)]
     assert return_action("repair", slurm_now, 7).action is Return.KEEP
     assert return_action("golden", slurm_now, 7).action is Return.RESUME
+
+
+def test_an_edge_that_raises_is_a_failed_rung_and_the_other_nodes_still_get_theirs(setup):
+    store, inv = setup
+    fail(store, "node01")
+    fail(store, "node02")
+    fakes = StandIns()
+
+    def no_ansible(node: str) -> Outcome:
+        raise NotInstalled("no site.yml in /nowhere (set BRINGUP_PLAYBOOKS_DIR)")
+
+    reconf = {**XID79, "action": "RECONFIGURE"}
+    store.add_result("node01", "health", "fabric_manager", "FAIL", findings=[reconf])
+    edges = Edges(fakes.edge("reset_gpu"), no_ansible, fakes.edge("power_cycle"))
+    res = remediate_rack(
+        store,
+        RACK,
+        inv,
+        dry_run=False,
+        enabled=True,
+        edges=edges,
+        view=[drained("node01"), drained("node02")],
+    )
+    rows = {r.node: r for r in res.rows}
+    assert rows["node01"].done.startswith("reconfigure failed: no site.yml"), rows["node01"]
+    assert store.get_node("node01").state == "failed"
+    assert [e.details["ok"] for e in events(store, "node01")] == [False]
+    assert fakes.calls == [("power_cycle", "node02")] and store.get_node("node02").state == "repair"
