@@ -22,6 +22,7 @@ from burnin.cli import (
     inspect,
     nightly,
     rejudge,
+    remediate,
     run,
     runs,
     service,
@@ -49,5 +50,6 @@ for _command in (
     *accept.COMMANDS,
     *breaker.COMMANDS,
     *fabric.COMMANDS,
+    *remediate.COMMANDS,
 ):
     main.add_command(_command)

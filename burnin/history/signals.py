@@ -10,7 +10,10 @@ their fields). Definitions (docs/reliability.md):
 - a **component failure** is a critical finding of a FAIL result, its part named from the
   finding's subject ("GPU 5", "mlx5_2 port 1", a PCIe address, a DIMM); a GPU's serial is added
   when the node's hardware record maps the slot to one;
-- a **repair** is a move out of ``failed`` (``bringup nodes mark-repaired``), with its reason;
+- a **repair** is a move out of ``failed`` (``bringup nodes mark-repaired``), with its reason,
+  or a rung ``burnin remediate`` carried out (a ``remediation`` event that acted, its command
+  worked or not: docs/in-service.md, "Remediation"); the move remediate made with it is that
+  same repair, not a second one;
 - a **drain** is a ``slurm_drain`` event ``burnin sync`` recorded;
 - **Xids** are the kernel_log check's per-code counts (metrics ``xids``).
 """
@@ -26,6 +29,8 @@ from typing import Any
 
 TRANSITION = "transition"
 DRAIN_EVENT = "slurm_drain"  # burnin.service.sync.DRAIN_EVENT (not imported: sync is an I/O edge)
+REMEDIATION_EVENT = "remediation"  # burnin.service.remediate.EVENT (an I/O edge too)
+REMEDIATION_ACTOR = "burnin remediate"
 FAILED = "failed"
 RETIRED = "retired"
 KERNEL_CHECK = "kernel_log"
@@ -284,7 +289,10 @@ def node_signals(
         if e.kind == TRANSITION and e.to_state == FAILED and e.from_state in IN_SERVICE:
             sig.failures.append(Failure(e.time, e.reason, src))
         elif e.kind == TRANSITION and e.from_state == FAILED:
-            sig.repairs.append(Repair(e.time, e.reason, src))
+            if getattr(e, "actor", "") != REMEDIATION_ACTOR:  # its remediation event counts it
+                sig.repairs.append(Repair(e.time, e.reason, src))
+        elif e.kind == REMEDIATION_EVENT and (e.details or {}).get("acted"):
+            sig.repairs.append(Repair(e.time, f"remediation: {e.reason}", src))
         elif e.kind == DRAIN_EVENT:
             sig.drains.append(Drain(e.time, e.reason, src))
     window = sorted((r for r in results if start <= r.time <= end), key=lambda r: (r.time, r.id or 0))

@@ -92,6 +92,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.service.breaker",
             "burnin.service.nightly_plan",
             "burnin.service.reasons",
+            "burnin.service.remediate_ladder",
             "burnin.service.watch_rates",
             "burnin.history.figures",
             "burnin.history.jobs",

@@ -140,3 +140,40 @@ def test_a_gpu_named_by_its_pcie_address_is_the_slot_another_finding_names_there
     # one part, named by the serial the nvidia-smi finding of the same time gives it
     gpu7 = "GPU 7 (serial 1654922015414)"
     assert [c.part for c in component_failures(rows)] == [gpu7, gpu7, "GPU 0000:9b:00.0"]
+
+
+def test_remediations_count_as_repairs_once_each(past):
+    """Every rung `burnin remediate` carried out is a repair, its command worked or not
+    (docs/in-service.md, "Remediation"); the move to repair it made is not counted again."""
+    fail_at = (day(12), day(9), day(6), day(3))
+    for i, at in enumerate(fail_at):
+        if past.store.get_node("gpu001").state == "golden":
+            past.fail("gpu001", at, "GPU 3", check="kernel_log", stage="health")
+        ok = i % 2 == 1  # two power cycles whose BMC did not answer, two that worked
+        details = {"rung": "power_cycle", "check": "kernel_log", "acted": True, "ok": ok}
+        past.dated.record_event(
+            "gpu001",
+            "remediation",
+            "power_cycle",
+            at + timedelta(hours=1),
+            actor="burnin remediate",
+            details=details,
+        )
+        if ok:
+            past.dated.transition(
+                "gpu001",
+                "repair",
+                "remediated (power_cycle)",
+                at + timedelta(hours=1),
+                actor="burnin remediate",
+            )
+            with past.dated.at("gpu001", at + timedelta(hours=2)):
+                past.store.transition("gpu001", "burnin", "nightly")
+                past.store.transition("gpu001", "golden", "nightly")
+    sig = read_signals(past.store, "r01", timedelta(days=28), now=NOW).signals["gpu001"]
+    assert len(sig.repairs) == 4
+    assert all(r.reason.startswith("remediation") for r in sig.repairs)
+    from burnin.history.lemons import LemonPolicy, judge_node
+
+    verdict = judge_node(sig, LemonPolicy(), "28 days", rate=0.0065)
+    assert verdict is not None and "repairs" in verdict.rules
