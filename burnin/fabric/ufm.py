@@ -388,7 +388,8 @@ def judge_events(
                     if len(event.ports) > 1
                     else " (not in the plan)"
                 )
-                hca_end = End(ref.device, ref.hca, int(ref.port)) if ref.hca and ref.port.isdigit() else None
+                hca = next((r for r in event.ports if r.hca and r.port.isdigit()), None)
+                hca_end = End(hca.device, hca.hca, int(hca.port)) if hca else None  # UFM's own naming
                 switch = next((r for r in event.ports if r.hca is None), None)
                 case = cases[key] = PortCase(
                     f"{ref.describe()}{peer}", switch.describe() if switch else ref.describe(), hca_end

@@ -176,7 +176,9 @@ def test_without_a_plan_the_ports_are_named_as_ufm_names_them():
     assert flap.kind() == FLAPPING
     assert flap.ends == "switch su1-leaf0 port 1 <-> gpu0001 mlx5_0 port 1 (seen, not in the plan)"
     assert flap.switch_port == "switch su1-leaf0 port 1"
-    assert "once the ib stage loads gpu0001 mlx5_0 port 1 clean" not in flap.waiting  # no HCA end known
+    assert "once the ib stage loads gpu0001 mlx5_0 port 1 clean" in flap.waiting  # the HCA end UFM names
+    repaired = CleanLoad("gpu0001", "mlx5_0", 1, at("2024-05-29 10:00:00"))
+    assert [x.action for x in judge_events(read, loads=[repaired]).cases[0].proposals] == ["re-enable"]
 
 
 def test_timestamps_are_read_in_the_zone_given():
