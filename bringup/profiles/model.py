@@ -113,6 +113,12 @@ class Pcie(Section):
         description="Every NVMe drive's link (U.2 data-centre drives: Gen4 x4, vendor datasheets); "
         "unset: not judged.",
     )
+    gpu_nics: StrList = Field(
+        default=[],
+        description="Each GPU's own NIC, in GPU order, by its RDMA name (mlx5_0; '-' for a GPU without one): "
+        "`nvidia-smi topo -m` must show it at PIX or PXB from its GPU (behind one PCIe switch), so "
+        "GPUDirect RDMA does not cross the CPU (docs/burnin.md, gpu_nic_affinity). Empty: not judged.",
+    )
 
 
 class Ib(Section):

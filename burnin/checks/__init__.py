@@ -21,6 +21,7 @@ from burnin.checks import host_perf  # noqa: F401
 from burnin.checks import nccl_local  # noqa: F401
 from burnin.checks import copy_bandwidth  # noqa: F401
 from burnin.checks import pcie  # noqa: F401
+from burnin.checks import pcie_topo  # noqa: F401
 
 # Checks only `burnin evaluate` applies (to an operator's saved output): no stage runs them.
 from burnin.checks import gpu_evidence  # noqa: F401

@@ -129,6 +129,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "burnin.service.slurm",
             "burnin.service.state",
             "burnin.fabric.live",  # ibnetdiscover run here, the saved outputs, the plan's files
+            "burnin.fabric.ufm_live",  # the UFM event log, the plan, the ib stage's results (file or store)
         ),
     ),
     (
