@@ -351,6 +351,21 @@ TOOLS: tuple[Tool, ...] = (
         instead="the ib_ports check reads `ibstat`",
     ),
     Tool(
+        "UFM event log",
+        (
+            # event.log lines: 'TIME [entry] [event number] LEVEL [category] OBJECT [...]' (docs/fabric.md)
+            mark(
+                r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[\d+\] \[\d+\] (?:INFO|WARNING|MINOR|MAJOR|CRITICAL) \[\w+\]",
+                3,
+                "'TIME [entry] [event] LEVEL [category]' lines",
+            ),
+            mark(
+                r"\] (?:IBPort|Switch|Site|Computer|Link) \[default\b", 3, "'IBPort [default / ...' objects"
+            ),
+        ),
+        instead="`burnin fabric ufm-events` reads the fabric's event log (docs/fabric.md); no node check judges it",
+    ),
+    Tool(
         "ibnetdiscover -p",
         (mark(r"^(?:CA|SW)\s+\d+\s+\d+\s+0x[0-9a-f]{16}\s+\d+x\s", 3, "'CA/SW lid port guid 4x ...' rows"),),
         instead="the ib stage reads the fabric map; no check judges it alone",
