@@ -13,7 +13,7 @@ error whose handling the hardware put off: judged as one not yet met, a reset an
 from __future__ import annotations
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput
+from burnin.checks.base import Check, CommandOutput, section_mark, sections
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.amd_smi import AmdGpu, parse_ecc, parse_static
@@ -21,6 +21,21 @@ from burnin.result import Action, Finding, Result, Severity, critical, warning
 
 AMD_STATIC = "amd-smi static --asic --bus --vbios --driver --board --ras"
 AMD_ECC = "amd-smi metric --ecc --ecc-blocks"
+END = "end"
+
+
+def _ended(tool: str) -> str:
+    """amd-smi prints no end and no GPU count: the command marks where its output ended, so a
+    missing end (a cut, even between two whole GPU or block sections) is seen."""
+    return "\n".join([tool, "rc=$?", section_mark(END), "exit $rc"])
+
+
+def _body(output: CommandOutput) -> tuple[str, bool]:
+    """The amd-smi output and whether it is known whole (the command's end mark follows it). A
+    bare output (a file handed to `burnin evaluate`) may be cut between sections: its failures
+    stand, its pass does not."""
+    parts = sections(output.stdout)
+    return parts[""], END in parts
 
 
 def model_name(name: str) -> str:
@@ -44,12 +59,16 @@ class AmdGpuInventory(Check):
     description = "AMD GPU count and model (amd-smi static MARKET_NAME) as the profile says"
 
     def command(self, profile: Profile) -> str:
-        return AMD_STATIC
+        return _ended(AMD_STATIC)
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        gpus = parse_static(output.stdout)
+        text, whole = _body(output)
+        gpus = parse_static(text)
         findings: list[Finding] = []
-        if len(gpus) != profile.gpu.count:
+        # Fewer GPUs in a bare output may be a cut between GPU blocks (a cut inside the last one is
+        # seen against the first); more are more, cut or not.
+        short = len(gpus) < profile.gpu.count and not whole
+        if len(gpus) != profile.gpu.count and not short:
             findings.append(
                 critical(
                     f"{len(gpus)} GPU(s) found, the profile has {profile.gpu.count}",
@@ -72,6 +91,11 @@ class AmdGpuInventory(Check):
                 )
         if not any(g.market_name for g in gpus):
             raise ParseError("no GPU prints ASIC MARKET_NAME: run amd-smi static with --asic")
+        if not findings and (short or (len(gpus) == 1 and not whole)):
+            # one bare block has no other to be held to: it may be cut anywhere
+            raise ParseError(
+                f"{len(gpus)} GPU block(s) of {profile.gpu.count}, and no end: cut, or GPUs missing"
+            )
         return Result.judged(self.name, findings)
 
 
@@ -87,10 +111,11 @@ class AmdGpuEcc(Check):
     )
 
     def command(self, profile: Profile) -> str:
-        return AMD_ECC
+        return _ended(AMD_ECC)
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
-        gpus = parse_ecc(output.stdout)
+        text, whole = _body(output)
+        gpus = parse_ecc(text)
         findings: list[Finding] = []
         for gpu in gpus:
             subject = f"GPU {gpu.index}"
@@ -129,9 +154,12 @@ class AmdGpuEcc(Check):
                             subject,
                         )
                     )
-        # The output has no end and no count: fewer GPUs than the profile is a cut or a missing GPU
-        # (amd_gpu_inventory counts them), and the counts of those not shown are unknown. An error
-        # the output shows stands; a pass needs every GPU.
-        if len(gpus) < profile.gpu.count and not any(f.severity is Severity.CRITICAL for f in findings):
-            raise ParseError(f"ECC counts of {len(gpus)} GPU(s), the profile has {profile.gpu.count}")
+        # An error the output shows stands. A pass or a warning needs every GPU's every block: fewer
+        # GPUs than the profile is a cut or a missing GPU (amd_gpu_inventory counts them), and a
+        # bare output may be cut between two blocks.
+        if not any(f.severity is Severity.CRITICAL for f in findings):
+            if not whole:
+                raise ParseError("a bare amd-smi output has no end: a cut between two blocks would pass")
+            if len(gpus) < profile.gpu.count:
+                raise ParseError(f"ECC counts of {len(gpus)} GPU(s), the profile has {profile.gpu.count}")
         return Result.judged(self.name, findings)

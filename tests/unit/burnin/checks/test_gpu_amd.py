@@ -36,7 +36,7 @@ def test_one_gpu_of_another_model_is_named_and_returned() -> None:
 
 
 def test_a_missing_gpu_is_a_reseat() -> None:
-    text = "".join(_gpu_block(i, "MI300X") for i in range(7))
+    text = "".join(_gpu_block(i, "MI300X") for i in range(7)) + "@@burnin-section end\n"
     result = judge(AmdGpuInventory(), CommandOutput(text), _mi300x())
     assert result.verdict is Verdict.FAIL and [f.action for f in result.findings] == [Action.RESEAT]
 
@@ -46,7 +46,7 @@ def test_static_without_the_asic_section_is_unknown() -> None:
     assert judge(AmdGpuInventory(), CommandOutput(text), _mi300x()).verdict is Verdict.UNKNOWN
 
 
-def _ecc(counts: dict[int, tuple[int, int, int]], gpus: int = 8) -> str:
+def _ecc(counts: dict[int, tuple[int, int, int]], gpus: int = 8, ended: bool = True) -> str:
     out = []
     for i in range(gpus):
         ce, ue, de = counts.get(i, (0, 0, 0))
@@ -54,7 +54,7 @@ def _ecc(counts: dict[int, tuple[int, int, int]], gpus: int = 8) -> str:
             f"GPU: {i}\n    ECC_BLOCKS:\n        UMC:\n            CORRECTABLE_COUNT: {ce}\n"
             f"            UNCORRECTABLE_COUNT: {ue}\n            DEFERRED_COUNT: {de}\n"
         )
-    return "".join(out)
+    return "".join(out) + ("@@burnin-section end\n" if ended else "")
 
 
 def test_a_deferred_error_is_a_reset_and_an_uncorrectable_one_an_rma() -> None:
@@ -76,6 +76,36 @@ def test_fewer_gpus_than_the_profile_pass_nothing_but_fail_what_they_show() -> N
     assert clean.verdict is Verdict.UNKNOWN and "profile has 8" in clean.reason
     bad = judge(AmdGpuEcc(), CommandOutput(_ecc({0: (0, 1, 0)}, gpus=7)), _mi300x())
     assert bad.verdict is Verdict.FAIL
+
+
+def test_a_bare_output_fails_what_it_shows_and_passes_nothing() -> None:
+    """A file handed in without the command's end mark may be cut between two blocks."""
+    assert judge(AmdGpuEcc(), CommandOutput(_ecc({}, ended=False)), _mi300x()).verdict is Verdict.UNKNOWN
+    assert (
+        judge(AmdGpuEcc(), CommandOutput(_ecc({1: (3, 0, 0)}, ended=False)), _mi300x()).verdict
+        is Verdict.UNKNOWN
+    )
+    assert (
+        judge(AmdGpuEcc(), CommandOutput(_ecc({1: (0, 1, 0)}, ended=False)), _mi300x()).verdict
+        is Verdict.FAIL
+    )
+
+
+def test_fewer_gpus_count_only_in_an_ended_output() -> None:
+    short = "".join(_gpu_block(i, "MI300X") for i in range(7))
+    assert judge(AmdGpuInventory(), CommandOutput(short), _mi300x()).verdict is Verdict.UNKNOWN
+    ended = judge(AmdGpuInventory(), CommandOutput(short + "@@burnin-section end\n"), _mi300x())
+    assert ended.verdict is Verdict.FAIL and [f.action for f in ended.findings] == [Action.RESEAT]
+
+
+def test_the_command_marks_its_end_and_keeps_amd_smis_exit_code() -> None:
+    for check in (AmdGpuInventory(), AmdGpuEcc()):
+        lines = check.command(_mi300x()).splitlines()
+        assert lines[0].startswith("amd-smi ") and lines[1:] == [
+            "rc=$?",
+            "echo '@@burnin-section end'",
+            "exit $rc",
+        ]
 
 
 def test_the_real_static_is_not_ecc_output() -> None:

@@ -235,9 +235,6 @@ WITH_AN_END = sorted(
     - {
         "dmesg / journalctl -k",
         "df -Pk",
-        # amd-smi prints no end and no GPU count: one GPU's list cut at a block boundary is a
-        # shorter list (with the profile's count, a GPU not shown is UNKNOWN: gpu_amd.py)
-        "amd-smi metric --ecc",
         "lspci -vv",
         "perfquery",
         "nvidia-smi --query-gpu CSV",
