@@ -44,6 +44,7 @@ from bringup.profiles.fields import (
 
 BOOT_MODES = ("uefi", "legacy")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
+GPU_VENDORS = ("nvidia", "amd")  # which tools read the GPUs: nvidia-smi/DCGM/NCCL, or amd-smi
 # The tests a `dcgmi diag -r 1..4` suite runs, by their DCGM 4.x names (burnin/parsers/dcgmi.py
 # LEVEL_TESTS says which level runs which, and where that comes from).
 DCGM_TESTS = (
@@ -60,9 +61,15 @@ DCGM_TESTS = (
 
 
 class Gpu(Section):
+    vendor: Annotated[Literal[GPU_VENDORS], strict(str, choices=GPU_VENDORS)] = Field(
+        default="nvidia",
+        description="Whose GPUs: the checks that read one vendor's tools run only on its profiles "
+        "(burnin/checks/vendor.py). Default nvidia.",
+    )
     model: Str = Field(
         description='Product name every GPU must report, as `nvidia-smi -q` prints "Product Name" '
-        '(e.g. "NVIDIA H100 80GB HBM3" on HGX H100 SXM5).'
+        '(e.g. "NVIDIA H100 80GB HBM3" on HGX H100 SXM5); on AMD, as `amd-smi static` prints '
+        'ASIC "MARKET_NAME" (e.g. "MI300X").'
     )
     count: PositiveInt = Field(description="GPUs per node (an HGX baseboard holds 8 SXM modules).")
     memory_gib: PositiveNumber = Field(

@@ -21,6 +21,9 @@ _ACPI = "https://uefi.org/specs/ACPI/6.5/18_Platform_Error_Interfaces.html"
 _NVME = "https://github.com/torvalds/linux/blob/master/drivers/nvme/host/pci.c"
 _MLX5 = "https://docs.nvidia.com/networking/display/MLNXOFEDv495100/Reset+Flow"
 _OOPS = "https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html"
+_AMDGPU_RAS = "https://docs.kernel.org/gpu/amdgpu/ras.html"
+_AMDGPU_JOB = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdgpu/amdgpu_job.c"
+_AMDGPU_RESET = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdgpu/amdgpu_device.c"
 _NV_PROBE = "https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/kernel-open/nvidia/nv.c"
 
 
@@ -142,6 +145,31 @@ HOST_ERRORS: dict[str, HostErrorRule] = {
         "the driver's reset flow restarts the HCA; reboot, update its firmware, RMA it if it recurs",
         _MLX5,
     ),
+    # AMD GPUs (amdgpu): the driver recovers a RAS uncorrectable error and a hung ring by resetting
+    # the GPU (AMD on MI300X: "GPU recovery resets triggered by uncorrectable errors",
+    # https://github.com/ROCm/legacy-rocm-build/issues/3766).
+    "amdgpu_ue": HostErrorRule(
+        "AMD GPU uncorrectable hardware error (RAS)",
+        Severity.CRITICAL,
+        Action.RESET_GPU,
+        "the data is lost and the driver resets the GPU: amd-smi metric --ecc names the block; an "
+        "uncorrectable error again, or one in UMC (HBM), is an RMA",
+        _AMDGPU_RAS,
+    ),
+    "amdgpu_ring_timeout": HostErrorRule(
+        "AMD GPU ring timeout (a job hung)",
+        Severity.CRITICAL,
+        Action.RESET_GPU,
+        "the driver resets the GPU; a hang again under the burn-in load points at the GPU",
+        _AMDGPU_JOB,
+    ),
+    "amdgpu_reset": HostErrorRule(
+        "AMD GPU reset",
+        Severity.WARNING,
+        Action.MONITOR,
+        "the driver reset the GPU: the lines before it say why (a RAS error, a ring timeout)",
+        _AMDGPU_RESET,
+    ),
 }
 # The lines a report's verdict line brings along: they say where, not what.
 PARTS = {"ghes_part": "the part an APEI record names", "mlx5_health_detail": "an HCA health dump's line"}
@@ -165,6 +193,7 @@ def host_error_findings(events: list[HostErrorEvent]) -> list[Finding]:
         if error not in HOST_ERRORS:
             continue
         part = e.device if error.startswith(("mlx5", "nvme")) else e.location
+        part = (e.device or part) if error.startswith("amdgpu") else part
         if error in _NODE_WIDE:  # one report however many lines: the part a line names is kept
             key: tuple = (error,)
         else:

@@ -603,4 +603,20 @@ TOOLS: tuple[Tool, ...] = (
         ),
         instead="the cpu_throttle check's output (burnin run --stages host): the load alone shows no throttling",
     ),
+    Tool(  # AMD's amd-smi prints indented trees under 'GPU: N' lines (burnin/parsers/amd_smi.py)
+        "amd-smi static",
+        (mark(r"^        MARKET_NAME: \S", 3, "the ASIC's 'MARKET_NAME'"),),
+    ),
+    Tool(
+        "amd-smi metric --ecc",
+        (
+            mark(r"^    ECC_BLOCKS:\s*$", 3, "'ECC_BLOCKS:'"),
+            mark(r"^        TOTAL_UNCORRECTABLE_COUNT: ", 3, "ECC totals"),
+        ),
+    ),
+    Tool(
+        "amd-smi xgmi",
+        (mark(r"^LINK METRIC TABLE:\s*$", 3, "the 'LINK METRIC TABLE' heading"),),
+        instead="amd-smi static and amd-smi metric --ecc: the XGMI table is parsed but judged by no check yet",
+    ),
 )

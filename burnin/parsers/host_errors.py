@@ -1,6 +1,6 @@
 """Host hardware errors in a kernel message: memory (EDAC), CPU machine checks (MCE), firmware
-error records (APEI/GHES, BERT), kernel crashes (Oops, panic), NVMe controllers, ConnectX health
-(pure).
+error records (APEI/GHES, BERT), kernel crashes (Oops, panic), NVMe controllers, ConnectX health,
+AMD GPUs' RAS errors, ring timeouts and resets (pure).
 
 ``classify_host_error`` names what a message reports as one of the keys of ``HOST_ERRORS``
 (the check's catalog, burnin/checks/host_error_catalog.py), with the part it names. The
@@ -28,6 +28,10 @@ wording each pattern reads is the kernel's own:
   prints ``NVRM: The NVIDIA probe routine was not called for 3 device(s).`` when another driver
   (nouveau, vfio-pci) owns them, ``No NVIDIA graphics adapter probed!`` (older drivers) when it
   is bound to none, and ``NVRM: No NVIDIA GPU found.`` when it finds none it supports.
+- amdgpu (drivers/gpu/drm/amd/amdgpu in the kernel): amdgpu_ras.c, ``amdgpu 0000:1c:00.0:
+  uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!``; amdgpu_job.c
+  ``amdgpu_job_timedout``, ``ring gfx_0.0.0 timeout, signaled seq=..., emitted seq=...`` (older
+  kernels behind ``[drm:amdgpu_job_timedout [amdgpu]] *ERROR*``); amdgpu_device.c, ``GPU reset begin!``.
 - mlx5: drivers/net/ethernet/mellanox/mlx5/core/health.c, ``print_health_info``: ``Health issue
   observed, firmware internal error, severity(3) ERROR:``, ``assert_var[0] 0x...``, ``synd 0x1:
   firmware internal error``, ``ext_synd 0x035e``; ``poll_health``: ``device's health compromised
@@ -65,6 +69,11 @@ _GHES_PART = re.compile(
     r"^(?P<rec>\{\d+\})?\[Hardware Error\]:\s+(?:DIMM location|fru_text): (?P<part>.+?)\s*$"
 )
 _NVME = re.compile(r"^nvme (?P<dev>nvme\d+): (?P<rest>.*)$")
+_AMDGPU = re.compile(
+    r"^amdgpu (?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?:amdgpu: )?(?P<rest>.*)$"
+)
+_AMDGPU_UE = re.compile(r"^(?:\{\d+\})?uncorrectable hardware error\((?P<event>\w+)\) detected")
+_AMDGPU_RING = re.compile(r"\bring (?P<ring>\S+) timeout, signaled seq=\d+, emitted seq=\d+")
 _MLX5 = re.compile(r"^mlx5_core (?P<bdf>[0-9a-fA-F:.]+): (?P<rest>.*)$")
 _MLX5_SYND = re.compile(r"\bsynd 0x(?P<synd>[0-9a-fA-F]+)\b")
 # The lines of a kernel crash that say it is one: what the CPU could not do, the Oops itself, and a
@@ -133,6 +142,19 @@ def _mlx5(m: re.Match[str]) -> HostError | None:
     return None
 
 
+def _amdgpu(message: str) -> HostError | None:
+    m = _AMDGPU.match(message)
+    rest, bdf = (m["rest"], m["bdf"].lower()) if m else (message, None)
+    if ue := _AMDGPU_UE.match(rest):
+        return HostError("amdgpu_ue", bdf, detail=ue["event"])
+    if ring := _AMDGPU_RING.search(rest):
+        # The older line names no device: the ring names the part.
+        return HostError("amdgpu_ring_timeout", bdf or f"ring {ring['ring']}", detail=f"ring {ring['ring']}")
+    if rest.startswith("GPU reset begin!"):
+        return HostError("amdgpu_reset", bdf, detail=rest)
+    return None
+
+
 _UNPROBED = re.compile(r"^NVRM: The NVIDIA probe routine was not called for (?P<n>\d+) device\(s\)")
 
 
@@ -154,6 +176,8 @@ def classify_host_error(message: str) -> HostError | None:
         if _EDAC_NOISE.search(message):
             return HostError(IGNORED)
         return None
+    if "amdgpu" in message and (amd := _amdgpu(message)) is not None:
+        return amd
     if "[Hardware Error]" in message:
         return _mce(message) if message.startswith("mce:") else _ghes(message)
     if message.startswith("BERT: Error records from previous boot"):  # the records follow

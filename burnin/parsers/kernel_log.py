@@ -312,7 +312,7 @@ _LOUD_WORDS = (
 )  # fmt: skip
 # Words one of which a message holds when classify_host_error can make anything of it.
 _HOST_WORDS = (
-    "edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ",
+    "edac", "hardware error", "machine check", "nvme", "mlx5_core", "bert: ", "amdgpu",
     "bug: ", "oops: ", "general protection fault", "kernel panic", "nvrm: no nvidia", "probe routine was not called",
 )  # fmt: skip
 

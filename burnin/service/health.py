@@ -19,6 +19,7 @@ from typing import Any
 from bringup.profiles.load import Profile
 from burnin.checks import REGISTRY
 from burnin.checks.base import Check, CommandOutput, judge
+from burnin.checks.vendor import fits_vendor
 from burnin.parsers import ParseError
 from burnin.parsers.kernel_log import require_kernel_log
 from burnin.result import Result, Severity, Verdict, info, worst
@@ -39,7 +40,9 @@ EXIT_CANNOT_START = 3  # no profile, no state dir: nothing was judged (2 is clic
 def health_checks(profile: Profile, container: bool = False) -> list[Check]:
     """The checks `burnin health` runs on a node of this profile (with ``container``, those it
     runs only when asked too), in the order they are registered."""
-    return [c for c in REGISTRY.in_service(on_request=container) if c.applies(profile)]
+    return [
+        c for c in REGISTRY.in_service(on_request=container) if fits_vendor(c, profile) and c.applies(profile)
+    ]
 
 
 def commands_of(checks: Sequence[Check], profile: Profile) -> dict[str, list[Check]]:

@@ -19,6 +19,7 @@ from bringup.core.errors import BadInput
 from bringup.profiles.load import Profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import Check
+from burnin.checks.vendor import fits_vendor
 from burnin.stages.jobs import GroupRun
 
 
@@ -66,8 +67,11 @@ def is_group_stage(stage: str) -> bool:
 
 def stage_checks(stage: str, profile: Profile) -> list[Check]:
     """The checks declaring this single-node stage that apply to this profile's hardware, in the
-    order they are registered (burnin.checks)."""
-    return [c for c in ALL_CHECKS.values() if stage in c.stages and c.applies(profile)]
+    order they are registered (burnin.checks); a check reading one GPU vendor's tools runs only
+    on that vendor's profiles (burnin/checks/vendor.py)."""
+    return [
+        c for c in ALL_CHECKS.values() if stage in c.stages and fits_vendor(c, profile) and c.applies(profile)
+    ]
 
 
 def group_stages() -> dict[str, GroupRun]:

@@ -140,7 +140,9 @@ class NcclStage(GroupStage):
     report = ReportSection(SOAK_CHART, "NCCL bus bandwidth over the soak")
 
     def applies(self, profile: Profile) -> bool:
-        return True  # collectives run over whatever network the nodes have
+        # Collectives run over whatever network the nodes have, with nccl-tests: NVIDIA GPUs only
+        # (rccl-tests on AMD is not built yet: docs/platforms.md, "Not built yet").
+        return profile.gpu.vendor == "nvidia"
 
     def replay(self, evidence: Mapping[str, str], profiles: Mapping[str, Profile]) -> dict[str, Result | str]:
         """Per soak group, from the group's record each node keeps (burnin.checks.nccl_replay)."""

@@ -21,6 +21,7 @@ from bringup.profiles.model import Profile as ProfileModel
 from burnin.checks import ALL_CHECKS, EVIDENCE_CHECKS, REGISTRY
 from burnin.checks.base import Check, CommandOutput, Service
 from burnin.checks.registry import Registry
+from burnin.checks.vendor import fits_vendor
 from burnin.evaluate import markers as tool_markers
 from burnin.evaluate.recognise import TOOLS
 from burnin.result import Result
@@ -169,13 +170,16 @@ def stage_run_problems(
     run: Callable[[str, Profile], list[Check]] = stage_checks,
     profiles: Sequence[Profile] = PROFILES,
 ) -> list[str]:
-    """A stage runs exactly the checks declaring it that apply to the profile."""
+    """A stage runs exactly the checks declaring it that apply to the profile and read its GPU
+    vendor's tools, or no vendor's (burnin/checks/vendor.py)."""
     checks = list(checks)
     problems = []
     for profile in profiles:
         for stage in ALL_STAGES:
             got = {c.name for c in run(stage, profile)}
-            want = {c.name for c in checks if stage in c.stages and c.applies(profile)}
+            want = {
+                c.name for c in checks if stage in c.stages and c.applies(profile) and fits_vendor(c, profile)
+            }
             if got != want:
                 problems.append(f"{stage} on {profile.name}: runs {sorted(got)}, declared {sorted(want)}")
     return problems

@@ -102,3 +102,41 @@ def test_a_reports_other_lines_are_ignored_not_unknown_errors(message: str) -> N
 )
 def test_healthy_lines_are_no_host_error(message: str) -> None:
     assert classify_host_error(message) is None
+
+
+@pytest.mark.parametrize(
+    "line, error, part",
+    [
+        (
+            "amdgpu 0000:1C:00.0: {1}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+            "amdgpu_ue",
+            "0000:1c:00.0",
+        ),
+        (
+            "amdgpu 0000:08:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=1, emitted seq=3",
+            "amdgpu_ring_timeout",
+            "0000:08:00.0",
+        ),
+        (
+            "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx timeout, signaled seq=1, emitted seq=3",
+            "amdgpu_ring_timeout",
+            "ring gfx",
+        ),
+        ("amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!", "amdgpu_reset", "0000:0a:00.0"),
+    ],
+)
+def test_amdgpu_ras_errors_ring_timeouts_and_resets(line: str, error: str, part: str) -> None:
+    host = classify_host_error(line)
+    assert host is not None and (host.error, host.location) == (error, part)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "amdgpu 0000:e3:00.0: amdgpu: MEM ECC is active.",
+        "amdgpu 0000:0a:00.0: amdgpu: GPU reset succeeded, trying to resume",
+        "amdgpu 0000:0a:00.0: amdgpu: ring gfx_0.0.0 uses VM inv eng 0 on hub 0",
+    ],
+)
+def test_amdgpu_lines_that_report_no_error(line: str) -> None:
+    assert classify_host_error(line) is None

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from burnin.parsers import ParseError
 from burnin.parsers._common import parser
+from burnin.parsers.amd_smi import parse_ecc, parse_static, parse_xgmi
 from burnin.parsers.cpu_load import parse_clock_samples, parse_stress_ng_brief, parse_throttle_counts
 from burnin.parsers.dcgmi import parse_diag
 from burnin.parsers.gpu_burn import parse_gpu_burn
@@ -83,6 +84,9 @@ PARSERS = [
     parse_stress_ng_brief,
     parse_sacct,
     parse_node_events,
+    parse_static,
+    parse_ecc,
+    parse_xgmi,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name not in NOT_SAMPLES]

@@ -1,0 +1,46 @@
+"""Which GPU vendor's tools a check uses, so that a profile runs its own vendor's checks only
+(docs/platforms.md, "GPU vendors").
+
+Derived, not declared: a check that reads nvidia-smi, DCGM, NCCL, gpu-burn, nvbandwidth or the
+fabric manager's log (``Check.reads``, the tool names of burnin/evaluate/markers.py), or whose
+command runs one of NVIDIA's programs (a check judged from its own record reads no tool by name),
+runs only on a profile whose ``gpu.vendor`` is nvidia; one that reads or runs amd-smi or rocm-smi
+only on an amd profile; any other check (the kernel log, IB, the disks) on both.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bringup.profiles.load import Profile
+from burnin.checks.base import Check
+
+# Tool-name prefixes (burnin/evaluate/markers.py) that only one vendor's GPUs answer.
+VENDOR_TOOLS: dict[str, tuple[str, ...]] = {
+    "nvidia": ("nvidia-smi", "dcgmi", "nccl-tests", "gpu-burn", "nvbandwidth", "nv-fabricmanager"),
+    "amd": ("amd-smi", "rocm-smi"),
+}
+# The programs a check's command runs that only one vendor's GPUs answer.
+VENDOR_COMMANDS: dict[str, re.Pattern[str]] = {
+    "nvidia": re.compile(r"\b(?:nvidia-smi|dcgmi|all_reduce_perf|nvbandwidth|gpu_burn)\b"),
+    "amd": re.compile(r"\b(?:amd-smi|rocm-smi)\b"),
+}
+
+
+def check_vendor(check: Check, profile: Profile | None = None) -> str | None:
+    """The GPU vendor whose tools the check reads (or, given a profile, its command runs there),
+    or None for a check of no vendor."""
+    for vendor, prefixes in VENDOR_TOOLS.items():
+        if any(tool.startswith(prefixes) for tool in check.reads):
+            return vendor
+    command = check.command(profile) if profile is not None else None
+    for vendor, pattern in VENDOR_COMMANDS.items():
+        if command and pattern.search(command):
+            return vendor
+    return None
+
+
+def fits_vendor(check: Check, profile: Profile) -> bool:
+    """Whether the check may run on the profile's GPUs."""
+    vendor = check_vendor(check, profile)
+    return vendor is None or vendor == profile.gpu.vendor

@@ -1,0 +1,44 @@
+"""A profile runs its own GPU vendor's checks (burnin/checks/vendor.py), in every stage and in
+`burnin health`."""
+
+from __future__ import annotations
+
+from bringup.profiles.load import load_profile
+from burnin.checks import ALL_CHECKS
+from burnin.checks.vendor import check_vendor
+from burnin.service.health import health_checks
+from burnin.stages import ALL_STAGES, is_group_stage, stage_checks
+from burnin.stages.group import applies
+from tests.profiles import SHIPPED_DIR, shipped
+
+
+def _mi300x():
+    profile, problems = load_profile("mi300x-8x400g", SHIPPED_DIR)
+    assert profile is not None, problems
+    return profile
+
+
+def _run(profile) -> set[str]:
+    names = {c.name for s in ALL_STAGES if not is_group_stage(s) for c in stage_checks(s, profile)}
+    return names | {c.name for c in health_checks(profile, container=True)}
+
+
+def test_the_vendor_follows_from_what_a_check_reads() -> None:
+    assert check_vendor(ALL_CHECKS["gpu_inventory"]) == "nvidia"
+    assert check_vendor(ALL_CHECKS["dcgm_diag"]) == "nvidia"
+    assert check_vendor(ALL_CHECKS["amd_gpu_ecc"]) == "amd"
+    assert check_vendor(ALL_CHECKS["kernel_log"]) is None
+
+
+def test_an_amd_profile_runs_no_nvidia_check_and_an_nvidia_one_no_amd_check() -> None:
+    on_amd = _run(_mi300x())
+    assert {"amd_gpu_inventory", "amd_gpu_ecc", "kernel_log"} <= on_amd
+    assert not [n for n in on_amd if check_vendor(ALL_CHECKS[n]) == "nvidia"]
+    on_nvidia = _run(shipped())
+    assert "gpu_inventory" in on_nvidia
+    assert not [n for n in on_nvidia if check_vendor(ALL_CHECKS[n]) == "amd"]
+
+
+def test_the_nccl_stage_does_not_apply_to_amd() -> None:
+    assert applies("nccl", shipped()) and not applies("nccl", _mi300x())
+    assert applies("ib", _mi300x())  # the ib stage is unchanged
