@@ -118,9 +118,12 @@ class BmcEmulator:
         username: str,
         password: str,
         external_notification_url: str | None = None,
+        lab_state_dir: Path | None = None,
     ):
         """``external_notification_url``: if set, sushy PUTs every power change of every system
-        there (synchronously, on the next GET), e.g. to start/stop the matching fake node."""
+        there (synchronously, on the next GET), e.g. to start/stop the matching fake node.
+        ``lab_state_dir``: the namespace lab whose nodes these are; a power cycle then reboots
+        the node (bringup/lab/reboot.py)."""
         _validate(systems, port, username)
         self.systems = list(systems)
         self.port = port
@@ -128,6 +131,7 @@ class BmcEmulator:
         self.username = username
         self._password = password
         self.external_notification_url = external_notification_url
+        self.lab_state_dir = lab_state_dir
         self._proc: subprocess.Popen[bytes] | None = None
 
     # Paths inside state_dir.
@@ -172,6 +176,7 @@ class BmcEmulator:
             "sushy_state_dir": str(sushy_state),
             "ready_file": str(self._ready_path),
             "external_notification_url": self.external_notification_url,
+            "lab_state_dir": str(self.lab_state_dir) if self.lab_state_dir else None,
             "systems": [asdict(s) for s in self.systems],
         }
         write_secret_file(self.config_path, json.dumps(config, indent=2) + "\n")

@@ -5,6 +5,7 @@ JSON written by bringup.lab.bmc:
 
     {"port": 8000, "auth_file": ".../htpasswd", "sushy_state_dir": "...",
      "ready_file": ".../bmc.ready", "external_notification_url": null,
+     "lab_state_dir": null,  # the namespace lab's: a power cycle reboots the node (reboot.py)
      "systems": [{"name", "uuid", "serial", "macs", "address", "power_state",
                   "manufacturer", "model"}, ...]}
 
@@ -56,12 +57,43 @@ def _odata(collection: str, ident: str) -> dict[str, str]:
 
 
 class BmcView:
-    """WSGI filter: show each address only its own system, with its serial number."""
+    """WSGI filter: show each address only its own system, with its serial number.
 
-    def __init__(self, app: Wsgi, systems: list[dict[str, Any]]):
+    Given ``power_of`` (a system's power state, by UUID) and ``on_boot``, it also watches each
+    system's power after every request to its address, and calls ``on_boot(system)`` when it
+    lands On after Off (a power on, an Off+On cycle, a ForceRestart), before the request that
+    saw it is answered: a client that reads On finds the node booted (reboot.py)."""
+
+    def __init__(
+        self,
+        app: Wsgi,
+        systems: list[dict[str, Any]],
+        power_of: Callable[[str], str] | None = None,
+        on_boot: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.app = app
         # Any identity of any lab system, to drop cross-links (e.g. the first chassis links all).
         self._foreign_ids = {s["uuid"] for s in systems} | {s["name"] for s in systems}
+        self._power_of, self._on_boot = power_of, on_boot
+        self._power = {s["uuid"]: s.get("power_state", "Off") for s in systems}
+        self._power_locks = {s["uuid"]: threading.Lock() for s in systems}
+
+    def _watch_power(self, system: dict[str, Any]) -> None:
+        if self._power_of is None or self._on_boot is None:
+            return
+        uuid = system["uuid"]
+        with self._power_locks[uuid]:  # one boot at a time per node
+            try:
+                now = self._power_of(uuid)  # sushy lands a due power change on this read
+            except Exception:  # noqa: BLE001 - a failed read must not fail the request
+                logging.getLogger("bringup.lab.bmc").exception("%s: power state unreadable", system["name"])
+                return
+            before, self._power[uuid] = self._power.get(uuid), now
+            if before == "Off" and now == "On":
+                try:
+                    self._on_boot(system)
+                except Exception:  # noqa: BLE001 - the BMC answers whatever the node does
+                    logging.getLogger("bringup.lab.bmc").exception("%s: boot hook failed", system["name"])
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         system = environ.get(ENV_KEY)
@@ -96,6 +128,7 @@ class BmcView:
             close = getattr(result, "close", None)
             if close:
                 close()
+        self._watch_power(system)
         status, headers = captured["status"], captured["headers"]
         ctype = next((v for k, v in headers if k.lower() == "content-type"), "")
         if environ.get("REQUEST_METHOD") == "GET" and status.startswith("200") and "json" in ctype:
@@ -316,9 +349,32 @@ def build_app(config: dict[str, Any]) -> Wsgi:
     if config.get("auth_file"):
         extra["SUSHY_EMULATOR_AUTH_FILE"] = config["auth_file"]
     # Order matters: configure() wraps whatever wsgi_app is in basic auth, so auth ends up outside.
-    app.wsgi_app = BmcView(app.wsgi_app, systems)  # type: ignore[method-assign]
+    on_boot = boot_hook(config.get("lab_state_dir"))
+    app.wsgi_app = BmcView(  # type: ignore[method-assign]
+        app.wsgi_app,
+        systems,
+        power_of=(lambda uuid: app.systems.get_power_state(uuid)) if on_boot else None,
+        on_boot=on_boot,
+    )
     app.configure(extra_config=extra)
     return app  # type: ignore[no-any-return]
+
+
+def boot_hook(lab_state_dir: str | None) -> Callable[[dict[str, Any]], None] | None:
+    """For the namespace lab's BMCs (``lab_state_dir`` given): a power cycle reboots the node
+    (reboot.py), the faults it was started with (``faults`` in its config) kept."""
+    if not lab_state_dir:
+        return None
+
+    def on_boot(system: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from bringup.lab.reboot import reboot_node
+
+        for line in reboot_node(Path(lab_state_dir), system["name"], system.get("faults", [])):
+            logging.getLogger("bringup.lab.bmc").warning("boot: %s", line)
+
+    return on_boot
 
 
 def warm_up(app: Any, systems: list[dict[str, Any]]) -> None:

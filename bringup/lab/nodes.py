@@ -51,6 +51,12 @@ root=$1
 name=$2
 cd "$root"
 mount -t proc -o nosuid,nodev,noexec proc proc
+# A lab node gets a boot id of its own, new at each start, bound over the host's: its BMC's power
+# cycle writes another in place (reboot.py), so the node's kernel-log readers see a new boot.
+if [ -d etc/bringup-lab ]; then
+    cat proc/sys/kernel/random/uuid > etc/bringup-lab/boot_id
+    mount --bind etc/bringup-lab/boot_id proc/sys/kernel/random/boot_id
+fi
 mount -t sysfs -o ro,nosuid,nodev,noexec sysfs sys
 # A node prepared with the stand-ins has a fake PCI tree (standins/sysfs.py), unpacked into a
 # tmpfs (writable for the stress stand-in) that replaces /sys/devices and /sys/bus/pci. The real

@@ -268,7 +268,9 @@ class VirtualRack:
             )
             for n in state.nodes
         ]
-        BmcEmulator(systems, BMC_PORT, self.state_dir / "bmc", BMC_USER, password).start()
+        BmcEmulator(
+            systems, BMC_PORT, self.state_dir / "bmc", BMC_USER, password, lab_state_dir=self.state_dir
+        ).start()  # a power cycle reboots the node (reboot.py)
         for service in services:
             state.inventory_vars.update(service.start(state))
             state.save()
