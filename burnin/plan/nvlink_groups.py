@@ -159,6 +159,10 @@ class RackLocalizer:
     domains: Mapping[str, Sequence[str]]
     max_parallel: int | None = 64
     confirm: bool = True
+    # a domain's first-round groups (default: the domain as one group) and its trays proven good
+    # already (anchors: never a trial's subject), as the ib pass gets them from ``ib_pass_groups``
+    groups: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
+    anchors: Mapping[str, Iterable[str]] = field(default_factory=dict)
     locs: dict[str, Localizer] = field(init=False)
     fabric: list[str] = field(init=False, default_factory=list)  # domains blamed as a whole
     round: int = field(init=False, default=0)
@@ -166,7 +170,13 @@ class RackLocalizer:
 
     def __post_init__(self) -> None:
         self.locs = {
-            d: Localizer(list(ns), groups=[list(ns)], max_parallel=self.max_parallel, confirm=self.confirm)
+            d: Localizer(
+                list(ns),
+                groups=[list(g) for g in self.groups.get(d, [ns])],
+                max_parallel=self.max_parallel,
+                confirm=self.confirm,
+                anchors=self.anchors.get(d, ()),
+            )
             for d, ns in self.domains.items()
             if len(ns) >= MIN_TEST_NODES
         }
@@ -198,5 +208,41 @@ class RackLocalizer:
         return [n for d, loc in self.locs.items() if d not in self.fabric for n in loc.unresolved]
 
     @property
+    def cleared(self) -> set[str]:
+        return {n for loc in self.locs.values() for n in loc.cleared}
+
+    @property
     def trials(self) -> int:
         return sum(len(loc.history) for loc in self.locs.values())
+
+
+def ib_pass_groups(
+    domains: Mapping[str, Sequence[str]],
+    culprits: Iterable[str],
+    cleared: Iterable[str],
+    fabric: Iterable[str] = (),
+) -> tuple[dict[str, list[list[str]]], dict[str, list[str]]]:
+    """The ib pass's first round per domain, after the mnnvl pass: each tray the mnnvl pass
+    blamed runs beside one tray it cleared (so the ib pass says at once whether the tray is slow
+    both ways, without localising it again), the domain's other trays as one group. A domain
+    blamed as a whole (``fabric``), or with no cleared tray to spare, runs as one group.
+    Returns (groups, anchors) for ``RackLocalizer``."""
+    blamed, good, whole = set(culprits), set(cleared), set(fabric)
+    groups: dict[str, list[list[str]]] = {}
+    anchors: dict[str, list[str]] = {}
+    for d, nodes in domains.items():
+        bad = [n for n in nodes if n in blamed]
+        free = [n for n in nodes if n in good and n not in blamed]
+        if d in whole or not bad or len(free) < len(bad):
+            groups[d] = [list(nodes)]
+            continue
+        pads = free[: len(bad)]
+        rest = [n for n in nodes if n not in bad and n not in pads]
+        pairs = [[b, a] for b, a in zip(bad, pads, strict=True)]
+        groups[d] = (
+            [*pairs, rest]
+            if len(rest) >= MIN_TEST_NODES
+            else [p + rest if i == 0 else p for i, p in enumerate(pairs)]
+        )
+        anchors[d] = pads
+    return groups, anchors

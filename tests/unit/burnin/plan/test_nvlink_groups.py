@@ -13,6 +13,7 @@ from burnin.plan.nvlink_groups import (
     RackLocalizer,
     domain_key,
     domains_from,
+    ib_pass_groups,
     plan_nvlink_passes,
     rack_wide,
     read_passes,
@@ -147,3 +148,32 @@ def test_rack_wide_is_false_once_a_tray_passed():
     loc = Localizer(nodes, groups=[nodes])
     drive(loc, lambda t: "t0" in t)
     assert not rack_wide(loc, nodes)
+
+
+def test_the_ib_pass_pairs_a_blamed_tray_with_a_cleared_one():
+    domains = racks(2, 6)
+    groups, anchors = ib_pass_groups(domains, ["r01-t03"], ["r01-t01", "r01-t02", "r01-t04"])
+    d1, d2 = domains
+    assert groups[d1] == [["r01-t03", "r01-t01"], ["r01-t02", "r01-t04", "r01-t05", "r01-t06"]]
+    assert anchors == {d1: ["r01-t01"]}
+    assert groups[d2] == [domains[d2]]
+
+
+def test_the_ib_pass_runs_a_rack_blamed_as_a_whole_as_one_group():
+    domains = racks(1, 4)
+    (d,) = domains
+    groups, anchors = ib_pass_groups(domains, [], [], fabric=[d])
+    assert groups == {d: [domains[d]]} and anchors == {}
+
+
+def test_ib_pass_tells_a_tray_slow_both_ways_in_one_targeted_trial_and_its_confirmation():
+    domains = racks()
+    mnnvl = RackLocalizer(domains)
+    drive(mnnvl, lambda t: "r04-t11" in t)
+    groups, anchors = ib_pass_groups(domains, mnnvl.culprits, mnnvl.cleared, mnnvl.fabric)
+    ib = RackLocalizer(domains, groups=groups, anchors=anchors)
+    drive(ib, lambda t: "r04-t11" in t)
+    assert ib.culprits == ["r04-t11"] and ib.round == 2  # the pair, then the confirmation
+    clean = RackLocalizer(domains, groups=groups, anchors=anchors)
+    drive(clean, lambda t: False)
+    assert clean.culprits == [] and clean.round == 1
