@@ -30,7 +30,7 @@ from burnin.plan.nvlink_groups import (
     rack_wide,
     read_passes,
 )
-from burnin.result import Action, Finding, Result, Severity, Verdict, critical, info, worst
+from burnin.result import Action, Finding, Result, Severity, Verdict, critical, info, warning, worst
 from burnin.stages.jobs import GroupContext, GroupResults
 
 # run_pass(ctx, jobs, soak_groups=..., env=..., stop=...) -> GroupResults: one soak and localisation
@@ -118,6 +118,13 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
         )
         for d in members
     }
+    slower = {
+        d: note
+        for d in members
+        if readings[d] == "fine" and (note := _slower_than_ib(d, members[d], on, off))
+    }
+    for d in slower:
+        readings[d] = "nvlink"
     out: GroupResults = {}
     for n in names:
         domain = domains.get(n)
@@ -127,8 +134,39 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
             if domain in members
             else {}
         )
-        out[n] = [merge(on.get(n), off.get(n), mine, extra)]
+        result, evidence = merge(on.get(n), off.get(n), mine, extra)
+        if domain in slower:
+            result = replace(result, findings=(*result.findings, slower[domain]))
+            result = replace(result, verdict=worst([result.verdict, Verdict.WARN]))
+        out[n] = [(result, evidence)]
     return out
+
+
+def _median_busbw(results: GroupResults, nodes: Sequence[str]) -> float | None:
+    values = [
+        r.metrics.get("busbw_median_gbps")
+        for n in nodes
+        for r, _ in results.get(n, ())
+        if r.check == SOAK_CHECK
+    ]
+    values = sorted(v for v in values if isinstance(v, (int, float)))
+    return values[len(values) // 2] if values else None
+
+
+def _slower_than_ib(domain: str, nodes: Sequence[str], on: GroupResults, off: GroupResults) -> Finding | None:
+    """Both passes above the floor, but the rack's NVLink slower than its InfiniBand: no profile
+    figure says how fast a rack's multi-node NVLink all-reduce must be, but never slower than the
+    same trays over their network (the floors are the InfiniBand figures: docs/platforms.md)."""
+    fast, slow = _median_busbw(off, nodes), _median_busbw(on, nodes)
+    if fast is None or slow is None or slow >= fast:
+        return None
+    return warning(
+        f"multi-node NVLink in rack {rack_label(domain)} is slower than InfiniBand on the same trays "
+        f"(median busbw {slow:g} GB/s with NCCL_MNNVL_ENABLE=1, {fast:g} with it off): the rack's NVLink "
+        "fabric (its switch trays) is degraded",
+        Action.MONITOR,
+        subject=rack_label(domain),
+    )
 
 
 def _verdict(rows: list[tuple[Result, str]] | None) -> Verdict | None:

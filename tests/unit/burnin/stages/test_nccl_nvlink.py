@@ -46,7 +46,7 @@ for rank, h in enumerate(hosts):
 p("#")
 p("#       size         count      type   redop    root     time   algbw   busbw #wrong"
   "     time   algbw   busbw #wrong")
-busbw = 40.0 if slow else 390.0
+busbw = 40.0 if slow else float(os.environ.get("FAKE_MNNVL_BUSBW") or 390) if mnnvl else 390.0
 for size in (1073741824, 2147483648):
     p("%12d  %12d  %8s  %6s  %6d  %7.0f  %6.2f  %6.2f  %5d  %7.0f  %6.2f  %6.2f  %5d"
       % (size, size // 4, "float", "sum", -1, 9000.0, busbw / 1.9, busbw, 0, 9000.0, busbw / 1.9, busbw, 0))
@@ -83,12 +83,13 @@ def fake(tmp_path, monkeypatch):
     log = tmp_path / "launches"
     monkeypatch.setenv("FAKE_LOG", str(log))
 
-    def run(slow_rack=(), slow_tray="", both=False, domains=True):
+    def run(slow_rack=(), slow_tray="", both=False, domains=True, mnnvl_busbw=""):
         jobs = _jobs()
         monkeypatch.setenv("FAKE_NAMES", json.dumps({j.target.host: j.name for j in jobs}))
         monkeypatch.setenv("FAKE_SLOW_RACK", json.dumps(list(slow_rack)))
         monkeypatch.setenv("FAKE_SLOW_TRAY", slow_tray)
         monkeypatch.setenv("FAKE_TRAY_BOTH", "1" if both else "")
+        monkeypatch.setenv("FAKE_MNNVL_BUSBW", mnnvl_busbw)
         earlier = {n: _fabric(r) for r, trays in RACKS.items() for n in trays} if domains else {}
         ctx = GroupContext(jobs, 7, {"mpirun_path": str(script)}, earlier=earlier)
         results = run_nccl_stage(ctx)
@@ -151,6 +152,15 @@ def test_a_tray_slow_both_ways_is_the_tray(fake):
     assert bad.verdict is Verdict.FAIL
     assert any("slow with multi-node NVLink on and off" in f.message for f in bad.findings)
     assert results["r02-t01"].metrics["nvlink_reading"] == "network"
+
+
+def test_a_rack_whose_nvlink_is_slower_than_its_infiniband_warns(fake):
+    run, _ = fake
+    results = run(mnnvl_busbw="300")  # above the 180 floor, below the 390 over InfiniBand
+    for tray in (t for trays in RACKS.values() for t in trays):
+        r = results[tray]
+        assert r.verdict is Verdict.WARN and r.metrics["nvlink_reading"] == "nvlink"
+        assert "slower than InfiniBand on the same trays (median busbw 300 GB/s" in r.findings[-1].message
 
 
 def test_without_domains_one_pass_and_says_so(fake):
