@@ -71,6 +71,9 @@ class GroupContext:
     # as anchors, so a node under test never meets a second suspect while a partner is free.
     # Empty (``burnin run``): every node is under test, paired and grouped with every other.
     partners: frozenset[str] = frozenset()
+    # Each node's results of this run's earlier stages (the nccl stage reads an NVL72 tray's
+    # NVLink domain from its preflight gpu_fabric_state result).
+    earlier: dict[str, list[Result]] = field(default_factory=dict)
 
     def progress(self, line: str) -> None:
         if self.on_progress:

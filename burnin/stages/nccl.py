@@ -31,7 +31,7 @@ import shlex
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -55,6 +55,7 @@ from burnin.stages.launch import (
     run_watched,
     settings_from,
 )
+from burnin.stages.nccl_nvlink import run_nvlink_passes
 
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
 MAX_PARALLEL = 64  # trials run at once
@@ -273,11 +274,25 @@ def run_nccl_stage(ctx: GroupContext) -> GroupResults:
     for j in jobs:
         by_profile.setdefault(j.profile.name, []).append(j)
     for group_jobs in by_profile.values():  # one soak per hardware kind: floors differ
+        if group_jobs[0].profile.gpu.multi_node_nvlink and len(group_jobs) >= 2:
+            # NVL72: per NVLink domain, with multi-node NVLink on, then off (docs/burnin.md)
+            results.update(run_nvlink_passes(ctx, group_jobs, _run_profile))
+            continue
         results.update(_run_profile(ctx, group_jobs))
     return results
 
 
-def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
+def _run_profile(
+    ctx: GroupContext,
+    jobs: list[Any],
+    *,
+    soak_groups: Sequence[Sequence[str]] | None = None,
+    env: Mapping[str, str] | None = None,
+    stop: Callable[[Localizer], bool] | None = None,
+) -> GroupResults:
+    """One soak and its localisation over ``jobs``. ``soak_groups``: the soak groups when the caller
+    has them (NVLink domains); ``env``: added to the ranks' environment (NCCL_MNNVL_ENABLE);
+    ``stop``: ends localisation early when it says so (the rack rule: burnin/stages/nccl_nvlink.py)."""
     profile = jobs[0].profile
     names = [j.name for j in jobs]
     if len(jobs) < 2:
@@ -291,13 +306,15 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
         if ctx.settings.get("mpirun_ssh_options"):  # the inventory's own ssh options win
             ssh.pop("ssh_options", None)
         launch = settings_from(ctx.settings, **ssh)
+        if env:
+            launch = replace(launch, env={**launch.env, **env})
     except (LaunchError, ValueError, TypeError) as exc:
         return {n: [(Result.unknown(SOAK_CHECK, f"nccl stage settings: {exc}"), "")] for n in names}
     hosts = {j.name: LaunchHost(j.name, j.target.host) for j in jobs}
     executor = Executor(plan, launch, hosts, profile, ctx)
     # Partners anchor only beside nodes under test: a profile of partners alone soaks as usual.
     anchors = [n for n in names if n in ctx.partners] if set(names) - ctx.partners else []
-    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL, anchors=anchors)
+    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL, anchors=anchors, groups=soak_groups)
     runs: list[TestRun] = []  # every run, for the evidence
 
     groups = loc.next_tests()
@@ -324,7 +341,7 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
         failed = [r for r in soak if not r.passed]
         trial = loc.record(group, not failed, failed[0].detail() if failed else "")
         trial_results[trial.index] = (failed or soak)[0].result
-    while tests := loc.next_tests():
+    while not (stop and stop(loc)) and (tests := loc.next_tests()):
         ctx.progress(f"nccl: localisation round {loc.round}: {len(tests)} trial(s)")
         with ThreadPoolExecutor(max_workers=min(len(tests), MAX_PARALLEL)) as pool:
             done = list(pool.map(lambda t: _trial(executor, loc, t), tests))
@@ -341,7 +358,7 @@ def _run_profile(ctx: GroupContext, jobs: list[Any]) -> GroupResults:
     if loc.culprits:
         ctx.progress(f"nccl: culprit(s): {', '.join(loc.culprits)}")
     out = _node_results(loc, groups, soak_results, trial_results, runs, soaks)
-    for node, note in _shared_groups(loc, groups).items():
+    for node, note in ({} if stop else _shared_groups(loc, groups)).items():
         out[node] = [(replace(r, findings=(*r.findings, note)), e) for r, e in out[node]]
     return out
 

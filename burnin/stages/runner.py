@@ -257,6 +257,7 @@ class BurninRun:
             self.on_group_progress,
             self.concurrency,
             self.partners,
+            earlier={n: [r for s in outcomes[n].stages for r in s.results] for n in active},
         )
         error = ""
         try:
