@@ -258,5 +258,9 @@ def switch_node_fault(state_dir: str | Path, lab: str, node: str, action: str, f
     tmp.write_text(fault_file_text(new), encoding="utf-8")
     tmp.replace(path)  # atomic: a stand-in running meanwhile never reads half a file
     record.faults = list(new["faults"])
+    if fault.startswith("fabric-"):  # the fabric is shared: every node's view may change
+        from bringup.lab.fabric import write_lab_fabric
+
+        write_lab_fabric(state)
     state.save()
     return record.faults
