@@ -118,6 +118,17 @@ def test_the_stand_ins_answer_from_the_node_view(tmp_path):
             [roots[node] / "usr/local/bin" / args[0], *args[1:]], capture_output=True, text=True
         )
 
+    ibstat = run("node02", "ibstat").stdout.split("CA 'mlx5_1'")[0]  # node02's cable is not laid
+    assert "State: Down" in ibstat and "Physical state: Polling" in ibstat and "Rate: 10\n" in ibstat
+    hca = views["node01"]["hcas"]["mlx5_0"]
+    ibstat = run("node01", "ibstat").stdout
+    first, rest = ibstat.split("CA 'mlx5_1'")
+    assert (
+        f"Base lid: {hca['lid']}\n" in first
+        and f"SM lid: {hca['sm_lid']}\n" in first
+        and "State: Active" in first
+    )
+    assert "Base lid: 102\n" in rest  # HCAs off the lab fabric stay as recorded
     got = run("node01", "ibnetdiscover", "-p")
     assert got.returncode == 0 and got.stdout == views["node01"]["ibnetdiscover"]
     assert run("node02", "ibnetdiscover", "-p").returncode == 1  # no link: discovery fails
