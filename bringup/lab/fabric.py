@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bringup.core.errors import UserError
 from bringup.lab.fabric_sim import device_numbers, ibnetdiscover_text, planned_cables, swap_switch_ends
 from bringup.lab.standins.catalog_file import catalog
 from bringup.lab.standins.dispatch import node_guid
@@ -49,7 +50,7 @@ SWITCHES = {  # name -> (GUID, rack, unit): findings name the switch by its plac
 }
 
 
-class FabricFaultError(ValueError):
+class FabricFaultError(UserError, ValueError):
     """A fabric fault the plan cannot make (a node with no leaf neighbour to swap with)."""
 
 
@@ -185,6 +186,13 @@ def lab_views(state: LabState) -> dict[str, dict]:
         for name, text in plan_files([n.name for n in state.nodes]).items():
             atomic_write(path.parent / name, text)
     return node_views(load_plan(path), state.nodes, {n.name: n.faults for n in state.nodes})
+
+
+def check_lab_faults(state: LabState, faults: Mapping[str, Sequence[str]]) -> None:
+    """Raise FabricFaultError when the lab's plan cannot make these nodes' fabric faults."""
+    path = plan_path(state.state_dir)
+    plan = load_plan(path) if path.exists() else lab_plan([n.name for n in state.nodes])
+    laid_cables(plan, faults)
 
 
 def write_view(root: Path, view: dict) -> None:

@@ -147,3 +147,47 @@ def test_the_stand_ins_answer_from_the_node_view(tmp_path):
         "pkeys",
         str(views["node01"]["hcas"]["mlx5_0"]["lid"]),
     ).stdout.startswith("   0: 0xffff")
+
+
+def _lab_state(tmp_path, names):
+    from bringup.lab.state import LabState
+
+    state = LabState("t", "abc123", "blabc123", str(tmp_path), "inv.yml", "now", nodes=[
+        LabNode(n, i, "10.0.0.1", "02:00", "S", "U", "http://b") for i, n in enumerate(names)
+    ])  # fmt: skip
+    for n in names:
+        (tmp_path / "nodes" / n / "root" / "etc" / "bringup-lab").mkdir(parents=True)
+    state.save()
+    return state
+
+
+def test_switching_a_fabric_fault_rewrites_every_node_view(tmp_path):
+    import json
+
+    from bringup.lab.fabric import NODE_FILE, plan_path, write_lab_fabric
+    from bringup.lab.faults import switch_node_fault
+
+    state = _lab_state(tmp_path, NAMES)
+    write_lab_fabric(state)
+    assert plan_path(tmp_path).is_file()
+
+    def seen(node):
+        view = json.loads((tmp_path / "nodes" / node / "root" / NODE_FILE).read_text())
+        return {p.name for p in parse_ibnetdiscover_ports(view["ibnetdiscover"])}
+
+    assert "node04 mlx5_0" in seen("node01")
+    assert switch_node_fault(tmp_path, "t", "node03", "add", "fabric-split") == ["fabric-split"]
+    assert "node04 mlx5_0" not in seen("node01") and "node01 mlx5_0" not in seen("node04")
+    switch_node_fault(tmp_path, "t", "node03", "remove", "fabric-split")
+    assert "node04 mlx5_0" in seen("node01")
+
+
+def test_a_fabric_fault_the_plan_cannot_make_is_refused_before_writing(tmp_path):
+    from bringup.lab.faults import FaultSwitchError, switch_node_fault
+    from bringup.lab.standins import FAULTS_FILE
+
+    state = _lab_state(tmp_path, NAMES[:3])  # node03 alone on su2-leaf0
+    with pytest.raises(FaultSwitchError, match="needs another node"):
+        switch_node_fault(tmp_path, "t", "node03", "add", "fabric-swapped-cables")
+    assert not (tmp_path / "nodes" / "node03" / "root" / FAULTS_FILE).exists()
+    assert state.load(tmp_path).nodes[2].faults == []
