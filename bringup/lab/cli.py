@@ -102,6 +102,11 @@ def lab_up(
         highlight=False,
         markup=False,
     )
+    from bringup.lab.fabric import plan_path
+
+    plan = plan_path(state.state_dir)  # the simulated fabric's cabling plan
+    if plan.exists():
+        console.print(f"fabric:    burnin fabric verify --plan {plan}", highlight=False, markup=False)
     # The README's path, each command on its own line (a line to copy stays whole: ui.py).
     console.print("next:", highlight=False)
     for command in next_commands(name):

@@ -38,9 +38,7 @@ def ibnetdiscover_text(
     plan's; ``guids`` a device's GUID where it is not the generated one."""
     rates, guids = rates or {}, dict(guids or {})
     cables = list(cables)
-    names: dict[str, int] = {}
-    for end in [e for c in cables for e in c] + [e for link in plan.links for e in (link.a, link.b)]:
-        names.setdefault(_device_key(end), len(names))
+    names = device_numbers(plan, cables)
     by_name = {s.name: s.guid for s in plan.switches.values() if s.guid is not None}
 
     def guid(end: End) -> int:
@@ -79,6 +77,16 @@ def ibnetdiscover_text(
                     f"{'':36s}'{desc(end)}'"
                 )
     return "\n".join(lines) + "\n"
+
+
+def device_numbers(plan: Plan, cables: Iterable[tuple[End, End]]) -> dict[str, int]:
+    """Each device's number (its LID is the number + 1): the plan's devices first, in plan order,
+    so a device keeps its LID whichever cables are laid (a lab node's ibstat shows the same one);
+    then any device only the laid cables name."""
+    names: dict[str, int] = {}
+    for end in [e for link in plan.links for e in (link.a, link.b)] + [e for c in cables for e in c]:
+        names.setdefault(_device_key(end), len(names))
+    return names
 
 
 def _device_key(end: End) -> str:

@@ -254,9 +254,20 @@ def switch_node_fault(state_dir: str | Path, lab: str, node: str, action: str, f
         time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 1_000_000)) + f",{now % 1_000_000:06d}+00:00"
     )
     new = switch_fault(data, node, action, fault, stamp)
+    if fault.startswith("fabric-"):
+        from bringup.lab.fabric import FabricFaultError, check_lab_faults
+
+        try:  # refused before anything is written
+            check_lab_faults(state, {n.name: n.faults for n in state.nodes} | {node: new["faults"]})
+        except FabricFaultError as exc:
+            raise FaultSwitchError(str(exc)) from None
     tmp = path.with_suffix(".tmp")
     tmp.write_text(fault_file_text(new), encoding="utf-8")
     tmp.replace(path)  # atomic: a stand-in running meanwhile never reads half a file
     record.faults = list(new["faults"])
+    if fault.startswith("fabric-"):  # the fabric is shared: every node's view may change
+        from bringup.lab.fabric import write_lab_fabric
+
+        write_lab_fabric(state)
     state.save()
     return record.faults

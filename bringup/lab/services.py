@@ -7,6 +7,7 @@ the rack itself knows only the hook, so a lab can also run with fewer or none.
 from __future__ import annotations
 
 from bringup.lab.aptrepo import AptRepoService
+from bringup.lab.fabric import FabricService
 from bringup.lab.netfaults import NetFaultService
 from bringup.lab.service_hook import LabService
 from bringup.lab.slurm import SlurmService
@@ -18,4 +19,5 @@ def lab_services() -> list[LabService]:
         AptRepoService(),  # the stand-in apt repository
         NetFaultService(),  # the `unreachable` fault
         SlurmService(),  # slurmctld/slurmd/munge, mpirun settings
+        FabricService(),  # the simulated InfiniBand fabric and its plan
     ]

@@ -38,6 +38,10 @@ LIB_SUBDIR = os.path.join("usr", "local", "lib", "bringup-standins")
 FAULTS_SUBPATH = os.path.join("etc", "bringup-lab", "faults.json")
 SYSFS_SUBPATH = os.path.join("etc", "bringup-lab", "sysfs")  # the fake tree (sysfs.py)
 IDENTITY_SUBPATH = os.path.join("etc", "bringup-lab", "identity.json")  # written by lab/rack.py
+# The node's view of the lab's simulated fabric (bringup/lab/fabric.py); ibstat's ports on it
+# answer from it: their LID, the SM's LID, and Down/Polling where the cable is not laid.
+FABRIC_SUBPATH = os.path.join("etc", "bringup-lab", "fabric.json")
+FABRIC_TOOLS = ("ibstat",)
 EXIT_NO_RECORDING = 2  # like a usage error of the real tool
 EXIT_BROKEN_SETUP = 3  # catalog, faults file or fake sysfs tree missing/invalid
 
@@ -220,6 +224,40 @@ def load_fault_file(path, catalog):
     return faults, logged_at
 
 
+def fabric_ibstat(data, hcas):
+    """ibstat's output with the fabric's facts for its CAs on the lab fabric (`hcas`: CA name ->
+    lid, sm_lid, state, physical_state, rate as fabric.json has them). An Active port keeps its
+    recorded state and rate (an ib-port-degraded recording stays as recorded)."""
+    out, ca = [], None
+    for line in data.decode("latin-1").splitlines(keepends=True):
+        m = re.match(r"^CA '([^']+)'", line)
+        if m:
+            ca = hcas.get(m.group(1))
+        m = re.match(r"^(\s+)(State|Physical state|Rate|Base lid|SM lid): .*?(\r?\n?)$", line)
+        if ca is not None and m:
+            key = m.group(2)
+            value = {"Base lid": ca["lid"], "SM lid": ca["sm_lid"]}.get(key)
+            if value is None and ca["state"] != "Active":
+                value = {"State": ca["state"], "Physical state": ca["physical_state"], "Rate": ca["rate"]}[
+                    key
+                ]
+            if value is not None:
+                line = f"{m.group(1)}{key}: {value}{m.group(3)}"
+        out.append(line)
+    return "".join(out).encode("latin-1")
+
+
+def load_fabric_view(root):
+    """The node's fabric.json, or None on a lab without a simulated fabric."""
+    try:
+        with open(os.path.join(root, FABRIC_SUBPATH), encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StandinError(f"cannot read {FABRIC_SUBPATH}: {exc}") from exc
+
+
 # ---- kernel-log lines logged when a fault was switched on ----------------------------------------
 # `dmesg --time-format iso`: 2025-01-18T09:14:07,074554+00:00 (comma, microseconds, UTC offset).
 _ISO_STAMP = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d),(\d{6})\+00:00")
@@ -381,6 +419,10 @@ def main(argv=None):
             if entry.get("render"):
                 data = RENDERERS[entry["render"]](data, asked)
             hold(held, entry.get("sysfs_during", {}), os.path.join(lab_root(lib_dir), SYSFS_SUBPATH))
+        if tool in FABRIC_TOOLS:
+            view = load_fabric_view(lab_root(lib_dir))
+            if view is not None:
+                data = fabric_ibstat(data, view.get("hcas", {}))
         data = for_node(data, node)
     except StandinError as exc:
         sys.stderr.write(f"stand-in {tool}: {exc}\n")

@@ -19,10 +19,11 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from bringup.lab.standins.dispatch import FAULTS_SUBPATH, LIB_SUBDIR
+from bringup.lab.standins.dispatch import FABRIC_SUBPATH, FABRIC_TOOLS, FAULTS_SUBPATH, LIB_SUBDIR
 
 # The faults file as seen from the stand-ins' directory (both live in the node's root).
 FAULTS_FROM_LIB = os.path.relpath(FAULTS_SUBPATH, LIB_SUBDIR)
+FABRIC_FROM_LIB = os.path.relpath(FABRIC_SUBPATH, LIB_SUBDIR)
 
 # Python regex escapes -> POSIX ERE (bash [[ =~ ]]); the catalog uses no other classes.
 _ERE = {r"\d": "[0-9]", r"\S": "[^[:space:]]", r"\s": "[[:space:]]", r"\w": "[[:alnum:]_]"}
@@ -63,6 +64,8 @@ def front_script(
         f'IFS= read -r -d "" f <"$lib/{FAULTS_FROM_LIB}" 2>/dev/null',
         f"[[ $f == {shlex.quote(faults_json)} ]] || {fallback}",
     ]
+    if tool in FABRIC_TOOLS:  # on the lab fabric, dispatch.py puts the fabric's facts in
+        lines.append(f'[[ -e "$lib/{FABRIC_FROM_LIB}" ]] && {fallback}')
     for index in ordered_eligible(entries, faults):
         entry = entries[index]
         patterns = [to_ere(p) for p in entry["args"]]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.lab import aptrepo, bmc_inventory, netfaults, standins
+from bringup.lab import aptrepo, bmc_inventory, fabric, netfaults, standins
 from bringup.lab.faults import fault_file_text, switch_fault
 from bringup.lab.standins import dispatch, sysfs
 from burnin.service.health import new_kernel_lines
@@ -114,6 +114,7 @@ def test_every_catalog_fault_is_known_and_used():
     }
     used |= aptrepo.package_faults() | netfaults.FAULTS  # faults of the lab's packages and network
     used |= bmc_inventory.BMC_FAULTS  # what the lab BMC reports
+    used |= set(fabric.FABRIC_FAULTS)  # the lab's simulated fabric
     assert used <= set(known)
     assert set(known) <= used, f"faults with no recording: {set(known) - used}"
     for name, description in known.items():
