@@ -396,3 +396,65 @@ def test_ports_of_different_rates_are_never_paired(monkeypatch):
         n: [f.message for f in r[0][0].findings][:2] for n, r in results.items()
     }
     assert ran and all(rate[s.server] == rate[s.client] for _, s in ran)
+
+
+def test_gpudirect_mode_loads_each_hca_from_its_gpu_against_its_own_floor(monkeypatch):
+    """diag.ib_gdr: every ib_write_bw runs with --use_cuda=<the HCA's GPU> (then
+    --use_cuda_dmabuf, which perftest refuses before --use_cuda: https://github.com/linux-rdma/perftest/issues/336),
+    judged against floors.ib_gdr_write_fraction (0.95 x 400 = 380), not the host-memory floor
+    (388): 385 Gb/s per direction passes. Without GPU-to-NIC pairs in the profile the HCAs are
+    paired by index, and the result says so."""
+    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    commands: list[str] = []
+
+    def fake_discover(targets, bound=None):
+        return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
+
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
+        got = ib_stage.RoundOutputs()
+        for s in round_.sessions:
+            for node in (s.server, s.client):
+                plan = ib_stage.round_script(node, [s], infos, {}, seconds, False)
+                commands.extend(plan.commands.values())
+            doc = {
+                "test_info": {"test": "x"},
+                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": 770.0},
+            }
+            for node in (s.server, s.client):
+                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
+        for key in round_.loaded:
+            got.changes[key] = counter_changes({}, {})
+        return got
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    profile = apply_overrides(
+        PROFILE,
+        [
+            "diag.ib_load_seconds=3",
+            "diag.ib_gdr=true",
+            "diag.ib_gdr_dmabuf=true",
+            "floors.ib_write_bw_bidir_gbps=760",
+        ],
+    )
+    jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(["n1", "n2", "n3"], 1)]
+    results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, lambda _: None))
+    assert {n: r[0][0].verdict for n, r in results.items()} == dict.fromkeys(["n1", "n2", "n3"], Verdict.PASS)
+    assert commands and all(" --use_cuda=" in c for c in commands)
+    mlx5_3 = [c for c in commands if c.startswith("ib_write_bw -d mlx5_3 ")]
+    assert mlx5_3 and all("--use_cuda=3 --use_cuda_dmabuf" in c for c in mlx5_3)
+    result = results["n1"][0][0]
+    assert result.metrics["floor_gbps"] == 380.0
+    assert result.metrics["gdr"] == {"mlx5_0": 0, "mlx5_1": 1, "mlx5_2": 2, "mlx5_3": 3, "mlx5_4": 4,
+                                     "mlx5_5": 5, "mlx5_6": 6, "mlx5_7": 7}  # fmt: skip
+    notes = [f.message for f in result.findings]
+    assert any("GPU memory" in m and "by index" in m for m in notes), notes
+
+
+def test_host_memory_mode_is_unchanged_by_default():
+    from burnin.checks.ib_load import IbPortInfo
+
+    (round_,) = plan_rounds({"a": ["mlx5_0/1"], "b": ["mlx5_0/1"]}, 1)
+    infos = {PortKey(n, "mlx5_0/1"): IbPortInfo(n, "mlx5_0", 1) for n in "ab"}
+    plan = ib_stage.round_script("a", list(round_.sessions), infos, {}, 1, False)
+    assert all("cuda" not in c for c in plan.commands.values())
