@@ -458,3 +458,41 @@ def test_host_memory_mode_is_unchanged_by_default():
     infos = {PortKey(n, "mlx5_0/1"): IbPortInfo(n, "mlx5_0", 1) for n in "ab"}
     plan = ib_stage.round_script("a", list(round_.sessions), infos, {}, 1, False)
     assert all("cuda" not in c for c in plan.commands.values())
+
+
+def test_gpudirect_round_runs_the_standins_with_cuda_options(two_roots):
+    """The lab's ib_write_bw takes --use_cuda/--use_cuda_dmabuf and prints perftest's CUDA lines,
+    which the parser reads back: the GPU each end loaded from, and DMA-BUF."""
+    from burnin.checks.ib_load import IbPortInfo
+    from burnin.parsers.perftest import parse_perftest
+
+    ports = {n: ["mlx5_2/1"] for n in two_roots}
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
+    infos = {PortKey(n, "mlx5_2/1"): IbPortInfo(n, "mlx5_2", 1, lid=1, gpu=2, gpu_dmabuf=True) for n in ports}
+    hosts = dict.fromkeys(two_roots, "127.0.0.1")
+    plans = {
+        n: ib_stage.round_script(n, list(round_.sessions), infos, hosts, 1, out_json=False) for n in two_roots
+    }
+    procs = {
+        n: subprocess.Popen(
+            ["bash", "-s"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": f"{two_roots[n]}/usr/local/bin:/usr/bin:/bin"},
+        )
+        for n in two_roots
+    }
+    for n, proc in procs.items():
+        proc.stdin.write(plans[n].script.encode())
+        proc.stdin.close()
+    collected = ib_stage.RoundOutputs()
+    for n, proc in procs.items():
+        raw = proc.stdout.read()
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        ib_stage.collect_round(n, plans[n], raw, "", round_, collected)
+    for end in collected.ends.values():
+        assert end.rc == 0, end.stderr
+        parsed = parse_perftest(end.stdout)
+        assert (parsed.cuda_device, parsed.cuda_dmabuf) == (2, True)
+        assert parsed.report().average_gbps() > 0
