@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from burnin.parsers.ibnetdiscover import IbnetPort, guid_key
 from burnin.plan.nccl_groups import MIN_TEST_NODES
+from burnin.result import Action, Finding, Severity, info
 
 NO_LEAF = "no known leaf"
 
@@ -39,7 +40,7 @@ class LeafGroups:
     groups: list[list[str]] = field(default_factory=list)  # round 1: a partition of the nodes
     labels: list[str] = field(default_factory=list)  # per group: 'leaf ib-leaf01 (0x..)', 'no known leaf'
     leaves: list[tuple[Leaf, ...]] = field(default_factory=list)  # per group; () when not one leaf set
-    notes: list[str] = field(default_factory=list)  # nodes not soaking with a leaf of their own, and why
+    notes: dict[str, str] = field(default_factory=dict)  # node -> why it soaks apart from a leaf group
 
 
 def node_leaves(
@@ -75,16 +76,13 @@ def leaf_groups(
         by_leaves.setdefault(tuple(sorted(set(leaves.get(node, ())))), []).append(node)
     out = LeafGroups()
     pool: list[str] = list(by_leaves.pop((), []))
-    if pool:
-        out.notes.append(
-            f"{', '.join(pool)}: {NO_LEAF} (not in the fabric map): soaked apart from the leaf groups"
-        )
+    for node in pool:
+        out.notes[node] = f"{NO_LEAF} (its HCAs are not in the fabric map): soaked apart from the leaf groups"
     for key, members in by_leaves.items():
         if len(members) < min_nodes:
             pool += members
-            out.notes.append(
-                f"{', '.join(members)}: alone under {_label(key)}: soaked with the nodes of no leaf group"
-            )
+            for node in members:
+                out.notes[node] = f"alone under {_label(key)}: soaked with the nodes of no leaf group"
         else:
             out.groups.append(members)
             out.labels.append(_label(key))
@@ -95,6 +93,7 @@ def leaf_groups(
         out.leaves.append(())
     elif pool:
         i = min(range(len(out.groups)), key=lambda j: len(out.groups[j]))
+        out.notes[pool[0]] = f"no node to soak with apart from the leaf groups: soaked with {out.labels[i]}"
         out.groups[i] = out.groups[i] + pool
         out.labels[i] = f"{out.labels[i]} and {pool[0]} ({NO_LEAF} to soak with)"
         out.leaves[i] = ()
@@ -112,4 +111,23 @@ def slow_leaves(grouping: LeafGroups, culprits: Iterable[str]) -> dict[str, list
     for group, leaves, label in zip(grouping.groups, grouping.leaves, grouping.labels, strict=True):
         if len(leaves) == 1 and len(group) >= 2 and set(group) <= blamed:
             out[label] = list(group)
+    return out
+
+
+def leaf_findings(grouping: LeafGroups, culprits: Iterable[str]) -> dict[str, list[Finding]]:
+    """node -> what its nccl result adds: the slow leaf it sits under (critical: the leaf's
+    switch or uplink cables), or why it soaked apart from a leaf group (info)."""
+    out: dict[str, list[Finding]] = {
+        n: [info(f"nccl soak group: {why}")] for n, why in grouping.notes.items()
+    }
+    for label, nodes in slow_leaves(grouping, culprits).items():
+        said = Finding(
+            f"every node under {label} ({len(nodes)}: {', '.join(nodes)}) failed its trials beside nodes of "
+            "other leaves: the leaf switch or its uplinks, not that many bad nodes",
+            Severity.CRITICAL,
+            Action.REPLACE_CABLE,
+            subject=label,
+        )
+        for node in nodes:
+            out.setdefault(node, []).insert(0, said)
     return out

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from burnin.parsers.ibnetdiscover import IbnetPort
-from burnin.plan.leaf_groups import Leaf, leaf_groups, node_leaves, slow_leaves
+from burnin.plan.leaf_groups import Leaf, leaf_findings, leaf_groups, node_leaves, slow_leaves
+from burnin.result import Action, Severity
 
 
 def cable(guid: str, leaf_guid: str, leaf_name: str | None, port: int) -> IbnetPort:
@@ -44,7 +45,7 @@ def test_rail_optimised_nodes_group_by_the_set_of_their_leaves():
     assert got.groups == [["a", "b"], ["c", "d"]]
     assert got.labels == ["leaves su1-rail0 (0x1), su1-rail1 (0x2)", "leaf su2-rail0 (0x3)"]
     assert got.leaves == [(r0, r1), (other,)]
-    assert got.notes == []
+    assert got.notes == {}
 
 
 def test_nodes_of_no_known_leaf_soak_in_a_group_of_their_own_and_it_is_said():
@@ -54,14 +55,14 @@ def test_nodes_of_no_known_leaf_soak_in_a_group_of_their_own_and_it_is_said():
     assert got.groups == [["n1", "n2"], ["n3", "n4", "n5"]]
     assert got.labels[1] == "no known leaf"
     assert got.leaves == [(L1,), ()]
-    assert any("n3, n4, n5" in n and "no known leaf" in n for n in got.notes)
+    assert set(got.notes) == {"n3", "n4", "n5"} and "no known leaf" in got.notes["n3"]
 
 
 def test_a_leaf_with_one_node_cannot_soak_alone_and_joins_the_leftovers():
     got = leaf_groups(["n1", "n2", "n3", "n4"], {"n1": (L1,), "n2": (L1,), "n3": (L2,), "n4": ()})
     assert got.groups == [["n1", "n2"], ["n3", "n4"]]
     assert got.leaves == [(L1,), ()]
-    assert any("n3" in n and "leaf 0x20" in n for n in got.notes)
+    assert set(got.notes) == {"n3", "n4"} and "alone under leaf 0x20" in got.notes["n3"]
 
 
 def test_a_lone_leftover_joins_the_smallest_leaf_group():
@@ -69,7 +70,7 @@ def test_a_lone_leftover_joins_the_smallest_leaf_group():
     got = leaf_groups(["n1", "n2", "n3", "n4", "n5"], leaves)
     assert got.groups == [["n1", "n2", "n5"], ["n3", "n4"]]
     assert got.leaves == [(), (L2,)]  # the leaf group with a stranger in it names no leaf
-    assert any("n5" in n for n in got.notes)
+    assert set(got.notes) == {"n5"} and "soaked with leaf ib-leaf01 (0x10)" in got.notes["n5"]
 
 
 def test_no_fabric_known_is_one_group():
@@ -93,3 +94,17 @@ def test_a_slow_leaf_is_named_as_the_leaf_not_as_its_nodes():
 def test_the_no_leaf_group_is_never_named_as_a_leaf():
     got = leaf_groups(["n1", "n2"], {"n1": (), "n2": ()})
     assert slow_leaves(got, culprits={"n1", "n2"}) == {}
+
+
+def test_findings_name_the_leaf_on_each_of_its_nodes_and_say_who_soaked_apart():
+    leaves = {"n1": (L1,), "n2": (L1,), "n3": (L2,), "n4": (L2,), "n5": ()}
+    got = leaf_findings(leaf_groups(["n1", "n2", "n3", "n4", "n5"], leaves), culprits={"n3", "n4"})
+    (first, *_) = got["n3"]
+    assert (first.severity, first.action, first.subject) == (
+        Severity.CRITICAL,
+        Action.REPLACE_CABLE,
+        "leaf 0x20",
+    )
+    assert "every node under leaf 0x20 (2: n3, n4)" in first.message
+    assert got["n5"][0].severity is Severity.INFO and "no known leaf" in got["n5"][0].message
+    assert "n1" not in got
