@@ -93,7 +93,8 @@ def leaf_groups(
         out.leaves.append(())
     elif pool:
         i = min(range(len(out.groups)), key=lambda j: len(out.groups[j]))
-        out.notes[pool[0]] = f"no node to soak with apart from the leaf groups: soaked with {out.labels[i]}"
+        why = out.notes[pool[0]].split(":")[0]
+        out.notes[pool[0]] = f"{why}, and no other such node to soak with: soaked with {out.labels[i]}"
         out.groups[i] = out.groups[i] + pool
         out.labels[i] = f"{out.labels[i]} and {pool[0]} ({NO_LEAF} to soak with)"
         out.leaves[i] = ()
