@@ -190,6 +190,12 @@ class Floors(Section):
         description="Bidirectional ib_write_bw floor, Gb/s (>= 720 with GPUDirect on NDR: another "
         "operator's floor, docs/reference.md, InfiniBand). Unset: only the per-direction floor applies.",
     )
+    ib_gdr_write_fraction: Fraction = Field(
+        default=0.95,
+        description="With diag.ib_gdr, ib_write_bw from GPU memory per direction must reach this fraction "
+        "of ib.rate_gbps (0.95: AzNHC's `check_ib_bw_gdr 380` on 400 Gb/s NDR, github.com/Azure/"
+        "azurehpc-health-checks conf/nd96isr_h100_v5.conf). Default 0.95.",
+    )
     nccl_busbw_single_node_gbps: PositiveNumber = Field(
         description="all_reduce_perf bus bandwidth within one node at the largest sizes, GB/s (8x H100 "
         "NVLink: 460, one cloud's floor, ~480 measured; docs/reference.md, NCCL)."
@@ -269,6 +275,16 @@ class Diag(Section):
         description="ib stage rounds: each port meets this many different partners, so a bad port is "
         "told from a bad partner. Default 2; across profiles in one run the most wins.",
     )
+    ib_gdr: Bool = Field(
+        default=False,
+        description="The ib stage loads every HCA from its nearest GPU's memory (GPUDirect RDMA: "
+        "ib_write_bw --use_cuda), judged against floors.ib_gdr_write_fraction. Default false.",
+    )
+    ib_gdr_dmabuf: Bool = Field(
+        default=False,
+        description="With ib_gdr, GPU memory is registered through dma_buf (--use_cuda_dmabuf), not "
+        "nvidia-peermem. Default false.",
+    )
     nccl_soak_minutes: NonNegativeNumber = Field(
         default=60,
         description="Minutes the nccl stage repeats its tests (at least once; 0 = once). NCCL hangs and "
@@ -278,6 +294,11 @@ class Diag(Section):
     nccl_group_size: NonNegativeInt = Field(
         default=0,
         description="Nodes per NCCL group: 0 = the whole run in one group; G = groups of G nodes.",
+    )
+    nccl_group_by_leaf: Bool = Field(
+        default=False,
+        description="The nccl soak groups are the nodes under one leaf switch (ibnetdiscover), so a bad "
+        "leaf shows as one group; nodes of no known leaf soak apart. Default false.",
     )
     nccl_iteration_timeout_s: PositiveNumber = Field(
         default=600,

@@ -3,7 +3,8 @@
 perftest (``ib_write_bw``, ``ib_read_bw``, ``ib_send_bw``; text or ``--out_json``): the bandwidth
 of the largest message size against the ib stage's per-port floor, ``floors.ib_write_bw_fraction``
 x ``ib.rate_gbps`` per direction (a bidirectional test reports both directions: half of it is
-compared, and ``floors.ib_write_bw_bidir_gbps`` holds the sum when set). RDMA read runs below
+compared, and ``floors.ib_write_bw_bidir_gbps`` holds the sum when set); a run from GPU memory
+(``--use_cuda``: its CUDA lines say so) is held to ``floors.ib_gdr_write_fraction`` instead. RDMA read runs below
 write on a healthy link (outstanding reads; 329 against 392 Gb/s on the same NDR link, the
 perftest rows of tests/fixtures/samples/index.tsv), and the profile has no read floor: a read below the write floor is a warning. One run
 cannot say which end is at fault; the ib stage pairs ports across nodes to tell. A ``-a`` sweep
@@ -123,7 +124,12 @@ class PerftestBandwidth(Check):
     name = "perftest_bw"
     stages = ()  # no stage: judged offline only (burnin evaluate); the ib stage pairs ports itself
     reads = ("ib_write_bw / ib_read_bw (perftest)",)
-    judges = ("ib.rate_gbps", "floors.ib_write_bw_fraction", "floors.ib_write_bw_bidir_gbps")
+    judges = (
+        "ib.rate_gbps",
+        "floors.ib_write_bw_fraction",
+        "floors.ib_write_bw_bidir_gbps",
+        "floors.ib_gdr_write_fraction",
+    )
     description = "ib_write_bw / ib_read_bw / ib_send_bw output: bandwidth at the largest size against the per-port floor"
     judge_any_rc = True
 
@@ -134,11 +140,15 @@ class PerftestBandwidth(Check):
         text = output.stdout
         floor = floor_gbps(profile.floors.ib_write_bw_fraction, profile.ib.rate_gbps)
         bidir_floor = profile.floors.ib_write_bw_bidir_gbps
+        gpu: dict[str, Any] = {}
         if text.lstrip().startswith("{"):
             reports, problems = [_json_report(text)], ()
         else:
             parsed = parse_perftest(text)
             reports, problems = list(parsed.reports), parsed.problems
+            if parsed.cuda_device is not None:  # --use_cuda: GPU memory, held to its own floor
+                gpu = {"cuda_device": parsed.cuda_device, "dmabuf": parsed.cuda_dmabuf}
+                floor = floor_gbps(profile.floors.ib_gdr_write_fraction, profile.ib.rate_gbps)
         metrics: dict[str, Any] = {
             "floor_gbps": floor,
             "reports": [
@@ -147,6 +157,15 @@ class PerftestBandwidth(Check):
             ],
         }
         findings: list[Finding] = []
+        if gpu:
+            metrics["gpu_memory"] = gpu
+            how = " through DMA-BUF" if gpu["dmabuf"] else ""
+            findings.append(
+                info(
+                    f"loaded from GPU {gpu['cuda_device']}'s memory{how} (GPUDirect RDMA, --use_cuda): "
+                    f"judged against floors.ib_gdr_write_fraction ({floor:g} Gb/s)"
+                )
+            )
         for line in dict.fromkeys(p for p in problems if classify_problem(p) == "link"):
             findings.append(critical(f"perftest: {line}", Action.REPLACE_CABLE, line))
         cut = not text.lstrip().startswith("{") and _table_cut(text)

@@ -64,6 +64,8 @@ class IbPortInfo:
     state: str | None = None  # 'Active', 'Down', ...
     physical_state: str | None = None  # 'LinkUp', 'Polling', ...
     switch_port: str | None = None  # 'switch leaf01 (0x...) port 10', when the fabric map knew it
+    gpu: int | None = None  # GPUDirect mode (diag.ib_gdr): the GPU whose memory loads this port
+    gpu_dmabuf: bool = False  # ... registered through dma_buf (diag.ib_gdr_dmabuf)
 
     @property
     def rail(self) -> str:

@@ -82,6 +82,11 @@ class PerftestReport:
 class PerftestOutput:
     reports: tuple[PerftestReport, ...]
     problems: tuple[str, ...] = ()  # error lines, stripped, in order
+    # With --use_cuda (GPUDirect RDMA): the GPU whose memory perftest loaded ('Picking device No. 0',
+    # '[pid = N, dev = 0] device name = [...]'), and whether it went through DMA-BUF
+    # (--use_cuda_dmabuf: 'using DMA-BUF for GPU buffer address at ...'). None/False: host memory.
+    cuda_device: int | None = None
+    cuda_dmabuf: bool = False
 
     def report(self) -> PerftestReport | None:
         """The report with a result, else the first one (None when there is none)."""
@@ -124,6 +129,7 @@ _ADDR_RE = re.compile(r"^\s*(local|remote) address:\s*LID\s+(\S+)")
 _HEADER_RE = re.compile(r"#bytes\s+.*BW average\[([^\]]+)\]")
 _ROW_RE = re.compile(r"^\s*(\d+)\s+(\d+)((?:\s+[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)*)\s*$")
 _DASHES_RE = re.compile(r"^-{20,}\s*$")
+_CUDA_DEVICE_RE = re.compile(r"^(?:Picking device No\.\s*(\d+)|\[pid = \d+, dev = (\d+)\] device name)")
 
 
 class _Block:
@@ -189,6 +195,8 @@ def parse_perftest(text: str) -> PerftestOutput:
     block: _Block | None = None
     pending_role: str | None = None
     pending_peak = True
+    cuda_device: int | None = None
+    dmabuf = False
 
     def close() -> None:
         nonlocal block
@@ -202,6 +210,12 @@ def parse_perftest(text: str) -> PerftestOutput:
             continue
         if classify_problem(stripped):
             problems.append(stripped)
+            continue
+        if m := _CUDA_DEVICE_RE.match(stripped):
+            cuda_device = int(m.group(1) or m.group(2))
+            continue
+        if stripped.startswith("using DMA-BUF for GPU buffer"):
+            dmabuf = True
             continue
         if "Waiting for client to connect" in stripped:
             close()
@@ -238,7 +252,7 @@ def parse_perftest(text: str) -> PerftestOutput:
     close()
     if not reports and not problems:
         raise ParseError("not perftest bandwidth output: no '... BW Test' report and no perftest error line")
-    return PerftestOutput(tuple(reports), tuple(problems))
+    return PerftestOutput(tuple(reports), tuple(problems), cuda_device, dmabuf)
 
 
 def _loose_json(text: str) -> Any:

@@ -51,6 +51,7 @@ from burnin.checks.ib_replay import record_text
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
+from burnin.plan.gdr_gpus import gdr_result, with_gpus
 from burnin.plan.ib_pairs import (
     PortKey,
     Round,
@@ -117,6 +118,8 @@ def perftest_command(
     ]  # fmt: skip
     if session.bidirectional:
         args.append("-b")
+    if info_.gpu is not None:  # GPUDirect: --use_cuda first, perftest refuses --use_cuda_dmabuf before it
+        args += [f"--use_cuda={info_.gpu}"] + (["--use_cuda_dmabuf"] if info_.gpu_dmabuf else [])
     line = " ".join(shlex.quote(a) for a in args)
     if json_file:
         line += f' --out_json --out_json_file="{json_file}"'
@@ -396,9 +399,11 @@ def run_ib_stage(ctx: GroupContext) -> GroupResults:
     # Ports of different line rates (HDR beside NDR on one fabric) or link layers are never paired:
     # a session runs at its slower end, which the faster port cannot pass. Each such class loads
     # its own ports, one class after the other; nodes of different profiles alike load together.
-    classes: dict[tuple[float, str], dict[str, NodeJob]] = {}
+    # GPUDirect (diag.ib_gdr) loads from GPU memory against its own floor: never mixed with host memory.
+    classes: dict[tuple[float, str, bool], dict[str, NodeJob]] = {}
     for name, job in jobs.items():
-        classes.setdefault((job.profile.ib.rate_gbps, job.profile.ib.link_layer), {})[name] = job
+        key = (job.profile.ib.rate_gbps, job.profile.ib.link_layer, job.profile.diag.ib_gdr)
+        classes.setdefault(key, {})[name] = job
     for members in classes.values():
         results.update(_load_ports(ctx, members))
     return results
@@ -422,13 +427,18 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
     floors: dict[str, float] = {}
     bidir_floors: dict[str, float | None] = {}
     text: dict[str, list[str]] = {}
+    gdr_notes: dict[str, str] = {}
     for name, job in jobs.items():
         d = found.get(name) or Discovery(problem="discovery returned nothing")
         ib, profile_floors = job.profile.ib, job.profile.floors
         layer = ib.link_layer
-        floors[name] = floor_gbps(profile_floors.ib_write_bw_fraction, ib.rate_gbps)
+        gdr = job.profile.diag.ib_gdr
+        fraction = profile_floors.ib_gdr_write_fraction if gdr else profile_floors.ib_write_bw_fraction
+        floors[name] = floor_gbps(fraction, ib.rate_gbps)
         bidir_floors[name] = profile_floors.ib_write_bw_bidir_gbps
         ports = with_switch_ports(d.ports, fabric)
+        if gdr:
+            ports, gdr_notes[name] = with_gpus(ports, job.profile, layer)
         problem = d.problem or ("" if d.has_perftest else "ib_write_bw (perftest) is not installed")
         evidence[name] = NodeEvidence(
             name,
@@ -528,6 +538,8 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
                 "every port with a partner's"
             )
             result = replace(result, findings=(*result.findings, note))
+        if name in gdr_notes:
+            result = gdr_result(result, ev.ports, gdr_notes[name])
         kept = "\n".join(t for t in text[name] if t)
         results[name] = [(result, f"{kept}\n{record_text(ev, recorded, retested)}")]
     return results

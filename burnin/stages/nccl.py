@@ -7,7 +7,9 @@
    ``diag.nccl_soak_minutes`` is over (at least once), launched by mpirun or srun
    (burnin.stages.launch). A watchdog ends a run that prints no new line for
    ``diag.nccl_iteration_timeout_s``: a hang, recorded with the hosts that went silent. A group
-   stops soaking at its first failed iteration.
+   stops soaking at its first failed iteration. With ``diag.nccl_group_by_leaf`` the groups are
+   the nodes under each leaf switch, from the ib stage's discovery (burnin.plan.leaf_groups),
+   and a leaf whose every node the localisation blamed is named as the leaf.
 2. Localise: the groups' outcomes go into the ``Localizer`` (burnin.plan.nccl_groups); each of
    its rounds is a set of disjoint trials run at once (one iteration of the tests each), until
    every culprit is isolated.
@@ -43,8 +45,10 @@ from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judg
 from burnin.checks.nccl_replay import record_text, soak_run
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
+from burnin.plan.leaf_groups import LeafGroups, leaf_findings, leaf_groups, node_leaves
 from burnin.plan.nccl_groups import Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
+from burnin.stages import ib as ib_stage
 from burnin.stages.jobs import GroupContext, GroupResults
 from burnin.stages.launch import (
     LaunchError,
@@ -314,6 +318,11 @@ def _run_profile(
     executor = Executor(plan, launch, hosts, profile, ctx)
     # Partners anchor only beside nodes under test: a profile of partners alone soaks as usual.
     anchors = [n for n in names if n in ctx.partners] if set(names) - ctx.partners else []
+    # NVLink domains (the caller's soak_groups) win; otherwise leaves, where the profile asks.
+    by_leaf = soak_groups is None and profile.diag.nccl_group_by_leaf and not anchors
+    leaves = _leaf_grouping(ctx, jobs) if by_leaf else None
+    if leaves is not None:
+        soak_groups = leaves.groups
     loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL, anchors=anchors, groups=soak_groups)
     runs: list[TestRun] = []  # every run, for the evidence
 
@@ -360,7 +369,29 @@ def _run_profile(
     out = _node_results(loc, groups, soak_results, trial_results, runs, soaks)
     for node, note in ({} if stop else _shared_groups(loc, groups)).items():
         out[node] = [(replace(r, findings=(*r.findings, note)), e) for r, e in out[node]]
+    if leaves is not None:
+        for node, said in leaf_findings(leaves, loc.culprits).items():
+            first = [f for f in said if f.severity is Severity.CRITICAL]
+            rest = [f for f in said if f.severity is not Severity.CRITICAL]
+            out[node] = [(replace(r, findings=(*first, *r.findings, *rest)), e) for r, e in out[node]]
     return out
+
+
+def _leaf_grouping(ctx: GroupContext, jobs: list[Any]) -> LeafGroups:
+    """Round 1 by leaf switch (burnin.plan.leaf_groups), from the ib stage's discovery: each
+    node's HCA port GUIDs, and ``ibnetdiscover -p`` from the first node."""
+    found = ib_stage.discover({j.name: j.target for j in jobs}, ctx.concurrency)
+    fabric = next((d.fabric for d in found.values() if d.fabric), None) or []
+    guids = {j.name: [p.guid for p in found[j.name].ports] if j.name in found else [] for j in jobs}
+    grouping = leaf_groups([j.name for j in jobs], node_leaves(fabric, guids))
+    ctx.progress(
+        "nccl: soak groups by leaf: "
+        + "; ".join(
+            f"{label} ({len(g)} node(s))" for label, g in zip(grouping.labels, grouping.groups, strict=True)
+        )
+        + ("" if fabric else " (no fabric map: ibnetdiscover -p gave nothing)")
+    )
+    return grouping
 
 
 def _shared_groups(loc: Localizer, groups: Sequence[frozenset[str]]) -> dict[str, Finding]:

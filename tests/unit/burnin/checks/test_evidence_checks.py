@@ -180,3 +180,15 @@ def test_lspci_refuses_a_width_or_speed_no_link_has() -> None:
         assert bad != text
         result = _judge("pcie_lspci", bad)
         assert result.verdict is Verdict.UNKNOWN and "is not a PCIe" in result.reason
+
+
+def test_perftest_from_gpu_memory_is_judged_against_the_gpudirect_floor() -> None:
+    """A handed-in --use_cuda run (the CUDA lines say so) is held to floors.ib_gdr_write_fraction
+    (0.95 x 400 = 380 Gb/s), not the host-memory floor (388), and says which GPU it loaded."""
+    text = load("ib_write_bw_use_cuda_dmabuf_h200_client.txt")
+    result = _judge("perftest_bw", text)
+    assert result.metrics["floor_gbps"] == 380.0
+    assert result.metrics["gpu_memory"] == {"cuda_device": 0, "dmabuf": True}
+    assert any("GPU 0" in f.message and "DMA-BUF" in f.message for f in result.findings)
+    host = _judge("perftest_bw", load("perftest_ndr_cx7_client_send_read_write_bw.txt"))
+    assert host.metrics["floor_gbps"] == 388.0 and "gpu_memory" not in host.metrics

@@ -146,3 +146,30 @@ def test_any_json_document_is_a_report_or_a_parse_error(doc):
         parse_perftest_json(json.dumps({"test_info": doc, "results": doc}))
     except ParseError as exc:
         assert not exc.internal, exc
+
+
+def test_gpu_memory_run_names_its_cuda_device_and_dma_buf(sample):
+    """`--use_cuda=0 --use_cuda_dmabuf`: perftest's CUDA lines before the report say which GPU's
+    memory was loaded and that it went through DMA-BUF; the report itself parses as usual."""
+    out = parse_perftest(sample("ib_write_bw_use_cuda_dmabuf_h200_client.txt"))
+    assert out.cuda_device == 0
+    assert out.cuda_dmabuf is True
+    assert out.report().average_gbps() == 140.4
+
+
+def test_host_memory_run_has_no_cuda_device(sample):
+    out = parse_perftest(sample("perftest_ndr_cx7_client_send_read_write_bw.txt"))
+    assert out.cuda_device is None
+    assert out.cuda_dmabuf is False
+
+
+def test_cuda_device_from_older_releases_picking_first():
+    """Older perftest picked the first GPU: 'There are 4 devices supporting CUDA, picking first...'
+    then '[pid = N, dev = 0] device name = [...]' (linux-rdma/perftest pull 21's quoted run)."""
+    text = (
+        "initializing CUDA\nThere are 4 devices supporting CUDA, picking first...\n"
+        "[pid = 7722, dev = 0] device name = [Tesla V100-SXM2-32GB]\n"
+        "Couldn't connect to 10.0.0.1:18515\n"
+    )
+    out = parse_perftest(text)
+    assert out.cuda_device == 0 and not out.cuda_dmabuf

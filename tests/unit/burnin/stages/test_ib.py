@@ -396,3 +396,103 @@ def test_ports_of_different_rates_are_never_paired(monkeypatch):
         n: [f.message for f in r[0][0].findings][:2] for n, r in results.items()
     }
     assert ran and all(rate[s.server] == rate[s.client] for _, s in ran)
+
+
+def test_gpudirect_mode_loads_each_hca_from_its_gpu_against_its_own_floor(monkeypatch):
+    """diag.ib_gdr: every ib_write_bw runs with --use_cuda=<the HCA's GPU> (then
+    --use_cuda_dmabuf, which perftest refuses before --use_cuda: https://github.com/linux-rdma/perftest/issues/336),
+    judged against floors.ib_gdr_write_fraction (0.95 x 400 = 380), not the host-memory floor
+    (388): 385 Gb/s per direction passes. Without GPU-to-NIC pairs in the profile the HCAs are
+    paired by index, and the result says so."""
+    ibstat = standin_sample("ibstat_8xh100_cx7_ndr_ib_all_active_DERIVED.txt")
+    commands: list[str] = []
+
+    def fake_discover(targets, bound=None):
+        return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
+
+    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
+        got = ib_stage.RoundOutputs()
+        for s in round_.sessions:
+            for node in (s.server, s.client):
+                plan = ib_stage.round_script(node, [s], infos, {}, seconds, False)
+                commands.extend(plan.commands.values())
+            doc = {
+                "test_info": {"test": "x"},
+                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": 770.0},
+            }
+            for node in (s.server, s.client):
+                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
+        for key in round_.loaded:
+            got.changes[key] = counter_changes({}, {})
+        return got
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    profile = apply_overrides(
+        PROFILE,
+        [
+            "diag.ib_load_seconds=3",
+            "diag.ib_gdr=true",
+            "diag.ib_gdr_dmabuf=true",
+            "floors.ib_write_bw_bidir_gbps=760",
+        ],
+    )
+    jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(["n1", "n2", "n3"], 1)]
+    results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, lambda _: None))
+    assert {n: r[0][0].verdict for n, r in results.items()} == dict.fromkeys(["n1", "n2", "n3"], Verdict.PASS)
+    assert commands and all(" --use_cuda=" in c for c in commands)
+    mlx5_3 = [c for c in commands if c.startswith("ib_write_bw -d mlx5_3 ")]
+    assert mlx5_3 and all("--use_cuda=3 --use_cuda_dmabuf" in c for c in mlx5_3)
+    result = results["n1"][0][0]
+    assert result.metrics["floor_gbps"] == 380.0
+    assert result.metrics["gdr"] == {"mlx5_0": 0, "mlx5_1": 1, "mlx5_2": 2, "mlx5_3": 3, "mlx5_4": 4,
+                                     "mlx5_5": 5, "mlx5_6": 6, "mlx5_7": 7}  # fmt: skip
+    notes = [f.message for f in result.findings]
+    assert any("GPU memory" in m and "by index" in m for m in notes), notes
+
+
+def test_host_memory_mode_is_unchanged_by_default():
+    from burnin.checks.ib_load import IbPortInfo
+
+    (round_,) = plan_rounds({"a": ["mlx5_0/1"], "b": ["mlx5_0/1"]}, 1)
+    infos = {PortKey(n, "mlx5_0/1"): IbPortInfo(n, "mlx5_0", 1) for n in "ab"}
+    plan = ib_stage.round_script("a", list(round_.sessions), infos, {}, 1, False)
+    assert all("cuda" not in c for c in plan.commands.values())
+
+
+def test_gpudirect_round_runs_the_standins_with_cuda_options(two_roots):
+    """The lab's ib_write_bw takes --use_cuda/--use_cuda_dmabuf and prints perftest's CUDA lines,
+    which the parser reads back: the GPU each end loaded from, and DMA-BUF."""
+    from burnin.checks.ib_load import IbPortInfo
+    from burnin.parsers.perftest import parse_perftest
+
+    ports = {n: ["mlx5_2/1"] for n in two_roots}
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
+    infos = {PortKey(n, "mlx5_2/1"): IbPortInfo(n, "mlx5_2", 1, lid=1, gpu=2, gpu_dmabuf=True) for n in ports}
+    hosts = dict.fromkeys(two_roots, "127.0.0.1")
+    plans = {
+        n: ib_stage.round_script(n, list(round_.sessions), infos, hosts, 1, out_json=False) for n in two_roots
+    }
+    procs = {
+        n: subprocess.Popen(
+            ["bash", "-s"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": f"{two_roots[n]}/usr/local/bin:/usr/bin:/bin"},
+        )
+        for n in two_roots
+    }
+    for n, proc in procs.items():
+        proc.stdin.write(plans[n].script.encode())
+        proc.stdin.close()
+    collected = ib_stage.RoundOutputs()
+    for n, proc in procs.items():
+        raw = proc.stdout.read()
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        ib_stage.collect_round(n, plans[n], raw, "", round_, collected)
+    for end in collected.ends.values():
+        assert end.rc == 0, end.stderr
+        parsed = parse_perftest(end.stdout)
+        assert (parsed.cuda_device, parsed.cuda_dmabuf) == (2, True)
+        assert parsed.report().average_gbps() > 0

@@ -32,7 +32,7 @@ names = json.loads(os.environ["FAKE_NAMES"])
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(" ".join(names[h] for h in hosts) + "\n")
 mode = os.environ.get("FAKE_MODE", "")
-bad = os.environ.get("FAKE_BAD") in [names[h] for h in hosts]
+bad = bool(set(os.environ.get("FAKE_BAD", "").split(",")) & {names[h] for h in hosts})
 if mode == "slowstart":
     bad, mode = len(open(os.environ["FAKE_LOG"]).readlines()) == 1, "stallstart"
 p = lambda s="": print(s, flush=True)
@@ -358,3 +358,71 @@ def test_one_node_alone_is_not_a_multi_node_soak(fake):
     ((result, _),) = results["node01"]
     assert "2 nodes" in result.reason and "alone" in result.reason
     assert launches() == []  # nothing launched
+
+
+def _leaf_fabric(monkeypatch, leaf_of: dict[str, str | None]):
+    """The ib stage's discovery replaced: each node one HCA port, cabled to the leaf
+    ``leaf_of`` names (None: not in the fabric map); the first node maps the fabric."""
+    from burnin.checks.ib_load import IbPortInfo
+    from burnin.parsers.ibnetdiscover import IbnetPort
+    from burnin.stages import ib as ib_stage
+    from burnin.stages.ib_discovery import Discovery
+
+    guid = {n: f"0x{i:04x}" for i, n in enumerate(sorted(leaf_of), 1)}
+    leaf_guid = {
+        name: f"0x7cfe90030000{i:04x}" for i, name in enumerate(sorted({v for v in leaf_of.values() if v}))
+    }
+    fabric = [
+        IbnetPort("CA", 1, 1, guid[n], "4x", "NDR", f"{n} HCA-1", "SW", 2, k, leaf_guid[leaf], leaf)
+        for k, (n, leaf) in enumerate(sorted(leaf_of.items()), 1)
+        if leaf
+    ]
+    asked: list[list[str]] = []
+
+    def fake_discover(targets, bound=None):
+        asked.append(sorted(targets))
+        return {
+            n: Discovery(ports=[IbPortInfo(n, "mlx5_0", 1, guid[n])], fabric=fabric if i == 0 else None)
+            for i, n in enumerate(sorted(targets))
+        }
+
+    monkeypatch.setattr(ib_stage, "discover", fake_discover)
+    return asked
+
+
+def test_soak_groups_by_leaf_and_a_slow_leaf_is_named_as_the_leaf(fake, monkeypatch):
+    """diag.nccl_group_by_leaf: round 1 is one group per leaf switch; a leaf whose every node
+    is slow (its uplinks) fails as one group, every node of it fails beside nodes of the other
+    leaf, and each result names the leaf, not three unrelated bad nodes."""
+    run, launches, progress = fake
+    leaf_of = {f"node{i:02d}": ("ib-leaf01" if i <= 3 else "ib-leaf02") for i in range(1, 7)}
+    asked = _leaf_fabric(monkeypatch, leaf_of)
+    results = run(_jobs(6, _profile(nccl_group_by_leaf="true")), bad="node04,node05,node06", mode="slow")
+    assert asked == [sorted(leaf_of)]
+    assert sorted(launches()[:2]) == [["node01", "node02", "node03"], ["node04", "node05", "node06"]]
+    assert _verdicts(results) == {**dict.fromkeys(["node01", "node02", "node03"], "PASS"),
+                                  **dict.fromkeys(["node04", "node05", "node06"], "FAIL")}  # fmt: skip
+    for node in ("node04", "node05", "node06"):
+        first = results[node][0][0].findings[0]
+        assert first.subject == "leaf ib-leaf02 (0x7cfe900300000001)", first
+        assert "every node under leaf ib-leaf02" in first.message and first.action.value == "REPLACE_CABLE"
+    assert any("by leaf" in line and "leaf ib-leaf01" in line for line in progress), progress
+
+
+def test_nodes_of_no_known_leaf_soak_apart_and_say_so(fake, monkeypatch):
+    run, launches, _ = fake
+    leaf_of = {"node01": "ib-leaf01", "node02": "ib-leaf01", "node03": None, "node04": None}
+    _leaf_fabric(monkeypatch, leaf_of)
+    results = run(_jobs(4, _profile(nccl_group_by_leaf="true")))
+    assert sorted(launches()) == [["node01", "node02"], ["node03", "node04"]]
+    assert _verdicts(results) == dict.fromkeys(leaf_of, "PASS")
+    notes = [f.message for f in results["node03"][0][0].findings]
+    assert any("no known leaf" in m for m in notes), notes
+    assert not any("leaf" in f.message for f in results["node01"][0][0].findings)
+
+
+def test_leaf_grouping_off_by_default_asks_no_fabric(fake, monkeypatch):
+    run, launches, _ = fake
+    asked = _leaf_fabric(monkeypatch, {"node01": "l1", "node02": "l1", "node03": "l2", "node04": "l2"})
+    run(_jobs(4))
+    assert asked == [] and launches() == [["node01", "node02", "node03", "node04"]]
