@@ -64,6 +64,12 @@ class IbPortInfo:
     state: str | None = None  # 'Active', 'Down', ...
     physical_state: str | None = None  # 'LinkUp', 'Polling', ...
     switch_port: str | None = None  # 'switch leaf01 (0x...) port 10', when the fabric map knew it
+    # The far-end switch port as numbers (ibnetdiscover -p), so its counters can be read
+    # (``perfquery -x LID PORT``; burnin.checks.ib_link_ends judges both ends).
+    switch_lid: int | None = None
+    switch_port_number: int | None = None
+    switch_guid: str | None = None
+    switch_name: str | None = None  # its node description, or the cabling plan's name and place
 
     @property
     def rail(self) -> str:

@@ -1,0 +1,184 @@
+"""Both ends of a loaded InfiniBand cable (pure): the HCA port's error counters and the far-end
+switch port's (``perfquery -x LID PORT``), read before and after each round of the ib stage.
+
+A cable carries errors both ways: when both ends count symbol errors, link-downed events or
+receive errors under load, the cable between them is blamed (REPLACE_CABLE) and both physical
+ends are named. When only one end counts them, that end is named: the switch port (or its
+transceiver), or the HCA port (or its transceiver); reseat there first (RESEAT). Transmit
+discards (PortXmitDiscards) point at congestion or a stalled path, not at the cable: they warn.
+Rises are also given as rates over the load time. The switch is named by the cabling plan's
+name and place when a plan is given (docs/fabric.md), else by its description, GUID and LID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from burnin.checks.ib_load import CounterChange, IbPortInfo
+from burnin.fabric.plan import End, Plan
+from burnin.parsers.ibnetdiscover import guid_key
+from burnin.result import Action, Finding, critical, warning
+
+# The counters read at both ends (docs/burnin.md, ib stage): the link's own faults...
+LINK_END_COUNTERS = ("SymbolErrorCounter", "LinkDownedCounter", "PortRcvErrors")
+# ...and congestion or a stalled path beyond the port.
+DISCARD_COUNTERS = ("PortXmitDiscards",)
+WATCHED = LINK_END_COUNTERS + DISCARD_COUNTERS
+
+
+@dataclass(frozen=True)
+class SwitchEnd:
+    """The switch port at the far end of an HCA port's cable."""
+
+    lid: int
+    port: int
+    guid: str | None = None
+    name: str | None = None  # its node description ('ib-i4l1s01'), or the plan's name
+    place: str = ""  # the plan's 'rack R01 U40'
+    planned: bool = False  # named by the cabling plan
+
+    def describe(self) -> str:
+        """'switch su1-leaf0 (rack R01 U40) port 3', or 'switch ib-i4l1s01 (GUID 0x..., LID 2052) port 1'."""
+        if self.planned:
+            return f"switch {self.name}{f' ({self.place})' if self.place else ''} port {self.port}"
+        ids = ", ".join(x for x in (f"GUID {self.guid}" if self.guid else "", f"LID {self.lid}") if x)
+        return f"switch{f' {self.name}' if self.name else ''} ({ids}) port {self.port}"
+
+
+def far_end(port: IbPortInfo, plan: Plan | None = None) -> SwitchEnd | None:
+    """The switch end of this HCA port's cable, named by ``plan`` when it knows the GUID."""
+    if port.switch_lid is None or port.switch_port_number is None:
+        return None
+    end = SwitchEnd(port.switch_lid, port.switch_port_number, port.switch_guid, port.switch_name)
+    key = guid_key(port.switch_guid)
+    if plan is not None and key is not None:
+        name = plan.switch_by_guid().get(key)
+        if name is not None:
+            switch = plan.switches.get(name)
+            place = switch.place() if switch else ""
+            return SwitchEnd(end.lid, end.port, end.guid, name, place, True)
+    return end
+
+
+def _totals(rounds: Sequence[Sequence[CounterChange]]) -> tuple[dict[str, int], dict[str, CounterChange]]:
+    rises: dict[str, int] = {}
+    saturated: dict[str, CounterChange] = {}
+    for changes in rounds:
+        for c in changes:
+            if c.name not in WATCHED:
+                continue
+            if c.saturated:
+                saturated.setdefault(c.name, c)
+            elif c.delta:
+                rises[c.name] = rises.get(c.name, 0) + c.delta
+    return rises, saturated
+
+
+def switch_rises(rounds: Sequence[Sequence[CounterChange]]) -> dict[str, int]:
+    """The link counters that rose at the switch end: the link is bad whatever its bandwidth."""
+    rises, _ = _totals(rounds)
+    return {n: v for n, v in rises.items() if n in LINK_END_COUNTERS}
+
+
+def _rates(rises: Mapping[str, int], seconds: float) -> str:
+    def one(name: str, n: int) -> str:
+        rate = f" ({n / seconds:.1f}/s)" if seconds > 0 else ""
+        return f"{name} +{n}{rate}"
+
+    return ", ".join(one(n, v) for n, v in rises.items())
+
+
+def _evidence(label: str, rounds: Sequence[Sequence[CounterChange]], names: Sequence[str]) -> list[str]:
+    return [
+        f"{label} {c.name}: {c.before} -> {c.after}"
+        for changes in rounds
+        for c in changes
+        if c.name in names and (c.delta or c.saturated)
+    ]
+
+
+def judge_link_ends(
+    port: IbPortInfo,
+    switch: SwitchEnd | None,
+    hca_rounds: Sequence[Sequence[CounterChange]],
+    switch_rounds: Sequence[Sequence[CounterChange]],
+    seconds: float,
+) -> list[Finding]:
+    """Findings for one loaded cable from both ends' counter changes (one list per round);
+    ``seconds``: the load time of one round (rates are over every round read)."""
+    if switch is None:
+        return []
+    hca_name = f"{port.node} {port.hca} port {port.port}"
+    subject = f"{port.hca} port {port.port}"
+    load_s = seconds * max(len(hca_rounds), len(switch_rounds))
+    hca_rises, _ = _totals(hca_rounds)
+    sw_rises, sw_saturated = _totals(switch_rounds)
+    hca_link = {n: v for n, v in hca_rises.items() if n in LINK_END_COUNTERS}
+    sw_link = {n: v for n, v in sw_rises.items() if n in LINK_END_COUNTERS}
+    far = switch.describe()
+    evidence = "\n".join(
+        _evidence(f"{hca_name}:", hca_rounds, LINK_END_COUNTERS)
+        + _evidence(f"{far}:", switch_rounds, LINK_END_COUNTERS)
+    )
+    findings: list[Finding] = []
+    if hca_link and sw_link:
+        findings.append(
+            critical(
+                f"the cable between {hca_name} and {far}: errors at both ends under load "
+                f"({hca_name}: {_rates(hca_link, load_s)}; {far}: {_rates(sw_link, load_s)})",
+                Action.REPLACE_CABLE,
+                evidence,
+                subject,
+            )
+        )
+    elif sw_link:
+        findings.append(
+            critical(
+                f"{far} (cabled to {hca_name}): {_rates(sw_link, load_s)} under load, the HCA end saw none: "
+                "the switch port or its transceiver; reseat it there, then replace the transceiver or "
+                "use another switch port",
+                Action.RESEAT,
+                evidence,
+                subject,
+            )
+        )
+    elif hca_link:
+        findings.append(
+            critical(
+                f"{hca_name} (cabled to {far}): {_rates(hca_link, load_s)} under load, the switch end saw "
+                "none: the HCA port or its transceiver; reseat it there, then replace the transceiver or HCA",
+                Action.RESEAT,
+                evidence,
+                subject,
+            )
+        )
+    discards = [(hca_name, hca_rises), (far, sw_rises)]
+    at = [(who, {n: v for n, v in r.items() if n in DISCARD_COUNTERS}) for who, r in discards]
+    at = [(who, r) for who, r in at if r]
+    if at:
+        findings.append(
+            warning(
+                "transmit discards under load at "
+                + "; ".join(f"{who}: {_rates(r, load_s)}" for who, r in at)
+                + f" (the cable between {hca_name} and {far}): congestion or a stalled path beyond the port",
+                Action.MONITOR,
+                "\n".join(
+                    _evidence(f"{hca_name}:", hca_rounds, DISCARD_COUNTERS)
+                    + _evidence(f"{far}:", switch_rounds, DISCARD_COUNTERS)
+                ),
+                subject,
+            )
+        )
+    for name, c in sw_saturated.items():
+        value = c.after if c.after is not None else c.before
+        findings.append(
+            warning(
+                f"{far} (cabled to {hca_name}): {name} is at its maximum ({value}): a rise cannot be seen; "
+                f"clear it (perfquery -R {switch.lid} {switch.port}) and re-test",
+                Action.MONITOR,
+                f"{far}: {name}: {c.before} -> {c.after}",
+                subject,
+            )
+        )
+    return findings
