@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from burnin.checks.ib_load import CounterChange, IbPortInfo
-from burnin.fabric.plan import End, Plan
+from burnin.fabric.plan import Plan
 from burnin.parsers.ibnetdiscover import guid_key
 from burnin.result import Action, Finding, critical, warning
 
