@@ -12,19 +12,59 @@ name and place when a plan is given (docs/fabric.md), else by its description, G
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from burnin.checks.ib_load import CounterChange, IbPortInfo
+from burnin.checks.base import CommandOutput
 from burnin.fabric.plan import Plan
+from burnin.parsers import ParseError
 from burnin.parsers.ibnetdiscover import guid_key
-from burnin.result import Action, Finding, critical, warning
+from burnin.parsers.perfquery import parse_perfquery
+from burnin.result import Action, Finding, critical, info, warning
 
 # The counters read at both ends (docs/burnin.md, ib stage): the link's own faults...
 LINK_END_COUNTERS = ("SymbolErrorCounter", "LinkDownedCounter", "PortRcvErrors")
 # ...and congestion or a stalled path beyond the port.
 DISCARD_COUNTERS = ("PortXmitDiscards",)
 WATCHED = LINK_END_COUNTERS + DISCARD_COUNTERS
+
+# The round script's shell function (burnin.stages.ib) reading the far end through the local port.
+SWITCH_COUNTERS_FN = (
+    "switch_counters() {  # key hca port switch-lid switch-port: the far end, through this port",
+    "  if command -v perfquery >/dev/null 2>&1; then",
+    '    timeout -k 5 30 perfquery -x -C "$2" -P "$3" "$4" "$5" >"$d/$1.out" 2>"$d/$1.err"',
+    "  else",
+    '    echo "perfquery: not installed (the switch port cannot be read)" >"$d/$1.err"; false',
+    "  fi",
+    '  frame "$1" $?',
+    "}",
+)
+
+
+class Change(Protocol):
+    """A counter around one round (burnin.checks.ib_load.Change)."""
+
+    name: str
+    before: int | None
+    after: int | None
+    saturated: bool
+
+    @property
+    def delta(self) -> int | None: ...
+
+
+class HcaPort(Protocol):
+    """An HCA port as discovery saw it (burnin.checks.ib_load.HcaPort)."""
+
+    node: str
+    hca: str
+    port: int
+    switch_lid: int | None
+    switch_port_number: int | None
+    switch_guid: str | None
+    switch_name: str | None
 
 
 @dataclass(frozen=True)
@@ -46,7 +86,7 @@ class SwitchEnd:
         return f"switch{f' {self.name}' if self.name else ''} ({ids}) port {self.port}"
 
 
-def far_end(port: IbPortInfo, plan: Plan | None = None) -> SwitchEnd | None:
+def far_end(port: HcaPort, plan: Plan | None = None) -> SwitchEnd | None:
     """The switch end of this HCA port's cable, named by ``plan`` when it knows the GUID."""
     if port.switch_lid is None or port.switch_port_number is None:
         return None
@@ -61,9 +101,9 @@ def far_end(port: IbPortInfo, plan: Plan | None = None) -> SwitchEnd | None:
     return end
 
 
-def _totals(rounds: Sequence[Sequence[CounterChange]]) -> tuple[dict[str, int], dict[str, CounterChange]]:
+def _totals(rounds: Sequence[Sequence[Change]]) -> tuple[dict[str, int], dict[str, Change]]:
     rises: dict[str, int] = {}
-    saturated: dict[str, CounterChange] = {}
+    saturated: dict[str, Change] = {}
     for changes in rounds:
         for c in changes:
             if c.name not in WATCHED:
@@ -75,7 +115,24 @@ def _totals(rounds: Sequence[Sequence[CounterChange]]) -> tuple[dict[str, int], 
     return rises, saturated
 
 
-def switch_rises(rounds: Sequence[Sequence[CounterChange]]) -> dict[str, int]:
+def switch_read_line(key: str, port: HcaPort) -> str:
+    """The round script's line reading the far-end switch port (``perfquery -x -C CA -P PORT LID PORT``)."""
+    lid, number = int(port.switch_lid or 0), int(port.switch_port_number or 0)
+    return f"switch_counters {key} {shlex.quote(port.hca)} {port.port} {lid} {number}"
+
+
+def switch_counters_of(output: CommandOutput, switch_port: int | None) -> dict[str, int]:
+    """The far-end switch port's block of ``perfquery -x LID PORT``; ParseError when absent."""
+    if output.error or output.rc != 0:
+        detail = (output.error or output.stderr or output.stdout).strip().splitlines()[-1:] or [""]
+        raise ParseError(f"exit status {output.rc}: {detail[0][:160]}")
+    block = next((b for b in parse_perfquery(output.stdout) if b.port == switch_port), None)
+    if block is None:
+        raise ParseError(f"no block for port {switch_port} in the switch's perfquery output")
+    return dict(block.counters)
+
+
+def switch_rises(rounds: Sequence[Sequence[Change]]) -> dict[str, int]:
     """The link counters that rose at the switch end: the link is bad whatever its bandwidth."""
     rises, _ = _totals(rounds)
     return {n: v for n, v in rises.items() if n in LINK_END_COUNTERS}
@@ -89,7 +146,7 @@ def _rates(rises: Mapping[str, int], seconds: float) -> str:
     return ", ".join(one(n, v) for n, v in rises.items())
 
 
-def _evidence(label: str, rounds: Sequence[Sequence[CounterChange]], names: Sequence[str]) -> list[str]:
+def _evidence(label: str, rounds: Sequence[Sequence[Change]], names: Sequence[str]) -> list[str]:
     return [
         f"{label} {c.name}: {c.before} -> {c.after}"
         for changes in rounds
@@ -99,10 +156,10 @@ def _evidence(label: str, rounds: Sequence[Sequence[CounterChange]], names: Sequ
 
 
 def judge_link_ends(
-    port: IbPortInfo,
+    port: HcaPort,
     switch: SwitchEnd | None,
-    hca_rounds: Sequence[Sequence[CounterChange]],
-    switch_rounds: Sequence[Sequence[CounterChange]],
+    hca_rounds: Sequence[Sequence[Change]],
+    switch_rounds: Sequence[Sequence[Change]],
     seconds: float,
 ) -> list[Finding]:
     """Findings for one loaded cable from both ends' counter changes (one list per round);
@@ -182,3 +239,55 @@ def judge_link_ends(
             )
         )
     return findings
+
+
+def both_ends(
+    port: HcaPort,
+    switch: SwitchEnd | None,
+    hca_rounds: Sequence[Sequence[Change]],
+    switch_rounds: Sequence[Sequence[Change]],
+    problems: Sequence[str],
+    seconds: float,
+) -> tuple[list[Finding], list[list[Any]], dict[str, Any]]:
+    """For burnin.checks.ib_load.judge_node: the findings of both ends, the HCA's own changes left
+    to judge as one end (the watched counters' rises taken out when the far end was read), and
+    the far end's metrics."""
+    subject = f"{port.hca} port {port.port}"
+    findings = [
+        info(f"{subject}: the far-end switch port's counters"
+             f"{f' ({switch.describe()})' if switch else ''} not read: {p}", "", subject)
+        for p in dict.fromkeys(problems)
+    ]  # fmt: skip
+    if switch is None or not switch_rounds:
+        return findings, [list(ch) for ch in hca_rounds], {}
+    findings = judge_link_ends(port, switch, hca_rounds, switch_rounds, seconds) + findings
+    own = [[c for c in ch if not (c.name in WATCHED and c.delta)] for ch in hca_rounds]
+    rises: dict[str, int] = {}
+    for ch in switch_rounds:
+        for c in ch:
+            if c.delta:
+                rises[c.name] = rises.get(c.name, 0) + c.delta
+    return findings, own, {"far_end": switch.describe(), "switch_counters": rises}
+
+
+@dataclass
+class FarEnds:
+    """What a node's ib stage learnt of its loaded ports' far ends (burnin.checks.ib_load.NodeEvidence)."""
+
+    ends: dict[Any, SwitchEnd] = field(default_factory=dict)  # PortKey -> its far-end switch port
+    counters: dict[Any, list[list[Any]]] = field(default_factory=dict)  # PortKey -> changes per round
+    problems: dict[Any, list[str]] = field(default_factory=dict)  # PortKey -> why a read failed
+    load_seconds: float = 0.0  # one round's load time: counter rises become rates
+
+    def judge(
+        self, port: HcaPort, key: Any, hca_rounds: Sequence[Sequence[Change]]
+    ) -> tuple[list[Finding], list[list[Any]], dict[str, Any]]:
+        """``both_ends`` for this port."""
+        return both_ends(
+            port,
+            self.ends.get(key),
+            hca_rounds,
+            self.counters.get(key, []),
+            self.problems.get(key, []),
+            self.load_seconds,
+        )

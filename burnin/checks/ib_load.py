@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from burnin.checks.ib import link_down_action
+from burnin.checks.ib_link_ends import FarEnds
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import ERROR_COUNTERS, is_saturated
 from burnin.parsers.perftest import GBITS, classify_problem, parse_perftest, parse_perftest_json
@@ -64,8 +65,7 @@ class IbPortInfo:
     state: str | None = None  # 'Active', 'Down', ...
     physical_state: str | None = None  # 'LinkUp', 'Polling', ...
     switch_port: str | None = None  # 'switch leaf01 (0x...) port 10', when the fabric map knew it
-    # The far-end switch port as numbers (ibnetdiscover -p), so its counters can be read
-    # (``perfquery -x LID PORT``; burnin.checks.ib_link_ends judges both ends).
+    # ... as numbers (ibnetdiscover -p), so its counters can be read: perfquery -x LID PORT
     switch_lid: int | None = None
     switch_port_number: int | None = None
     switch_guid: str | None = None
@@ -350,6 +350,7 @@ class NodeEvidence:
     counters: dict[PortKey, list[list[CounterChange]]] = field(default_factory=dict)  # per round
     counter_problems: dict[PortKey, list[str]] = field(default_factory=dict)
     unpaired: set[PortKey] = field(default_factory=set)
+    far: FarEnds = field(default_factory=FarEnds)  # the far-end switch ports: both ends judged together
 
 
 def _partner_text(result: SessionResult, key: PortKey, infos: Mapping[PortKey, IbPortInfo]) -> str:
@@ -503,13 +504,15 @@ def judge_node(
                 what = f"{port.describe()} failed with {partners}, and neither end could be blamed{again}"
                 incomplete.append(f"{subject}: inconclusive")
             port_findings.append(warning(what, Action.MONITOR, evidence, subject))
-        port_findings += _counter_findings(port, ev.counters.get(key, []), infos, mine)
+        far_findings, own_rounds, far_metrics = ev.far.judge(port, key, ev.counters.get(key, []))
+        port_findings += far_findings + _counter_findings(port, own_rounds, infos, mine)
         for problem in ev.counter_problems.get(key, []):
             incomplete.append(f"{subject}: counters not read ({problem})")
         verdict = Result.judged(CHECK, port_findings).verdict.value
         if verdict == "PASS" and any(s.startswith(subject + ":") for s in incomplete):
             verdict = "UNKNOWN"
         ports_metrics[port.metric_key] = _port_metrics(port, mine, st, ev.counters.get(key, []), verdict)
+        ports_metrics[port.metric_key].update(far_metrics)
         findings += port_findings
     metrics = {
         "ports": ports_metrics,

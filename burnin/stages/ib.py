@@ -31,6 +31,13 @@ from dataclasses import dataclass, field, replace
 
 from bringup.ssh.fanout import SshTarget, default_concurrency, fan_out
 from burnin.checks.base import CommandOutput
+from burnin.checks.ib_link_ends import (
+    SWITCH_COUNTERS_FN,
+    far_end,
+    switch_counters_of,
+    switch_read_line,
+    switch_rises,
+)
 from burnin.checks.ib_load import (
     CHECK,
     CounterChange,
@@ -48,6 +55,7 @@ from burnin.checks.ib_load import (
     standings,
 )
 from burnin.checks.ib_replay import record_text
+from burnin.fabric.plan import Plan
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
@@ -80,6 +88,9 @@ SERVER_GRACE_S = 60  # a server waits this long past the load time for its clien
 # -> node -> (stdout, error).
 NODE_SCRIPTS = "ib_node_scripts"
 NodeScripts = Callable[[str, Mapping[str, str], float], Mapping[str, tuple[bytes, str]]]
+# GroupContext.settings key of the cabling plan (burnin.fabric.plan.Plan), when one is given: the
+# far-end switch ports are then named by the plan's switch names and places (docs/fabric.md).
+FABRIC_PLAN = "fabric_plan"
 
 # ---- discovery ----------------------------------------------------------------------------------
 
@@ -133,12 +144,16 @@ class NodeRoundPlan:
     commands: dict[str, str]
     counter_ports: dict[str, IbPortInfo]  # 'p<j>' -> port (frames 'b<j>' before, 'a<j>' after)
     json_keys: dict[str, str]  # 'e<i>' -> 'j<i>'
+    # 'p<j>' whose far-end switch port is read too (frames 'sb<j>' before, 'sa<j>' after)
+    switch_ports: tuple[str, ...] = ()
 
     @property
     def keys(self) -> list[str]:
-        return [*self.ends, *self.json_keys.values()] + [
-            f"{w}{k[1:]}" for k in self.counter_ports for w in "ba"
-        ]
+        return (
+            [*self.ends, *self.json_keys.values()]
+            + [f"{w}{k[1:]}" for k in self.counter_ports for w in "ba"]
+            + [f"s{w}{k[1:]}" for k in self.switch_ports for w in "ba"]
+        )
 
 
 def round_script(
@@ -172,6 +187,7 @@ def round_script(
         "  fi",
         '  frame "$1" $?',
         "}",
+        *SWITCH_COUNTERS_FN,
         "server() {  # key command...",
         "  k=$1; shift",
         f'  timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; echo $? >"$d/$k.rc"',
@@ -193,8 +209,11 @@ def round_script(
         info_ = infos[PortKey(node, s.rail)]
         if info_ not in ports.values():
             ports[f"p{len(ports)}"] = info_
+    switch_ports = tuple(k for k, p in ports.items() if p.switch_lid is not None and p.switch_port_number)
     for key, info_ in ports.items():
         lines.append(f"counters b{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
+        if key in switch_ports:
+            lines.append(switch_read_line(f"sb{key[1:]}", info_))
     commands: dict[str, str] = {}
     json_keys: dict[str, str] = {}
     for key, s in ends.items():
@@ -213,12 +232,14 @@ def round_script(
     lines.append("wait")
     for key, info_ in ports.items():
         lines.append(f"counters a{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
+        if key in switch_ports:
+            lines.append(switch_read_line(f"sa{key[1:]}", info_))
     for key in ends:
         lines.append(f'frame {key} "$(cat "$d/{key}.rc" 2>/dev/null || echo 255)"')
         if key in json_keys:
             j = json_keys[key]
             lines.append(f'[ -f "$d/{key}.json" ] && cp "$d/{key}.json" "$d/{j}.out" && frame {j} 0')
-    return NodeRoundPlan("\n".join(lines) + "\n", token, ends, commands, ports, json_keys)
+    return NodeRoundPlan("\n".join(lines) + "\n", token, ends, commands, ports, json_keys, switch_ports)
 
 
 @dataclass
@@ -226,6 +247,8 @@ class RoundOutputs:
     ends: dict[tuple[str, Session], EndOutput] = field(default_factory=dict)  # (node, session) -> its end
     changes: dict[PortKey, list[CounterChange]] = field(default_factory=dict)
     counter_problems: dict[PortKey, str] = field(default_factory=dict)
+    switch_changes: dict[PortKey, list[CounterChange]] = field(default_factory=dict)  # the far end's
+    switch_problems: dict[PortKey, str] = field(default_factory=dict)
     evidence: dict[str, list[str]] = field(default_factory=dict)  # node -> evidence chunks
     failed_nodes: dict[str, str] = field(default_factory=dict)  # node -> why its round did not run
 
@@ -270,6 +293,8 @@ def collect_round(
             f"-- round {round_.index}: counters {info_.hca} port {info_.port} before --\n{before.stdout}{before.stderr}"
             f"-- after --\n{after.stdout}{after.stderr}"
         )
+        if pkey in plan.switch_ports:
+            _collect_switch(frames[f"sb{j}"], frames[f"sa{j}"], info_, round_, outputs, chunks)
     for key, s in plan.ends.items():
         out = frames[key]
         json_text = frames[plan.json_keys[key]].stdout if key in plan.json_keys else ""
@@ -288,6 +313,27 @@ def collect_round(
         if json_text.strip():
             text += f"[--out_json]\n{json_text}\n"
         chunks.append(text + f"[exit status] {out.rc}\n")
+
+
+def _collect_switch(
+    before: CommandOutput,
+    after: CommandOutput,
+    info_: IbPortInfo,
+    round_: Round,
+    outputs: RoundOutputs,
+    chunks: list[str],
+) -> None:
+    try:
+        n = info_.switch_port_number
+        changes = counter_changes(switch_counters_of(before, n), switch_counters_of(after, n))
+        outputs.switch_changes.setdefault(info_.key, []).extend(changes)
+    except ParseError as exc:
+        outputs.switch_problems[info_.key] = str(exc)[:200]
+    chunks.append(
+        f"-- round {round_.index}: counters of the far end of {info_.hca} port {info_.port}, switch LID "
+        f"{info_.switch_lid} port {info_.switch_port_number} before --\n{before.stdout}{before.stderr}"
+        f"-- after --\n{after.stdout}{after.stderr}"
+    )
 
 
 def run_round(
@@ -381,6 +427,14 @@ def _judge_round(
     return results
 
 
+def _known_bad(evidence: Mapping[str, NodeEvidence]) -> set[PortKey]:
+    """Ports whose link counters rose, at the HCA or at the far-end switch port."""
+    bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    for ev in evidence.values():
+        bad |= {k for k, rounds in ev.far.counters.items() if switch_rises(rounds)}
+    return bad
+
+
 def run_ib_stage(ctx: GroupContext) -> GroupResults:
     """The ``ib`` stage's entry point (burnin/stages/jobs.py ``GroupRun``; the stage: burnin/stages/group.py)."""
     results: GroupResults = {}
@@ -415,6 +469,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
     found = discover(targets, ctx.concurrency) if via is None else discover_via(via, targets)  # type: ignore[arg-type]
     fabric = next((d.fabric for d in found.values() if d.fabric), None)
+    plan: Plan | None = ctx.settings.get(FABRIC_PLAN)
 
     evidence: dict[str, NodeEvidence] = {}
     infos: dict[PortKey, IbPortInfo] = {}
@@ -439,6 +494,10 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
             bidir_floors[name],
             problem,
         )
+        evidence[name].far.load_seconds = float(seconds)
+        for p in ports:
+            if (end := far_end(p, plan)) is not None:
+                evidence[name].far.ends[p.key] = end
         text[name] = [d.evidence]
         infos.update({p.key: p for p in ports})
         if not problem:
@@ -480,6 +539,10 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
             evidence[key.node].counters.setdefault(key, []).append(changes)
         for key, problem in outputs.counter_problems.items():
             evidence[key.node].counter_problems.setdefault(key, []).append(problem)
+        for key, changes in outputs.switch_changes.items():
+            evidence[key.node].far.counters.setdefault(key, []).append(changes)
+        for key, problem in outputs.switch_problems.items():
+            evidence[key.node].far.problems.setdefault(key, []).append(problem)
         for node, chunks in outputs.evidence.items():
             text[node] += chunks
         failed_nodes.update(outputs.failed_nodes)
@@ -496,7 +559,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         if round_.sessions:
             execute(round_, len(planned))
     loaded = set().union(*(r.loaded for r in planned)) if planned else set()
-    known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    known_bad = _known_bad(evidence)
     standing = standings(all_results, loaded, known_bad)
     retested = False
     inputs = retest_inputs(all_results, standing, failed_nodes)
@@ -511,7 +574,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         if retest.sessions:
             retested = True
             execute(retest, len(planned))
-            known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+            known_bad = _known_bad(evidence)
             standing = standings(all_results, loaded, known_bad)
 
     by_node: dict[str, list[SessionResult]] = {}
