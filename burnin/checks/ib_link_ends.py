@@ -8,6 +8,8 @@ transceiver), or the HCA port (or its transceiver); reseat there first (RESEAT).
 discards (PortXmitDiscards) point at congestion or a stalled path, not at the cable: they warn.
 Rises are also given as rates over the load time. The switch is named by the cabling plan's
 name and place when a plan is given (docs/fabric.md), else by its description, GUID and LID.
+The far end is read through the local port: ``perfquery -x -C CA -P PORT LID PORT``
+(https://manpages.ubuntu.com/manpages/noble/man8/perfquery.8.html, ``[<lid|guid> [[port(s)]]]``).
 """
 
 from __future__ import annotations
@@ -130,6 +132,15 @@ def switch_counters_of(output: CommandOutput, switch_port: int | None) -> dict[s
     if block is None:
         raise ParseError(f"no block for port {switch_port} in the switch's perfquery output")
     return dict(block.counters)
+
+
+def evidence_text(round_index: int, port: HcaPort, before: CommandOutput, after: CommandOutput) -> str:
+    """The far end's two reads of a round, for the node's evidence."""
+    return (
+        f"-- round {round_index}: counters of the far end of {port.hca} port {port.port}, switch LID "
+        f"{port.switch_lid} port {port.switch_port_number} before --\n{before.stdout}{before.stderr}"
+        f"-- after --\n{after.stdout}{after.stderr}"
+    )
 
 
 def switch_rises(rounds: Sequence[Sequence[Change]]) -> dict[str, int]:

@@ -28,16 +28,11 @@ import secrets
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from bringup.ssh.fanout import SshTarget, default_concurrency, fan_out
+from burnin.checks import ib_link_ends as far_ends
 from burnin.checks.base import CommandOutput
-from burnin.checks.ib_link_ends import (
-    SWITCH_COUNTERS_FN,
-    far_end,
-    switch_counters_of,
-    switch_read_line,
-    switch_rises,
-)
 from burnin.checks.ib_load import (
     CHECK,
     CounterChange,
@@ -55,7 +50,7 @@ from burnin.checks.ib_load import (
     standings,
 )
 from burnin.checks.ib_replay import record_text
-from burnin.fabric.plan import Plan
+from burnin.fabric.plan import Plan, PlanError, load_plan
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
@@ -88,8 +83,8 @@ SERVER_GRACE_S = 60  # a server waits this long past the load time for its clien
 # -> node -> (stdout, error).
 NODE_SCRIPTS = "ib_node_scripts"
 NodeScripts = Callable[[str, Mapping[str, str], float], Mapping[str, tuple[bytes, str]]]
-# GroupContext.settings key of the cabling plan (burnin.fabric.plan.Plan), when one is given: the
-# far-end switch ports are then named by the plan's switch names and places (docs/fabric.md).
+# GroupContext.settings key of the cabling plan (a path, the rack's all.vars, or a Plan): far-end
+# switch ports are then named by the plan's switch names and places (docs/fabric.md).
 FABRIC_PLAN = "fabric_plan"
 
 # ---- discovery ----------------------------------------------------------------------------------
@@ -187,7 +182,7 @@ def round_script(
         "  fi",
         '  frame "$1" $?',
         "}",
-        *SWITCH_COUNTERS_FN,
+        *far_ends.SWITCH_COUNTERS_FN,
         "server() {  # key command...",
         "  k=$1; shift",
         f'  timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; echo $? >"$d/$k.rc"',
@@ -213,7 +208,7 @@ def round_script(
     for key, info_ in ports.items():
         lines.append(f"counters b{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
         if key in switch_ports:
-            lines.append(switch_read_line(f"sb{key[1:]}", info_))
+            lines.append(far_ends.switch_read_line(f"sb{key[1:]}", info_))
     commands: dict[str, str] = {}
     json_keys: dict[str, str] = {}
     for key, s in ends.items():
@@ -233,7 +228,7 @@ def round_script(
     for key, info_ in ports.items():
         lines.append(f"counters a{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
         if key in switch_ports:
-            lines.append(switch_read_line(f"sa{key[1:]}", info_))
+            lines.append(far_ends.switch_read_line(f"sa{key[1:]}", info_))
     for key in ends:
         lines.append(f'frame {key} "$(cat "$d/{key}.rc" 2>/dev/null || echo 255)"')
         if key in json_keys:
@@ -325,15 +320,13 @@ def _collect_switch(
 ) -> None:
     try:
         n = info_.switch_port_number
-        changes = counter_changes(switch_counters_of(before, n), switch_counters_of(after, n))
+        changes = counter_changes(
+            far_ends.switch_counters_of(before, n), far_ends.switch_counters_of(after, n)
+        )
         outputs.switch_changes.setdefault(info_.key, []).extend(changes)
     except ParseError as exc:
         outputs.switch_problems[info_.key] = str(exc)[:200]
-    chunks.append(
-        f"-- round {round_.index}: counters of the far end of {info_.hca} port {info_.port}, switch LID "
-        f"{info_.switch_lid} port {info_.switch_port_number} before --\n{before.stdout}{before.stderr}"
-        f"-- after --\n{after.stdout}{after.stderr}"
-    )
+    chunks.append(far_ends.evidence_text(round_.index, info_, before, after))
 
 
 def run_round(
@@ -427,11 +420,22 @@ def _judge_round(
     return results
 
 
+def _fabric_plan(ctx: GroupContext) -> Plan | None:
+    value = ctx.settings.get(FABRIC_PLAN)
+    if value is None or isinstance(value, Plan):
+        return value
+    try:
+        return load_plan(Path(str(value)))
+    except (PlanError, OSError) as exc:  # the far ends are then named by GUID and LID
+        ctx.progress(f"ib: the cabling plan is not used: {exc}")
+        return None
+
+
 def _known_bad(evidence: Mapping[str, NodeEvidence]) -> set[PortKey]:
     """Ports whose link counters rose, at the HCA or at the far-end switch port."""
     bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
     for ev in evidence.values():
-        bad |= {k for k, rounds in ev.far.counters.items() if switch_rises(rounds)}
+        bad |= {k for k, rounds in ev.far.counters.items() if far_ends.switch_rises(rounds)}
     return bad
 
 
@@ -469,7 +473,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
     found = discover(targets, ctx.concurrency) if via is None else discover_via(via, targets)  # type: ignore[arg-type]
     fabric = next((d.fabric for d in found.values() if d.fabric), None)
-    plan: Plan | None = ctx.settings.get(FABRIC_PLAN)
+    plan = _fabric_plan(ctx)
 
     evidence: dict[str, NodeEvidence] = {}
     infos: dict[PortKey, IbPortInfo] = {}
@@ -496,7 +500,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         )
         evidence[name].far.load_seconds = float(seconds)
         for p in ports:
-            if (end := far_end(p, plan)) is not None:
+            if (end := far_ends.far_end(p, plan)) is not None:
                 evidence[name].far.ends[p.key] = end
         text[name] = [d.evidence]
         infos.update({p.key: p for p in ports})

@@ -461,3 +461,23 @@ def test_ports_of_different_rates_are_never_paired(monkeypatch):
         n: [f.message for f in r[0][0].findings][:2] for n, r in results.items()
     }
     assert ran and all(rate[s.server] == rate[s.client] for _, s in ran)
+
+
+def test_the_racks_cabling_plan_names_far_ends_and_a_bad_one_is_said(tmp_path):
+    from burnin.checks.ib_link_ends import far_end
+    from burnin.checks.ib_load import IbPortInfo
+
+    plan_file = tmp_path / "plan.yml"
+    plan_file.write_text(
+        'switches:\n  su1-leaf0: {guid: "0x506b4b03005c2740", rack: R01, unit: U40}\n'
+        "fat_tree: {scalable_units: 1, nodes_per_unit: 2, rails: 1, spines: 1}\n"
+    )
+    said: list[str] = []
+    plan = ib_stage._fabric_plan(GroupContext([], None, {ib_stage.FABRIC_PLAN: str(plan_file)}, said.append))
+    port = IbPortInfo(
+        "gpu0000", "mlx5_0", 1, switch_lid=2052, switch_port_number=1, switch_guid="0x506B4B03005C2740"
+    )
+    assert far_end(port, plan).describe() == "switch su1-leaf0 (rack R01 U40) port 1"
+    missing = GroupContext([], None, {ib_stage.FABRIC_PLAN: str(tmp_path / "none.yml")}, said.append)
+    assert ib_stage._fabric_plan(missing) is None
+    assert said and "the cabling plan is not used" in said[0] and "none.yml" in said[0]
