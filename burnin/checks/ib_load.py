@@ -28,23 +28,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from burnin.checks.ib import link_down_action
+from burnin.checks.ib_counters import (  # burnin.stages.ib and ib_replay read them here too
+    LINK_COUNTERS,
+    CounterChange,
+)
+from burnin.checks.ib_counters import (
+    counter_bad_ports as counter_bad_ports,
+)
+from burnin.checks.ib_counters import (
+    counter_changes as counter_changes,
+)
+from burnin.checks.ib_link_ends import FarEnds
 from burnin.parsers import ParseError
-from burnin.parsers.perfquery import ERROR_COUNTERS, is_saturated
 from burnin.parsers.perftest import GBITS, classify_problem, parse_perftest, parse_perftest_json
 from burnin.plan.ib_pairs import PortKey, Session
 from burnin.result import Action, Finding, Result, critical, info, warning
 
 CHECK = "ib_bandwidth"
-
-# Counters that count faults of the port's own link (its cable, transceivers, the switch port).
-LINK_COUNTERS = (
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "LocalLinkIntegrityErrors",
-    "PortRcvErrors",
-    "ExcessiveBufferOverrunErrors",
-)
 
 
 # ---- what was found and measured ----------------------------------------------------------
@@ -66,6 +66,11 @@ class IbPortInfo:
     switch_port: str | None = None  # 'switch leaf01 (0x...) port 10', when the fabric map knew it
     gpu: int | None = None  # GPUDirect mode (diag.ib_gdr): the GPU whose memory loads this port
     gpu_dmabuf: bool = False  # ... registered through dma_buf (diag.ib_gdr_dmabuf)
+    # ... as numbers (ibnetdiscover -p), so its counters can be read: perfquery -x LID PORT
+    switch_lid: int | None = None
+    switch_port_number: int | None = None
+    switch_guid: str | None = None
+    switch_name: str | None = None  # its node description, or the cabling plan's name and place
 
     @property
     def rail(self) -> str:
@@ -302,33 +307,6 @@ def retest_inputs(
 # ---- counters -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CounterChange:
-    name: str
-    before: int | None
-    after: int | None
-    saturated: bool = False  # at its maximum before or after: a rise cannot be seen
-    went_down: bool = False  # cleared or wrapped during the round
-
-    @property
-    def delta(self) -> int | None:
-        if self.before is None or self.after is None or self.saturated or self.went_down:
-            return None
-        return self.after - self.before
-
-
-def counter_changes(before: Mapping[str, int] | None, after: Mapping[str, int] | None) -> list[CounterChange]:
-    """The error counters of one port around one round."""
-    before, after = before or {}, after or {}
-    changes = []
-    for name in ERROR_COUNTERS:
-        b, a = before.get(name), after.get(name)
-        saturated = any(v is not None and is_saturated(name, v) for v in (b, a))
-        went_down = b is not None and a is not None and a < b and not saturated
-        changes.append(CounterChange(name, b, a, saturated, went_down))
-    return changes
-
-
 # ---- the node's result --------------------------------------------------------------------------
 
 
@@ -346,6 +324,7 @@ class NodeEvidence:
     counters: dict[PortKey, list[list[CounterChange]]] = field(default_factory=dict)  # per round
     counter_problems: dict[PortKey, list[str]] = field(default_factory=dict)
     unpaired: set[PortKey] = field(default_factory=set)
+    far: FarEnds = field(default_factory=FarEnds)  # the far-end switch ports: both ends judged together
 
 
 def _partner_text(result: SessionResult, key: PortKey, infos: Mapping[PortKey, IbPortInfo]) -> str:
@@ -499,13 +478,15 @@ def judge_node(
                 what = f"{port.describe()} failed with {partners}, and neither end could be blamed{again}"
                 incomplete.append(f"{subject}: inconclusive")
             port_findings.append(warning(what, Action.MONITOR, evidence, subject))
-        port_findings += _counter_findings(port, ev.counters.get(key, []), infos, mine)
+        far_findings, own_rounds, far_metrics = ev.far.judge(port, key, ev.counters.get(key, []))
+        port_findings += far_findings + _counter_findings(port, own_rounds, infos, mine)
         for problem in ev.counter_problems.get(key, []):
             incomplete.append(f"{subject}: counters not read ({problem})")
         verdict = Result.judged(CHECK, port_findings).verdict.value
         if verdict == "PASS" and any(s.startswith(subject + ":") for s in incomplete):
             verdict = "UNKNOWN"
         ports_metrics[port.metric_key] = _port_metrics(port, mine, st, ev.counters.get(key, []), verdict)
+        ports_metrics[port.metric_key].update(far_metrics)
         findings += port_findings
     metrics = {
         "ports": ports_metrics,
@@ -581,12 +562,3 @@ def _counter_findings(
             )
         )
     return findings
-
-
-def counter_bad_ports(counters: Mapping[PortKey, list[list[CounterChange]]]) -> set[PortKey]:
-    """Ports whose own link counters rose: bad whatever their bandwidth."""
-    return {
-        key
-        for key, rounds in counters.items()
-        if any(c.name in LINK_COUNTERS and c.delta for changes in rounds for c in changes)
-    }

@@ -19,6 +19,7 @@ from typing import Any
 
 from bringup.profiles.load import Profile
 from burnin.checks import replay_record
+from burnin.checks.ib_link_ends import FarEnds, SwitchEnd, switch_rises
 from burnin.checks.ib_load import (
     CounterChange,
     EndOutput,
@@ -54,6 +55,12 @@ def record_text(
         "counters": {k.rail: [[asdict(c) for c in changes] for changes in v] for k, v in ev.counters.items()},
         "counter_problems": {k.rail: list(v) for k, v in ev.counter_problems.items()},
         "retested": retested,
+        "far": {  # the far-end switch ports (burnin.checks.ib_link_ends)
+            "ends": {k.rail: asdict(e) for k, e in ev.far.ends.items()},
+            "counters": {k.rail: [[asdict(c) for c in ch] for ch in v] for k, v in ev.far.counters.items()},
+            "problems": {k.rail: list(v) for k, v in ev.far.problems.items()},
+            "load_seconds": ev.far.load_seconds,
+        },
         "sessions": [
             {
                 "round": index,
@@ -82,6 +89,16 @@ def parse_record(evidence: str) -> dict[str, Any]:
 def _node_evidence(doc: Mapping[str, Any], profile: Profile) -> NodeEvidence:
     node = doc["node"]
     floors = profile.floors
+    far = doc.get("far", {})  # absent from records of before the far ends were read
+    ends = FarEnds(
+        {PortKey(node, rail): SwitchEnd(**e) for rail, e in far.get("ends", {}).items()},
+        {
+            PortKey(node, rail): [[CounterChange(**c) for c in ch] for ch in rounds]
+            for rail, rounds in far.get("counters", {}).items()
+        },
+        {PortKey(node, rail): list(v) for rail, v in far.get("problems", {}).items()},
+        float(far.get("load_seconds", 0.0)),
+    )
     return NodeEvidence(
         node,
         [IbPortInfo(**p) for p in doc.get("ports", [])],
@@ -96,6 +113,7 @@ def _node_evidence(doc: Mapping[str, Any], profile: Profile) -> NodeEvidence:
         },
         {PortKey(node, rail): list(v) for rail, v in doc.get("counter_problems", {}).items()},
         {PortKey(node, rail) for rail in doc.get("unpaired", [])},
+        ends,
     )
 
 
@@ -129,6 +147,7 @@ def replay(records: Mapping[str, Mapping[str, Any]], profiles: Mapping[str, Prof
     infos = {p.key: p for ev in evidence.values() for p in ev.ports}
     loaded = {end for (_, s) in sessions for end in s.ends}
     known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    known_bad |= {k for ev in evidence.values() for k, r in ev.far.counters.items() if switch_rises(r)}
     standing = standings(results, loaded, known_bad)
     retested = any(bool(doc.get("retested")) for doc in records.values())
     by_node: dict[str, list[SessionResult]] = {}

@@ -24,12 +24,12 @@ raw output of every process and counter read that involved the node's ports, the
 
 from __future__ import annotations
 
-import secrets
-import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from bringup.ssh.fanout import SshTarget, default_concurrency, fan_out
+from burnin.checks import ib_link_ends as far_ends
 from burnin.checks.base import CommandOutput
 from burnin.checks.ib_load import (
     CHECK,
@@ -48,6 +48,7 @@ from burnin.checks.ib_load import (
     standings,
 )
 from burnin.checks.ib_replay import record_text
+from burnin.fabric.plan import Plan, PlanError, load_plan
 from burnin.parsers import ParseError
 from burnin.parsers.perfquery import counters_from_sysfs, parse_perfquery
 from burnin.parsers.sysfs import parse_ib_sysfs
@@ -71,16 +72,30 @@ from burnin.stages.ib_discovery import (
     with_switch_ports,
 )
 from burnin.stages.ib_discovery import parse_discovery as parse_discovery  # tests and rejudge read it here
+from burnin.stages.ib_round import (  # tests and burnin.stages.ib_slurm read them here too
+    CLIENT_TRIES as CLIENT_TRIES,
+)
+from burnin.stages.ib_round import (
+    SERVER_GRACE_S as SERVER_GRACE_S,
+)
+from burnin.stages.ib_round import (
+    NodeRoundPlan,
+    round_script,
+)
+from burnin.stages.ib_round import (
+    perftest_command as perftest_command,
+)
 from burnin.stages.jobs import GroupContext, GroupResults, NodeJob
 
-CLIENT_TRIES = 30  # a client retries (1 s apart) while its server is not listening yet
-SERVER_GRACE_S = 60  # a server waits this long past the load time for its client
 # GroupContext.settings key of what runs each node's script instead of an SSH session: with
 # --launcher slurm burnin.run.session sets it to a burnin.stages.ib_slurm.SlurmScripts (its
 # SETTING), one Slurm job per discovery and per round. (label, node -> script, time limit)
 # -> node -> (stdout, error).
 NODE_SCRIPTS = "ib_node_scripts"
 NodeScripts = Callable[[str, Mapping[str, str], float], Mapping[str, tuple[bytes, str]]]
+# GroupContext.settings key of the cabling plan (a path, the rack's all.vars, or a Plan): far-end
+# switch ports are then named by the plan's switch names and places (docs/fabric.md).
+FABRIC_PLAN = "fabric_plan"
 
 # ---- discovery ----------------------------------------------------------------------------------
 
@@ -105,130 +120,13 @@ def discover_via(scripts: NodeScripts, nodes: Iterable[str]) -> dict[str, Discov
     return {n: discovered(n, p, *answers.get(n, (b"", "no answer"))) for n, p in plans.items()}
 
 
-# ---- one round on the nodes -------------------------------------------------------------------
-
-
-def perftest_command(
-    session: Session, node: str, info_: IbPortInfo, host: str, seconds: int, json_file: str
-) -> str:
-    """The ib_write_bw command line of this node's end of the session."""
-    args = [
-        "ib_write_bw", "-d", info_.hca, "-i", str(info_.port), "-p", str(session.tcp_port),
-        "--report_gbits", "-D", str(seconds), "-F",
-    ]  # fmt: skip
-    if session.bidirectional:
-        args.append("-b")
-    if info_.gpu is not None:  # GPUDirect: --use_cuda first, perftest refuses --use_cuda_dmabuf before it
-        args += [f"--use_cuda={info_.gpu}"] + (["--use_cuda_dmabuf"] if info_.gpu_dmabuf else [])
-    line = " ".join(shlex.quote(a) for a in args)
-    if json_file:
-        line += f' --out_json --out_json_file="{json_file}"'
-    if session.role(node) == "client":
-        line += " " + shlex.quote(host)
-    return line
-
-
-@dataclass(frozen=True)
-class NodeRoundPlan:
-    script: str
-    token: str
-    ends: dict[str, Session]  # frame key 'e<i>' -> the session this process is one end of
-    commands: dict[str, str]
-    counter_ports: dict[str, IbPortInfo]  # 'p<j>' -> port (frames 'b<j>' before, 'a<j>' after)
-    json_keys: dict[str, str]  # 'e<i>' -> 'j<i>'
-
-    @property
-    def keys(self) -> list[str]:
-        return [*self.ends, *self.json_keys.values()] + [
-            f"{w}{k[1:]}" for k in self.counter_ports for w in "ba"
-        ]
-
-
-def round_script(
-    node: str,
-    sessions: list[Session],
-    infos: Mapping[PortKey, IbPortInfo],
-    hosts: Mapping[str, str],
-    seconds: int,
-    out_json: bool,
-    token: str | None = None,
-) -> NodeRoundPlan:
-    """The bash script a node runs for one round (pure): counters, servers, clients, counters."""
-    token = token or secrets.token_hex(8)
-    limit = int(seconds) + SERVER_GRACE_S
-    lines = [
-        "set +e",
-        "export LC_ALL=C",
-        "d=$(mktemp -d /tmp/burnin-ib.XXXXXX) || exit 97",
-        "trap 'kill $(jobs -p) 2>/dev/null; rm -rf \"$d\"' EXIT",
-        "frame() {  # key rc: the burnin.stages.batch frame (parsed by batch.parse_output)",
-        '  touch "$d/$1.out" "$d/$1.err"',
-        '  sizes=$(stat -c %s "$d/$1.out" "$d/$1.err")',
-        f'  printf "@@burnin-frame {token} %s rc=%s out=%s err=%s\\n" "$1" "$2" $sizes',
-        '  cat "$d/$1.out" "$d/$1.err"',
-        "}",
-        "counters() {  # key hca port",
-        "  if command -v perfquery >/dev/null 2>&1; then",
-        '    timeout -k 5 30 perfquery -x -C "$2" -P "$3" >"$d/$1.out" 2>"$d/$1.err"',
-        "  else",
-        '    grep -H . /sys/class/infiniband/"$2"/ports/"$3"/counters/* >"$d/$1.out" 2>"$d/$1.err"',
-        "  fi",
-        '  frame "$1" $?',
-        "}",
-        "server() {  # key command...",
-        "  k=$1; shift",
-        f'  timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; echo $? >"$d/$k.rc"',
-        "}",
-        "client() {  # key command...: retried while the server is not listening yet",
-        "  k=$1; shift",
-        f"  for try in $(seq {CLIENT_TRIES}); do",
-        f'    timeout -k 5 {limit} "$@" >"$d/$k.out" 2>"$d/$k.err"; rc=$?',
-        '    [ $rc -ne 0 ] && grep -q "Couldn\'t connect" "$d/$k.out" "$d/$k.err" && { sleep 1; continue; }',
-        "    break",
-        "  done",
-        '  echo $rc >"$d/$k.rc"',
-        "}",
-    ]
-    mine = [s for s in sessions if node in (s.server, s.client)]
-    ends = {f"e{i}": s for i, s in enumerate(mine)}
-    ports: dict[str, IbPortInfo] = {}
-    for s in mine:
-        info_ = infos[PortKey(node, s.rail)]
-        if info_ not in ports.values():
-            ports[f"p{len(ports)}"] = info_
-    for key, info_ in ports.items():
-        lines.append(f"counters b{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
-    commands: dict[str, str] = {}
-    json_keys: dict[str, str] = {}
-    for key, s in ends.items():
-        json_file = f"$d/{key}.json" if out_json else ""
-        if out_json:
-            json_keys[key] = f"j{key[1:]}"
-        commands[key] = perftest_command(
-            s, node, infos[PortKey(node, s.rail)], hosts.get(s.server, s.server), seconds, json_file
-        )
-    servers = [k for k, s in ends.items() if s.role(node) == "server"]
-    clients = [k for k, s in ends.items() if s.role(node) == "client"]
-    lines += [f"server {k} {commands[k]} &" for k in servers]
-    if servers and clients:
-        lines.append("sleep 1  # this node's servers listen before its clients start")
-    lines += [f"client {k} {commands[k]} &" for k in clients]
-    lines.append("wait")
-    for key, info_ in ports.items():
-        lines.append(f"counters a{key[1:]} {shlex.quote(info_.hca)} {info_.port}")
-    for key in ends:
-        lines.append(f'frame {key} "$(cat "$d/{key}.rc" 2>/dev/null || echo 255)"')
-        if key in json_keys:
-            j = json_keys[key]
-            lines.append(f'[ -f "$d/{key}.json" ] && cp "$d/{key}.json" "$d/{j}.out" && frame {j} 0')
-    return NodeRoundPlan("\n".join(lines) + "\n", token, ends, commands, ports, json_keys)
-
-
 @dataclass
 class RoundOutputs:
     ends: dict[tuple[str, Session], EndOutput] = field(default_factory=dict)  # (node, session) -> its end
     changes: dict[PortKey, list[CounterChange]] = field(default_factory=dict)
     counter_problems: dict[PortKey, str] = field(default_factory=dict)
+    switch_changes: dict[PortKey, list[CounterChange]] = field(default_factory=dict)  # the far end's
+    switch_problems: dict[PortKey, str] = field(default_factory=dict)
     evidence: dict[str, list[str]] = field(default_factory=dict)  # node -> evidence chunks
     failed_nodes: dict[str, str] = field(default_factory=dict)  # node -> why its round did not run
 
@@ -273,6 +171,8 @@ def collect_round(
             f"-- round {round_.index}: counters {info_.hca} port {info_.port} before --\n{before.stdout}{before.stderr}"
             f"-- after --\n{after.stdout}{after.stderr}"
         )
+        if pkey in plan.switch_ports:
+            _collect_switch(frames[f"sb{j}"], frames[f"sa{j}"], info_, round_, outputs, chunks)
     for key, s in plan.ends.items():
         out = frames[key]
         json_text = frames[plan.json_keys[key]].stdout if key in plan.json_keys else ""
@@ -291,6 +191,25 @@ def collect_round(
         if json_text.strip():
             text += f"[--out_json]\n{json_text}\n"
         chunks.append(text + f"[exit status] {out.rc}\n")
+
+
+def _collect_switch(
+    before: CommandOutput,
+    after: CommandOutput,
+    info_: IbPortInfo,
+    round_: Round,
+    outputs: RoundOutputs,
+    chunks: list[str],
+) -> None:
+    try:
+        n = info_.switch_port_number
+        changes = counter_changes(
+            far_ends.switch_counters_of(before, n), far_ends.switch_counters_of(after, n)
+        )
+        outputs.switch_changes.setdefault(info_.key, []).extend(changes)
+    except ParseError as exc:
+        outputs.switch_problems[info_.key] = str(exc)[:200]
+    chunks.append(far_ends.evidence_text(round_.index, info_, before, after))
 
 
 def run_round(
@@ -384,6 +303,25 @@ def _judge_round(
     return results
 
 
+def _fabric_plan(ctx: GroupContext) -> Plan | None:
+    value = ctx.settings.get(FABRIC_PLAN)
+    if value is None or isinstance(value, Plan):
+        return value
+    try:
+        return load_plan(Path(str(value)))
+    except (PlanError, OSError) as exc:  # the far ends are then named by GUID and LID
+        ctx.progress(f"ib: the cabling plan is not used: {exc}")
+        return None
+
+
+def _known_bad(evidence: Mapping[str, NodeEvidence]) -> set[PortKey]:
+    """Ports whose link counters rose, at the HCA or at the far-end switch port."""
+    bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    for ev in evidence.values():
+        bad |= {k for k, rounds in ev.far.counters.items() if far_ends.switch_rises(rounds)}
+    return bad
+
+
 def run_ib_stage(ctx: GroupContext) -> GroupResults:
     """The ``ib`` stage's entry point (burnin/stages/jobs.py ``GroupRun``; the stage: burnin/stages/group.py)."""
     results: GroupResults = {}
@@ -420,6 +358,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
     ctx.progress(f"ib: discovering the ports of {len(jobs)} node(s)")
     found = discover(targets, ctx.concurrency) if via is None else discover_via(via, targets)  # type: ignore[arg-type]
     fabric = next((d.fabric for d in found.values() if d.fabric), None)
+    plan = _fabric_plan(ctx)
 
     evidence: dict[str, NodeEvidence] = {}
     infos: dict[PortKey, IbPortInfo] = {}
@@ -449,6 +388,10 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
             bidir_floors[name],
             problem,
         )
+        evidence[name].far.load_seconds = float(seconds)
+        for p in ports:
+            if (end := far_ends.far_end(p, plan)) is not None:
+                evidence[name].far.ends[p.key] = end
         text[name] = [d.evidence]
         infos.update({p.key: p for p in ports})
         if not problem:
@@ -490,6 +433,10 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
             evidence[key.node].counters.setdefault(key, []).append(changes)
         for key, problem in outputs.counter_problems.items():
             evidence[key.node].counter_problems.setdefault(key, []).append(problem)
+        for key, changes in outputs.switch_changes.items():
+            evidence[key.node].far.counters.setdefault(key, []).append(changes)
+        for key, problem in outputs.switch_problems.items():
+            evidence[key.node].far.problems.setdefault(key, []).append(problem)
         for node, chunks in outputs.evidence.items():
             text[node] += chunks
         failed_nodes.update(outputs.failed_nodes)
@@ -506,7 +453,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         if round_.sessions:
             execute(round_, len(planned))
     loaded = set().union(*(r.loaded for r in planned)) if planned else set()
-    known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+    known_bad = _known_bad(evidence)
     standing = standings(all_results, loaded, known_bad)
     retested = False
     inputs = retest_inputs(all_results, standing, failed_nodes)
@@ -521,7 +468,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         if retest.sessions:
             retested = True
             execute(retest, len(planned))
-            known_bad = counter_bad_ports({k: v for ev in evidence.values() for k, v in ev.counters.items()})
+            known_bad = _known_bad(evidence)
             standing = standings(all_results, loaded, known_bad)
 
     by_node: dict[str, list[SessionResult]] = {}

@@ -126,5 +126,17 @@ def with_switch_ports(ports: list[IbPortInfo], fabric: list[IbnetPort] | None) -
     out = []
     for p in ports:
         link = switch_port_for(fabric, p.guid)
-        out.append(p if link is None else replace(p, switch_port=link.peer_text()))
+        if link is None:
+            out.append(p)
+            continue
+        out.append(
+            replace(
+                p,
+                switch_port=link.peer_text(),
+                switch_lid=link.peer_lid,
+                switch_port_number=link.peer_port,
+                switch_guid=link.peer_guid,
+                switch_name=link.peer_name,
+            )
+        )
     return out

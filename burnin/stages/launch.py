@@ -110,7 +110,7 @@ SETTING_VARS: dict[str, str] = {
 
 
 # Inventory variables of the stages that launch (not launcher settings, passed along with them).
-STAGE_VARS = ("nccl_test_args", "nccl_tests_dir")
+STAGE_VARS = ("nccl_test_args", "nccl_tests_dir", "fabric_plan")
 
 
 def group_settings(inventory_vars: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:

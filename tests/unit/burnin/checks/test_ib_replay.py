@@ -5,6 +5,7 @@ with the same profile it gives the same verdicts, with a raised floor the slow p
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -36,8 +37,11 @@ def ibstat() -> str:
     return path.read_text().split("\n", 1)[1]
 
 
-def run_stage(monkeypatch, profile, symbol_errors: PortKey | None = None):
-    """The ib stage over a simulated fabric: every session prints WRITE (SLOW_WRITE on SLOW)."""
+def run_stage(
+    monkeypatch, profile, symbol_errors: PortKey | None = None, switch_errors: PortKey | None = None
+):
+    """The ib stage over a simulated fabric: every session prints WRITE (SLOW_WRITE on SLOW);
+    with ``switch_errors`` every port's far-end switch port is read, that one's symbol errors rise."""
 
     def fake_discover(targets, bound=None):
         out = {
@@ -45,7 +49,14 @@ def run_stage(monkeypatch, profile, symbol_errors: PortKey | None = None):
             "sysfs": CommandOutput(""),
             "perftest": CommandOutput("0\n"),
         }
-        return {n: ib_stage.parse_discovery(n, out) for n in targets}
+        found = {n: ib_stage.parse_discovery(n, out) for n in targets}
+        if switch_errors is not None:  # cabled to leaf switch LID 2052, one port per HCA port
+            for i, d in enumerate(found.values()):
+                d.ports = [
+                    replace(p, switch_lid=2052, switch_port_number=8 * i + j + 1, switch_name="leaf1")
+                    for j, p in enumerate(d.ports)
+                ]
+        return found
 
     def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
         got = ib_stage.RoundOutputs()
@@ -56,6 +67,9 @@ def run_stage(monkeypatch, profile, symbol_errors: PortKey | None = None):
         for key in round_.loaded:
             after = {"SymbolErrorCounter": 30} if key == symbol_errors else {}
             got.changes[key] = counter_changes({}, after)
+            if switch_errors is not None:
+                rise = {"SymbolErrorCounter": 600} if key == switch_errors else {}
+                got.switch_changes[key] = counter_changes({"SymbolErrorCounter": 0}, rise or None)
         return got
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
@@ -125,3 +139,14 @@ def test_evidence_without_a_whole_record_cannot_be_replayed():
         parse_record("== ibstat (exit status 0) ==\n...")
     with pytest.raises(ParseError, match="not whole JSON"):
         parse_record(f"{RECORD_MARK}\n" + '{"node": "a", "sessions": [')
+
+
+def test_the_far_end_switch_counters_are_replayed(monkeypatch):
+    bad = PortKey("node02", "mlx5_5/1")
+    results = run_stage(monkeypatch, PROFILE, switch_errors=bad)
+    result = results["node02"][0]
+    (finding,) = [f for f in result.findings if "the HCA end saw none" in f.message]
+    assert finding.message.startswith("switch leaf1 (LID 2052) port 14")
+    again = replay(records(results), dict.fromkeys(NODES, PROFILE))
+    assert again["node02"].verdict is result.verdict is Verdict.FAIL
+    assert finding.message in [f.message for f in again["node02"].findings]

@@ -174,6 +174,71 @@ def test_round_script_runs_the_standins_and_comes_back_judged(two_roots, tmp_pat
     )
 
 
+def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
+    """The far end of each loaded cable is read too (perfquery -x -C CA -P PORT LID PORT): the
+    stand-in's switch port behind b's mlx5_1 counts symbol errors while mlx5_1 sends; b's own
+    counters stay clean, so the switch port is named, not the cable."""
+    from bringup.lab.standins import install_standins
+    from bringup.lab.standins.sysfs import build_fake_sysfs
+    from burnin.checks.ib_link_ends import far_end
+    from burnin.checks.ib_load import IbPortInfo, NodeEvidence, judge_node
+    from burnin.result import Action
+
+    roots = {}
+    for node, faults in (("a", []), ("b", ["ib-switch-port-symbol-errors"])):
+        roots[node] = tmp_path / node
+        install_standins(roots[node], faults)
+        build_fake_sysfs(roots[node], faults)
+    ports = {n: ["mlx5_1/1"] for n in roots}
+    (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
+    infos = {
+        PortKey(n, "mlx5_1/1"): IbPortInfo(
+            n, "mlx5_1", 1, lid=102, state="Active", switch_lid=2052, switch_port_number=10 + i,
+            switch_guid="0x506b4b03005c2740", switch_name="ib-i4l1s01",
+        )
+        for i, n in enumerate(sorted(roots))
+    }  # fmt: skip
+    plans = {
+        n: ib_stage.round_script(n, list(round_.sessions), infos, dict.fromkeys(roots, "127.0.0.1"), 1, False)
+        for n in roots
+    }
+    assert (
+        "perfquery -x -C" in plans["b"].script and "switch_counters sb0 mlx5_1 1 2052 11" in plans["b"].script
+    )
+    procs = {
+        n: subprocess.Popen(
+            ["bash", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={"PATH": f"{roots[n]}/usr/local/bin:/usr/bin:/bin"},
+        )
+        for n in roots
+    }  # fmt: skip
+    for n, proc in procs.items():
+        proc.stdin.write(plans[n].script.encode())
+        proc.stdin.close()
+    collected = ib_stage.RoundOutputs()
+    for n, proc in procs.items():
+        raw = proc.stdout.read()
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        ib_stage.collect_round(n, plans[n], raw, "", round_, collected)
+    assert collected.switch_problems == {}
+    rises = {k.node: {c.name: c.delta for c in v if c.delta} for k, v in collected.switch_changes.items()}
+    assert rises == {"a": {}, "b": {"SymbolErrorCounter": 20}}
+    own = {k.node: {c.name: c.delta for c in v if c.delta} for k, v in collected.changes.items()}
+    assert own == {"a": {}, "b": {}}
+    assert "switch LID 2052 port 11 before" in "\n".join(collected.evidence["b"])
+    key = PortKey("b", "mlx5_1/1")
+    ev = NodeEvidence("b", [infos[key]], 1)
+    ev.counters[key] = [collected.changes[key]]
+    ev.far.load_seconds = 1.0
+    ev.far.counters[key] = [collected.switch_changes[key]]
+    ev.far.ends[key] = far_end(infos[key])
+    result = judge_node(ev, [], {}, infos)
+    (finding,) = [f for f in result.findings if "SymbolErrorCounter" in f.message]
+    assert finding.action is Action.RESEAT
+    assert finding.message.startswith("switch ib-i4l1s01 (GUID 0x506b4b03005c2740, LID 2052) port 11")
+    assert result.metrics["ports"]["mlx5_1"]["switch_counters"] == {"SymbolErrorCounter": 20}
+
+
 def test_unreachable_node_leaves_its_ends_unmeasured():
     ports = {"a": ["r/1"], "b": ["r/1"]}
     (round_,) = plan_rounds(ports, 1)
@@ -496,3 +561,23 @@ def test_gpudirect_round_runs_the_standins_with_cuda_options(two_roots):
         parsed = parse_perftest(end.stdout)
         assert (parsed.cuda_device, parsed.cuda_dmabuf) == (2, True)
         assert parsed.report().average_gbps() > 0
+
+
+def test_the_racks_cabling_plan_names_far_ends_and_a_bad_one_is_said(tmp_path):
+    from burnin.checks.ib_link_ends import far_end
+    from burnin.checks.ib_load import IbPortInfo
+
+    plan_file = tmp_path / "plan.yml"
+    plan_file.write_text(
+        'switches:\n  su1-leaf0: {guid: "0x506b4b03005c2740", rack: R01, unit: U40}\n'
+        "fat_tree: {scalable_units: 1, nodes_per_unit: 2, rails: 1, spines: 1}\n"
+    )
+    said: list[str] = []
+    plan = ib_stage._fabric_plan(GroupContext([], None, {ib_stage.FABRIC_PLAN: str(plan_file)}, said.append))
+    port = IbPortInfo(
+        "gpu0000", "mlx5_0", 1, switch_lid=2052, switch_port_number=1, switch_guid="0x506B4B03005C2740"
+    )
+    assert far_end(port, plan).describe() == "switch su1-leaf0 (rack R01 U40) port 1"
+    missing = GroupContext([], None, {ib_stage.FABRIC_PLAN: str(tmp_path / "none.yml")}, said.append)
+    assert ib_stage._fabric_plan(missing) is None
+    assert said and "the cabling plan is not used" in said[0] and "none.yml" in said[0]
