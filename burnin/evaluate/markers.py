@@ -270,17 +270,10 @@ TOOLS: tuple[Tool, ...] = (
         instead="give `nvidia-smi -q`: gpu_inventory judges the GPUs it lists",
     ),
     Tool(
-        "nvidia-smi nvlink -e",
-        (
-            # burnin/parsers/nvlink_errors.py; `burnin watch` reads it as rates (docs/in-service.md).
-            mark(
-                r"^\s+Link \d+: (?:Replay|Recovery|CRC) Errors: \d+\s*$",
-                3,
-                "'Link N: Replay/Recovery/CRC Errors: n' lines",
-            ),
-        ),
-        instead="`burnin watch` reads `nvidia-smi nvlink -e` every interval and judges each counter's rise "
-        "(docs/in-service.md); one reading holds counts since the driver loaded, no rate",
+        "nvidia-smi nvlink -e",  # burnin/parsers/nvlink_errors.py
+        (mark(r"^\s+Link \d+: (?:Replay|Recovery|CRC) Errors: \d+\s*$", 3, "'Link N: ... Errors: n' lines"),),
+        instead="`burnin watch` judges each counter's rise between readings (docs/in-service.md): "
+        "one reading holds counts since the driver loaded, no rate",
     ),
     Tool(
         "dcgmi nvlink",
