@@ -272,8 +272,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "nvidia-smi nvlink -e",  # burnin/parsers/nvlink_errors.py
         (mark(r"^\s+Link \d+: (?:Replay|Recovery|CRC) Errors: \d+\s*$", 3, "'Link N: ... Errors: n' lines"),),
-        instead="`burnin watch` judges each counter's rise between readings (docs/in-service.md): "
-        "one reading holds counts since the driver loaded, no rate",
+        includes=("nvidia-smi -L",),
     ),
     Tool(
         "dcgmi nvlink",
