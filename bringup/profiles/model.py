@@ -507,6 +507,22 @@ class Watch(Section):
     aer_uncorrectable: NonNegativeInt = Field(
         default=0, description="Uncorrectable PCIe AER errors a device may gain per reading."
     )
+    nvlink_replay_errors: NonNegativeInt = Field(
+        default=0,
+        description="NVLink replay errors a link may gain per reading (`nvidia-smi nvlink -e`); more drains. "
+        "DCGM's health watch fails on any: https://github.com/NVIDIA/DCGM (modules/health/DcgmHealthWatch.cpp)",
+    )
+    nvlink_recovery_errors: NonNegativeInt = Field(
+        default=0,
+        description="NVLink recovery errors a link may gain per reading; more drains (DCGM's health watch "
+        "fails on any, as for replays).",
+    )
+    nvlink_crc_errors_per_second: NonNegativeNumber = Field(
+        default=100,
+        description="NVLink CRC errors per second a link may gain before the node drains; fewer are a "
+        "warning. DCGM's figure from the driver team ('CRC errors only matter at rates of 100+ per second'): "
+        "https://github.com/NVIDIA/DCGM (DcgmGpuHardwareLimits.h)",
+    )
 
 
 class Provisioning(Section):

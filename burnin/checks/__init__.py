@@ -30,6 +30,7 @@ from burnin.checks import gpu_table  # noqa: F401
 from burnin.checks import pcie_lspci  # noqa: F401
 from burnin.checks import ib_evidence  # noqa: F401
 from burnin.checks import nccl_evidence  # noqa: F401
+from burnin.checks import nvlink_evidence  # noqa: F401
 
 # isort: on
 from burnin.checks.base import Check

@@ -19,7 +19,14 @@ from burnin.service.health import EXIT_CANNOT_START
 from burnin.service.health_run import HealthOptions, run_health
 from burnin.service.state import DEFAULT_STATE_DIR
 from burnin.service.sync import sync_rack
-from burnin.service.watch import DEFAULT_SOURCE, HOLD_OFF_S, INTERVAL_S, WatchOptions, run_watch
+from burnin.service.watch import (
+    DEFAULT_SOURCE,
+    HOLD_OFF_S,
+    INTERVAL_S,
+    NVLINK_COMMAND,
+    WatchOptions,
+    run_watch,
+)
 
 
 @click.command("health")
@@ -160,6 +167,12 @@ def health_cmd(
 )
 @click.option("--sys-root", type=click.Path(file_okay=False, path_type=Path), default=Path("/"), hidden=True)
 @click.option(
+    "--nvlink-command",
+    default=NVLINK_COMMAND,
+    show_default=True,
+    help="The command printing the NVLink error counters, read every interval ('' reads none).",
+)
+@click.option(
     "--for", "for_s", type=click.FloatRange(min=0), default=None, help="Stop after this many seconds."
 )
 @click.option("--no-drain", is_flag=True, help="Judge and log only; never drain.")
@@ -179,6 +192,7 @@ def watch_cmd(
     interval: float,
     hold_off: float,
     sys_root: Path,
+    nvlink_command: str,
     for_s: float | None,
     no_drain: bool,
     slurm_conf: str | None,
@@ -210,7 +224,14 @@ def watch_cmd(
         breaker_db=breaker_db,
     )
     stats = run_watch(
-        WatchOptions(health, source=source, sys_root=sys_root, interval_s=interval, hold_off_s=hold_off),
+        WatchOptions(
+            health,
+            source=source,
+            sys_root=sys_root,
+            interval_s=interval,
+            hold_off_s=hold_off,
+            nvlink_command=nvlink_command,
+        ),
         stop=lambda: bool(stopping) or (until is not None and time.monotonic() >= until),
     )
     note(

@@ -238,6 +238,11 @@ TOOLS: tuple[Tool, ...] = (
         instead="give `nvidia-smi -q`: gpu_inventory judges the GPUs it lists",
     ),
     Tool(
+        "nvidia-smi nvlink -e",  # burnin/parsers/nvlink_errors.py
+        (mark(r"^\s+Link \d+: (?:Replay|Recovery|CRC) Errors: \d+\s*$", 3, "'Link N: ... Errors: n' lines"),),
+        includes=("nvidia-smi -L",),
+    ),
+    Tool(
         "dcgmi nvlink",
         (
             mark(r"^\|\s*NvLink Link Status\s*\|", 3, "the 'NvLink Link Status' title (--link-status)"),

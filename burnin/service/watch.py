@@ -1,6 +1,7 @@
 """`burnin watch`, the resident watcher on the node: follow the kernel log as it is written and
 judge each new line with the kernel-log check `burnin health` runs; every interval read the error
-counters and judge their rises as rates (burnin.service.watch_rates). A FAIL drains the node as
+counters (IB and PCIe AER in sysfs, NVLink through `nvidia-smi nvlink -e`) and judge their rises as
+rates (burnin.service.watch_rates). A FAIL drains the node as
 `burnin health` does: the same reason, the same circuit breaker, the same last.json and metrics
 (burnin.service.health_run.act_and_keep). docs/in-service.md, "The resident watcher".
 
@@ -25,11 +26,19 @@ from pathlib import Path
 from burnin.checks import REGISTRY
 from burnin.checks.base import CommandOutput
 from burnin.parsers import ParseError
+from burnin.parsers.nvlink_errors import parse_nvlink_errors
 from burnin.parsers.sysfs import parse_aer_counters
 from burnin.result import Result, Verdict
 from burnin.service.health import KERNEL_CHECK, decide
 from burnin.service.health_run import HealthOptions, HealthReport, act_and_keep
-from burnin.service.watch_rates import AER_KINDS, IB_COUNTERS, RateLimits, judge_rates, rates_result
+from burnin.service.watch_rates import (
+    AER_KINDS,
+    IB_COUNTERS,
+    RateLimits,
+    judge_rates,
+    nvlink_reading,
+    rates_result,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,10 @@ HOLD_OFF_S = 300.0  # after acting for a check, the same check acts again only t
 # (https://github.com/leptonai/gpud).
 INTERVAL_S = 30.0
 RESTART_S = 5.0  # a source that ended is started again this much later
+NVLINK_COMMAND = "nvidia-smi nvlink -e"
+# A wedged nvidia-smi holds the loop (and the kernel-log lines, buffered in the pipe) this long at
+# most per reading; a healthy one answers in well under a second.
+NVLINK_TIMEOUT_S = 5.0
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\S+|\[\s*\d+\.\d+\]) ")
 
 
@@ -128,6 +141,47 @@ def read_counters(sys_root: Path = Path("/")) -> dict[str, int]:
     return out
 
 
+class NvlinkReader:
+    """The NVLink counters of one `nvidia-smi nvlink -e` run (keys: burnin.service.watch_rates).
+    A node where it cannot run, times out, fails or prints no counters (no NVLink, MIG, no
+    driver) gives none: said once in the log, never a failure; said again after it came back."""
+
+    def __init__(self, command: str = NVLINK_COMMAND, timeout_s: float = NVLINK_TIMEOUT_S) -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        self.unavailable = ""  # why, once said; "" while it answers
+
+    def read(self) -> dict[str, int]:
+        try:
+            done = subprocess.run(
+                shlex.split(self.command),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.timeout_s,
+                check=False,
+            )
+            if done.returncode != 0:
+                return self._none(
+                    f"exit {done.returncode}: {done.stderr.strip()[:200] or done.stdout.strip()[:200]}"
+                )
+            reading = nvlink_reading(parse_nvlink_errors(done.stdout))
+        except subprocess.TimeoutExpired:
+            return self._none(f"no answer in {self.timeout_s:g} s")
+        except (OSError, ParseError) as exc:
+            return self._none(str(exc)[:200])
+        if self.unavailable:
+            log.warning("NVLink counters: %r answers again", self.command)
+        self.unavailable = ""
+        return reading
+
+    def _none(self, why: str) -> dict[str, int]:
+        if not self.unavailable:
+            log.warning("NVLink counters not read (%r: %s); the other counters still are", self.command, why)
+        self.unavailable = why
+        return {}
+
+
 @dataclass(frozen=True)
 class WatchOptions:
     health: HealthOptions  # the node, profile, state dir, metrics dir, Slurm and breaker settings
@@ -135,6 +189,7 @@ class WatchOptions:
     sys_root: Path = Path("/")
     interval_s: float = INTERVAL_S
     hold_off_s: float = HOLD_OFF_S
+    nvlink_command: str = NVLINK_COMMAND  # "" reads no NVLink counter
 
 
 @dataclass
@@ -213,6 +268,7 @@ def run_watch(opts: WatchOptions, stop: Callable[[], bool] = lambda: False) -> W
     watcher = Watcher(opts)
     interval = opts.interval_s
     splitter = LineSplitter()
+    nvlink = NvlinkReader(opts.nvlink_command) if opts.nvlink_command else None
     proc: subprocess.Popen[bytes] | None = None
     next_read = time.monotonic()
     restart_at = 0.0
@@ -224,7 +280,10 @@ def run_watch(opts: WatchOptions, stop: Callable[[], bool] = lambda: False) -> W
                 if proc is None:
                     restart_at = now + RESTART_S
             if now >= next_read:
-                watcher.reading(read_counters(opts.sys_root))
+                counters = read_counters(opts.sys_root)
+                if nvlink is not None:
+                    counters.update(nvlink.read())
+                watcher.reading(counters)
                 next_read = now + interval
             wait = max(0.0, min(next_read, restart_at if proc is None else next_read) - time.monotonic())
             if proc is None or proc.stdout is None:

@@ -3,8 +3,10 @@ seconds between them -> findings, judged as rates against the profile's ``watch`
 
 A reading maps a counter's key to its value: ``ib:<device>/<port>:<counter>`` for the files
 under /sys/class/infiniband/*/ports/*/counters, ``aer:<bdf>:<kind>`` for the TOTAL_* line of
-/sys/bus/pci/devices/*/aer_dev_{correctable,nonfatal,fatal}. What reads them is
-burnin.service.watch (docs/in-service.md, "The resident watcher").
+/sys/bus/pci/devices/*/aer_dev_{correctable,nonfatal,fatal}, ``nvlink:<gpu>/<link>:<counter>``
+for the replay, recovery and CRC counters of `nvidia-smi nvlink -e` (the counter's name as
+printed, lower case, '_' for spaces: ``replay_errors``). What reads them is burnin.service.watch
+(docs/in-service.md, "The resident watcher").
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from burnin.parsers.nvlink_errors import CRC, RECOVERY, REPLAY, NvlinkErrors, counter_kind
 from burnin.result import Action, Finding, Result, Severity, Verdict, critical, warning
 
 CHECK = "error_rates"  # the check name a drain for a counter rate carries (its Slurm reason, the breaker)
@@ -36,11 +39,24 @@ class RateLimits:
     ib_link_downs: int = 0
     aer_uncorrectable: int = 0
     aer_correctable_per_hour: float | None = None
+    nvlink_replay_errors: int = 0
+    nvlink_recovery_errors: int = 0
+    nvlink_crc_errors_per_second: float = 100
 
     @classmethod
     def of(cls, watch: object) -> RateLimits:
         fields = cls.__dataclass_fields__
         return cls(**{n: getattr(watch, n) for n in fields if hasattr(watch, n)})
+
+
+def nvlink_reading(errors: NvlinkErrors) -> dict[str, int]:
+    """The replay, recovery and CRC counters of one `nvidia-smi nvlink -e` output, by key."""
+    return {
+        f"nvlink:{g.gpu}/{link}:{name.lower().replace(' ', '_')}": value
+        for g in errors.gpus
+        for (link, name), value in g.counters.items()
+        if counter_kind(name) is not None
+    }
 
 
 def rises(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
@@ -114,7 +130,41 @@ def judge_rates(
                     where,
                 )
             )
+        elif source == "nvlink":
+            out.extend(_nvlink_finding(where, name, rise, elapsed_s, limits))
     return out
+
+
+def _nvlink_finding(where: str, name: str, rise: int, elapsed_s: float, limits: RateLimits) -> list[Finding]:
+    """DCGM's health watch (https://github.com/NVIDIA/DCGM, modules/health/DcgmHealthWatch.cpp,
+    MonitorNVLink): replay and recovery errors fail; CRC errors fail at 100 a second or more
+    ("RM has informed us that CRC errors only matter at rates of 100+ per second",
+    DcgmGpuHardwareLimits.h) and are a warning below. The action: the GPU's NVLink is the GPU's or
+    its baseboard's, and a reset retrains it (docs/in-service.md)."""
+    gpu, _, link = where.partition("/")
+    at = f"NVLink GPU {gpu} link {link}"
+    counter = name.replace("_", " ")
+    kind = counter_kind(counter)
+    counter = counter.replace("crc", "CRC")  # as nvidia-smi prints it
+    key = f"nvlink:{where}:{name}"
+    if kind == REPLAY and rise > limits.nvlink_replay_errors:
+        return [critical(f"{at}: {rise} {counter} in {elapsed_s:g} s", Action.RESET_GPU, key, at)]
+    if kind == RECOVERY and rise > limits.nvlink_recovery_errors:
+        return [critical(f"{at}: {rise} {counter} in {elapsed_s:g} s", Action.RESET_GPU, key, at)]
+    if kind == CRC:
+        per_s = rise / elapsed_s
+        text = f"{at}: {rise} {counter} in {elapsed_s:g} s ({per_s:.3g}/s"
+        if per_s >= limits.nvlink_crc_errors_per_second:
+            return [
+                critical(
+                    f"{text}, at or over {limits.nvlink_crc_errors_per_second:g}/s)",
+                    Action.RESET_GPU,
+                    key,
+                    at,
+                )
+            ]
+        return [warning(f"{text}, under {limits.nvlink_crc_errors_per_second:g}/s)", Action.MONITOR, key, at)]
+    return []
 
 
 def _parts(key: str) -> tuple[str, str, str]:

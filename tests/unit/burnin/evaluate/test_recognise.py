@@ -237,6 +237,7 @@ WITH_AN_END = sorted(
         "df -Pk",
         "lspci -vv",
         "perfquery",
+        "nvidia-smi nvlink -e",  # GPU blocks, no count of them and no end
         "nvidia-smi --query-gpu CSV",
         "nvidia-smi -L",
         "ofed_info -s",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from burnin.result import Verdict
 from burnin.service.health_run import HealthOptions
 from burnin.service.state import LAST_RESULT
-from burnin.service.watch import LineSplitter, Watcher, WatchOptions, read_counters
+from burnin.service.watch import LineSplitter, NvlinkReader, Watcher, WatchOptions, read_counters
 from tests.profiles import shipped
 from tests.unit.burnin.parsers._samples import load
 
@@ -211,3 +211,78 @@ def test_each_followers_format_is_judged(line):
 
     result = LineJudge(PROFILE).judge(line)
     assert result is not None and result.verdict is Verdict.FAIL and "Xid 79" in result.findings[0].message
+
+
+def _command(tmp_path: Path, body: str, name: str = "nvidia-smi-nvlink-e") -> str:
+    script = tmp_path / name
+    script.write_text("#!/bin/bash\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_nvlink_counters_read_from_nvidia_smi_and_a_rise_drains_naming_gpu_and_link(tmp_path, scontrol):
+    reading = tmp_path / "reading.txt"
+    reader = NvlinkReader(_command(tmp_path, f"cat {reading}"))
+    clock = Clock()
+    w = watcher(tmp_path, clock)
+    reading.write_text(load("nvidia_smi_nvlink_e_8xh100_zero_DERIVED.txt"))
+    assert w.reading(reader.read()) is None  # the baseline
+    clock.t += 30
+    reading.write_text(load("nvidia_smi_nvlink_e_8xh100_gpu3_link7_replays_DERIVED.txt"))
+    result = w.reading(reader.read())
+    assert result.verdict is Verdict.FAIL and result.metrics["counters"] == 8 * 18 * 3
+    updates = [c for c in scontrol.read_text().splitlines() if c.startswith("update")]
+    assert updates == [
+        "update NodeName=node01 State=DRAIN Reason=bringup: error_rates: NVLink GPU 3 link 7: "
+        "4500 CRC errors in 30 s (150/s, at or over 100/s)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'; exit 9",
+        "sleep 5",  # wedged: cut at the timeout
+        "echo 'GPU 0: NVIDIA A100-PCIE-40GB (UUID: GPU-1)'",  # no NVLink: no counter
+    ],
+)
+def test_nvlink_counters_unavailable_are_said_once_and_read_as_none(tmp_path, body, caplog):
+    reader = NvlinkReader(_command(tmp_path, body), timeout_s=0.5)
+    with caplog.at_level("WARNING"):
+        assert reader.read() == {} and reader.read() == {}
+    said = [r for r in caplog.records if "NVLink counters not read" in r.getMessage()]
+    assert len(said) == 1 and reader.unavailable
+
+
+def test_an_nvidia_smi_that_is_not_installed_reads_no_nvlink_counter(tmp_path):
+    reader = NvlinkReader(str(tmp_path / "no-such-nvidia-smi"))
+    assert reader.read() == {} and "No such file" in reader.unavailable
+
+
+def test_burnin_watch_reads_the_nvlink_command_every_interval(tmp_path, scontrol):
+    """--nvlink-command: its first reading is the baseline, the next one's rise drains."""
+    from click.testing import CliRunner
+
+    from burnin.cli import main as burnin_main
+
+    zero, bad = tmp_path / "zero.txt", tmp_path / "bad.txt"
+    zero.write_text(load("nvidia_smi_nvlink_e_8xh100_zero_DERIVED.txt"))
+    bad.write_text(load("nvidia_smi_nvlink_e_8xh100_gpu3_link7_replays_DERIVED.txt"))
+    seen = tmp_path / "seen"
+    command = _command(tmp_path, f"if [ -e {seen} ]; then cat {bad}; else touch {seen}; cat {zero}; fi")
+    source = _command(tmp_path, "exec sleep 60", "follow")
+    res = CliRunner().invoke(
+        burnin_main,
+        [
+            *("watch", "--profile", str(PROFILE.path), "--node", "node01"),
+            *("--state-dir", str(tmp_path / "state"), "--source", source, "--sys-root", str(tmp_path)),
+            *("--interval", "1", "--nvlink-command", command, "--for", "2.5"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    updates = [c for c in scontrol.read_text().splitlines() if c.startswith("update")]
+    assert (
+        len(updates) == 1
+        and "Reason=bringup: error_rates: NVLink GPU 3 link 7: 4500 CRC errors" in updates[0]
+    )
+    assert "actions: error_rates: drained" in res.output

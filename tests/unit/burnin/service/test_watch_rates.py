@@ -5,8 +5,17 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from burnin.result import Severity, Verdict
-from burnin.service.watch_rates import RateLimits, judge_rates, rates_result, rises, saturated
+from burnin.parsers.nvlink_errors import parse_nvlink_errors
+from burnin.result import Action, Severity, Verdict
+from burnin.service.watch_rates import (
+    RateLimits,
+    judge_rates,
+    nvlink_reading,
+    rates_result,
+    rises,
+    saturated,
+)
+from tests.unit.burnin.parsers._samples import load
 
 LIMITS = RateLimits()  # the profile's defaults: 120 symbol errors/h, 300 recoveries/h, no link down
 SYM = "ib:mlx5_0/1:symbol_error"
@@ -14,9 +23,14 @@ REC = "ib:mlx5_0/1:link_error_recovery"
 DOWN = "ib:mlx5_0/1:link_downed"
 AER_FATAL = "aer:0000:53:00.0:fatal"
 AER_COR = "aer:0000:53:00.0:correctable"
+NVL_REPLAY = "nvlink:3/7:replay_errors"
+NVL_CRC = "nvlink:3/7:crc_errors"
+NVL_REC = "nvlink:00000008:06:00.0/2:recovery_errors"  # a GPU nvidia-smi names by its PCI address
 
 counters = st.dictionaries(
-    st.sampled_from([SYM, REC, DOWN, AER_FATAL, AER_COR, "aer:0000:53:00.0:nonfatal"]),
+    st.sampled_from(
+        [SYM, REC, DOWN, AER_FATAL, AER_COR, "aer:0000:53:00.0:nonfatal", NVL_REPLAY, NVL_CRC, NVL_REC]
+    ),
     st.integers(min_value=0, max_value=1 << 32),
 )
 
@@ -46,6 +60,38 @@ def test_aer_uncorrectable_drains_correctable_only_warns_when_set():
     assert rates_result([cor], 1, 30).verdict is Verdict.WARN
     assert rates_result([fatal, cor], 1, 30).verdict is Verdict.FAIL
     assert rates_result([], 1, 30).verdict is Verdict.PASS
+
+
+def test_nvlink_replays_and_recoveries_drain_naming_the_gpu_and_link():
+    """DCGM's health watch: any replay or recovery error fails."""
+    [replay] = judge_rates({NVL_REPLAY: 4}, {NVL_REPLAY: 5}, 30, LIMITS)
+    assert replay.severity is Severity.CRITICAL and replay.action is Action.RESET_GPU
+    assert replay.message == "NVLink GPU 3 link 7: 1 replay errors in 30 s"
+    assert replay.subject == "NVLink GPU 3 link 7"
+    [rec] = judge_rates({NVL_REC: 0}, {NVL_REC: 2}, 30, LIMITS)
+    assert rec.message.startswith("NVLink GPU 00000008:06:00.0 link 2: 2 recovery errors")
+    assert judge_rates({NVL_REPLAY: 0}, {NVL_REPLAY: 3}, 30, RateLimits(nvlink_replay_errors=3)) == []
+
+
+def test_nvlink_crc_errors_drain_at_100_a_second_and_warn_under():
+    [fast] = judge_rates({NVL_CRC: 0}, {NVL_CRC: 3000}, 30, LIMITS)  # 100/s: DCGM's >=
+    assert fast.severity is Severity.CRITICAL and "(100/s, at or over 100/s)" in fast.message
+    [slow] = judge_rates({NVL_CRC: 0}, {NVL_CRC: 2999}, 30, LIMITS)
+    assert slow.severity is Severity.WARNING and rates_result([slow], 1, 30).verdict is Verdict.WARN
+
+
+def test_two_readings_of_nvidia_smi_nvlink_e_drain_for_gpu_3_link_7():
+    before = nvlink_reading(parse_nvlink_errors(load("nvidia_smi_nvlink_e_8xh100_zero_DERIVED.txt")))
+    after = nvlink_reading(
+        parse_nvlink_errors(load("nvidia_smi_nvlink_e_8xh100_gpu3_link7_replays_DERIVED.txt"))
+    )
+    assert len(before) == len(after) == 8 * 18 * 3
+    findings = judge_rates(before, after, 30, LIMITS)
+    assert [(f.severity, f.message) for f in findings] == [
+        (Severity.CRITICAL, "NVLink GPU 3 link 7: 4500 CRC errors in 30 s (150/s, at or over 100/s)"),
+        (Severity.CRITICAL, "NVLink GPU 3 link 7: 12 replay errors in 30 s"),
+    ]
+    assert judge_rates(after, before, 30, LIMITS) == []  # `nvidia-smi nvlink -r` cleared them: no rise
 
 
 def test_a_reset_counter_or_a_new_one_is_no_rise():
