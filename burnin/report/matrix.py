@@ -232,7 +232,11 @@ def _row(row: MatrixRow, cols: Sequence[Column], linked: dict[str, str]) -> str:
     stage_verdicts = " ".join(f"{s}={st.verdict}" for s, st in n.stages.items() if st.verdict is not None)
     reasons = dict.fromkeys(r for m in row.nodes for r in m.reasons)
     find = esc(" ".join((*(m.name for m in row.nodes), n.state, *reasons)).lower())
-    ident = f' id="{anchor("node", n.name)}" data-node="{esc(n.name)}"' if len(row.nodes) == 1 else ""
+    if len(row.nodes) == 1:
+        ident = f' id="{anchor("node", n.name)}" data-node="{esc(n.name)}"'
+    else:  # a row of identical nodes: each still found by name (tests, scripts reading the page)
+        ident = f' data-members="{esc(" ".join(m.name for m in row.nodes))}"'
+
     return (
         f'<tr{ident} data-count="{len(row.nodes)}" data-golden="{int(n.golden)}" data-sv="{esc(stage_verdicts)}" '
         f'data-find="{find}">{_name_cell(row, linked)}<td>{esc(n.state)}</td>{golden}{cells}</tr>'

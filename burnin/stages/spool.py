@@ -16,11 +16,13 @@ dot-named temporary file in the same directory, fsync, rename), so a reader sees
 or none. Its ``results`` are each check's ``Result.to_dict()`` and the evidence kept with it,
 exactly what the SSH path hands to ``FleetStore.add_results``; an output several checks read
 (``nvidia-smi -q``) is written once in ``texts`` and each result names its index there, as the
-store keeps it once. Two kinds of check are judged on
-the controller instead, as over SSH: a check read from the node's record (the BMC event log,
-which only the controller has) and a check whose judgement needs the controller's clock
-(``CONTROLLER_JUDGED``: the clock offset; the task ships its raw output, and the controller
-judges it against the window from the job's submission to the moment it saw the file).
+store keeps it once. Some checks are judged on
+the controller instead, as over SSH: a check read from the node's record alone (the BMC event
+log, which only the controller has), a check whose judgement needs the controller's clock
+(``CONTROLLER_JUDGED``: the clock offset, judged against the window from the job's submission to
+the moment the controller saw the file) and one that reads the node's record beside its output
+(``needs_record``: the BMC's GPU list against nvidia-smi); for the last two the task ships its
+raw output.
 
 The watcher hands each file over once: it remembers what it has handed over, and moves a file
 into ``ingested/`` only once the consumer has committed its results (``arrivals``). A crash
@@ -53,6 +55,14 @@ FORMAT = "burnin-spool-result/1"
 # Checks whose judgement compares the node with the controller's clock: the node sends their
 # raw output and the controller judges them (over SSH the controller's window is the round trip).
 CONTROLLER_JUDGED = frozenset({"clock_offset"})
+
+
+def judged_on_controller(check: Check) -> bool:
+    """A check the task ships raw output of: it needs the controller's clock, or the node's
+    record beside its output (``needs_record``: the BMC's GPU list), which only the controller has."""
+    return check.name in CONTROLLER_JUDGED or check.needs_record
+
+
 INGESTED = "ingested"
 # What the controller reads of one file at most: a stage's outputs are each capped at the evidence
 # cap (4 MiB) by the batch, and a stage has a few dozen checks.
@@ -263,11 +273,12 @@ def merge_judged(
     own results, with the record-based checks and ``CONTROLLER_JUDGED`` ones judged here (the
     latter against ``window``, the controller's clock from submission to the file)."""
     from_node = {r.check: (r, evidence) for r, evidence in reported.judged}
-    here = [c for c in plan if c.command(profile) is None or c.name in CONTROLLER_JUDGED]
+    here = [c for c in plan if c.command(profile) is None or judged_on_controller(c)]
+    shipped = {c.name for c in here if judged_on_controller(c)}
     outputs = {
         name: replace(o, started_at=window[0], finished_at=window[1])
         for name, o in reported.outputs.items()
-        if name in CONTROLLER_JUDGED
+        if name in shipped
     }
     keys = {c.name: c.name for c in here if c.name in outputs}
     judgeable = [c for c in here if c.command(profile) is None or c.name in keys]
@@ -340,8 +351,8 @@ def run_task(
         outputs = {
             k: (o if not o.error else CommandOutput("", rc=None, error=error)) for k, o in outputs.items()
         }
-    judged = judge_stage([c for c in plan if c.name not in CONTROLLER_JUDGED], profile, outputs, keys, {})
-    raw_outputs = {c.name: outputs[keys[c.name]] for c in plan if c.name in CONTROLLER_JUDGED}
+    judged = judge_stage([c for c in plan if not judged_on_controller(c)], profile, outputs, keys, {})
+    raw_outputs = {c.name: outputs[keys[c.name]] for c in plan if judged_on_controller(c)}
     doc = result_document(
         run_id,
         node,

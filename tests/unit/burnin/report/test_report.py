@@ -87,11 +87,13 @@ class Page(HTMLParser):
         for key in ("src", "href"):
             if a.get(key) and not a[key].startswith("#"):
                 self.external.append(a[key])
-        if tag == "tr" and a.get("data-node"):
-            self._row = a["data-node"]
+        if tag == "tr" and (a.get("data-node") or a.get("data-members")):
+            members = [a["data-node"]] if a.get("data-node") else a["data-members"].split()
+            self._row = a.get("data-node")  # a grouped row's cells hold no one node's checks
             for kv in (a.get("data-sv") or "").split():
                 stage, _, verdict = kv.partition("=")
-                self.cells[(self._row, stage)] = verdict
+                for node in members:
+                    self.cells[(node, stage)] = verdict
         if tag == "td" and self._row and a.get("data-check") is not None:
             self._cell = (a["data-stage"], a["data-check"], a.get("data-v", ""))
 

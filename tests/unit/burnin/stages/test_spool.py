@@ -37,6 +37,7 @@ from burnin.stages.spool import (
     write_result,
 )
 from tests.fleet import walk_to
+from tests.paths import SAMPLES
 from tests.profiles import SHIPPED_DIR, SHIPPED_NAME, shipped
 
 JUDGED = [
@@ -265,3 +266,28 @@ def test_a_check_the_task_did_not_report_is_unknown_never_a_pass() -> None:
 def test_a_task_refuses_a_spool_that_is_not_mounted(tmp_path) -> None:
     with pytest.raises(Exception, match="does not exist here"):
         run_task(tmp_path / "nowhere", 3, "n1", "preflight", SHIPPED_DIR / f"{SHIPPED_NAME}.yml")
+
+
+def test_a_check_that_reads_the_node_record_is_judged_on_the_controller_beside_it(tmp_path) -> None:
+    """bmc_gpus_seen compares the BMC's GPU list (the node's record, which only the controller
+    has) with nvidia-smi: the task ships its raw output, the controller judges it with the record,
+    as over SSH. A GPU the BMC lists and nvidia-smi does not fails, naming its slot."""
+    profile = shipped()
+    spool = tmp_path / "spool"
+    (run_dir(spool, 9) / "profiles").mkdir(parents=True)
+    profile_file = run_dir(spool, 9) / "profiles" / f"{SHIPPED_NAME}.yml"
+    profile_file.write_bytes((SHIPPED_DIR / f"{SHIPPED_NAME}.yml").read_bytes())
+    task = run_task(spool, 9, "n1", "preflight", profile_file)
+    reported = parse_result(task.path.read_bytes(), str(task.path))
+    assert "bmc_gpus_seen" not in {r.check for r, _ in reported.judged}
+    assert "bmc_gpus_seen" in reported.outputs  # the raw nvidia-smi -q, judged on the controller
+    plan = [c for c in stage_checks("preflight", profile) if c.name == "bmc_gpus_seen"]
+    lost = {"slot": "GPU.SXM.9", "serial": "NOT-IN-NVIDIA-SMI", "model": "NVIDIA H100 80GB HBM3"}
+    record = record_for({"gpus": [lost], "discovered_at": "2026-11-24T08:00:00+00:00"}, None)
+    # This machine has no nvidia-smi: the node's answer is a real 8x H100 capture.
+    smi = (SAMPLES / "nvidia_smi_q_8xh100_535_183.txt").read_text()
+    shipped_raw = SpoolResult(
+        "/s/9-n1-preflight.json", 9, "n1", "preflight", [], {"bmc_gpus_seen": CommandOutput(smi)}
+    )
+    ((result, _),) = merge_judged(plan, profile, shipped_raw, record, (0.0, 1.0))
+    assert result.verdict is Verdict.FAIL and "GPU.SXM.9" in result.findings[0].message
