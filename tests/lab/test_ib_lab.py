@@ -140,9 +140,8 @@ def test_a_switch_port_with_symbol_errors_under_load_is_named_by_both_ends(rack)
     """node04's mlx5_0 cable reaches su2-leaf0 port 2 (the lab's plan: node03 and node04 on
     su2-leaf0); that switch port counts symbol errors while mlx5_0 sends, mlx5_0 itself none:
     RESEAT at the switch, named by GUID and LID, then by the plan's name and place."""
-    from bringup.lab.fabric import SWITCHES, plan_path
-
     from bringup.cli.main import main as bringup_main
+    from bringup.lab.fabric import SWITCHES, plan_path
 
     _, base, _, state = rack
     res = CliRunner().invoke(
