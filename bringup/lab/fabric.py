@@ -187,8 +187,10 @@ def lab_views(state: LabState) -> dict[str, dict]:
     return every node's view of the fabric its nodes' faults make."""
     path = plan_path(state.state_dir)
     if not path.exists():
-        for name, text in plan_files([n.name for n in state.nodes]).items():
-            atomic_write(path.parent / name, text)
+        files = plan_files([n.name for n in state.nodes])
+        # Nodes are prepared in parallel: plan.yml goes last, so whoever sees it finds its cables.
+        for name in ("cables.csv", "plan.yml"):
+            atomic_write(path.parent / name, files[name])
     return node_views(load_plan(path), state.nodes, {n.name: n.faults for n in state.nodes})
 
 

@@ -231,3 +231,18 @@ def test_perfquery_answers_the_far_end_the_ib_stage_discovers(tmp_path):
     assert wrong.returncode == 1 and "not the far end" in wrong.stderr
     wrong = run("perfquery", "-x", "-C", "mlx5_0", "-P", "1", str(link.peer_lid), str(link.peer_port + 1))
     assert wrong.returncode == 1
+
+
+def test_the_plan_is_written_cables_first(tmp_path, monkeypatch):
+    """Nodes start in parallel, each writing the plan unless plan.yml exists: plan.yml must come
+    last, so a node that sees it also finds the cables.csv it names."""
+    import bringup.lab.fabric as fabric
+
+    state = _lab_state(tmp_path, NAMES)
+    written = []
+    real = fabric.atomic_write
+    monkeypatch.setattr(
+        fabric, "atomic_write", lambda path, text: (written.append(path.name), real(path, text))
+    )
+    fabric.lab_views(state)
+    assert written[-1] == "plan.yml" and "cables.csv" in written
