@@ -14,8 +14,9 @@ each derived from the plan at the node that carries it:
 
 From the laid cables every node gets ``/etc/bringup-lab/fabric.json``: the ``ibnetdiscover -p``
 text of its own island (bringup/lab/fabric_sim.py; none when its own cable is missing, as the
-real tool fails from an HCA with no link), and its ``mlx5_0``'s LID, state and P_Key table,
-which the ``ibnetdiscover`` and ``smpquery`` stand-ins (standins/programs/) print. Pure but for
+real tool fails from an HCA with no link), and its ``mlx5_0``'s LID, state, P_Key table and
+far-end switch port (LID, port), which the ``ibnetdiscover``, ``smpquery`` and ``perfquery``
+stand-ins (standins/programs/) answer from. Pure but for
 ``write_lab_fabric`` and ``FabricService``.
 """
 
@@ -136,7 +137,7 @@ def _key(end: End) -> str:
 
 def node_views(plan: Plan, nodes: Sequence[LabNode], faults: Mapping[str, Sequence[str]]) -> dict[str, dict]:
     """Each node's fabric.json: the ``ibnetdiscover -p`` of its island (None without a link) and
-    its HCA's GUID, LID, state and P_Key table."""
+    its HCA's GUID, LID, state, P_Key table and the switch port at its cable's far end."""
     cables = laid_cables(plan, faults)
     guids = {f"{n.name} {HCA}": int(node_guid(RECORDED_HCA_GUID, n.index + 1), 16) for n in nodes}
     numbers = device_numbers(plan, cables)
@@ -151,6 +152,8 @@ def node_views(plan: Plan, nodes: Sequence[LabNode], faults: Mapping[str, Sequen
             mine = [c for c in cables if _key(c[0]) in piece]
             text = ibnetdiscover_text(plan, mine, guids=guids)
             sm_lid = min(numbers[d] for d in piece if " " not in d) + 1  # the SM on a switch
+        cable = next(((a, b) for a, b in cables if _key(a) == me), None)
+        far = None if cable is None else {"lid": numbers[_key(cable[1])] + 1, "port": cable[1].port}
         views[n.name] = {
             "ibnetdiscover": text,
             "hcas": {
@@ -159,6 +162,7 @@ def node_views(plan: Plan, nodes: Sequence[LabNode], faults: Mapping[str, Sequen
                     "guid": f"0x{guids[me]:016x}",
                     "lid": numbers[me] + 1 if me in numbers else 0,
                     "sm_lid": sm_lid,
+                    "far_end": far,  # the switch port its cable reaches (LID, port), as ibnetdiscover shows
                     "state": "Active" if piece is not None else "Down",
                     "physical_state": "LinkUp" if piece is not None else "Polling",
                     "rate": 400 if piece is not None else 10,
@@ -183,8 +187,10 @@ def lab_views(state: LabState) -> dict[str, dict]:
     return every node's view of the fabric its nodes' faults make."""
     path = plan_path(state.state_dir)
     if not path.exists():
-        for name, text in plan_files([n.name for n in state.nodes]).items():
-            atomic_write(path.parent / name, text)
+        files = plan_files([n.name for n in state.nodes])
+        # Nodes are prepared in parallel: plan.yml goes last, so whoever sees it finds its cables.
+        for name in ("cables.csv", "plan.yml"):
+            atomic_write(path.parent / name, files[name])
     return node_views(load_plan(path), state.nodes, {n.name: n.faults for n in state.nodes})
 
 

@@ -4,15 +4,20 @@ stand-ins really pairing up over the lab network, perfquery read before and afte
 Four nodes, node03 with a degraded port (mlx5_3 at ~60% of line rate): the stage fails exactly
 that port, its finding names both ends of each failing pair, and the other nodes pass. Then,
 on three nodes (an odd count: 3-cycles), symbol errors rising under load on node02's mlx5_2 fail
-that port although its bandwidth is fine."""
+that port although its bandwidth is fine. Last, on the lab's simulated fabric (every node's
+mlx5_0 on a leaf of the lab's cabling plan), the switch port at the far end of node04's mlx5_0
+counting symbol errors under load is named by both ends, by the plan's switch name and place
+once the rack's ``fabric_plan`` points at the lab's plan (docs/fabric.md)."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from burnin.cli import main as burnin_main
@@ -35,8 +40,10 @@ def rack(tmp_path_factory):
     name = f"i{uuid.uuid4().hex[:7]}"
     spec = root / "faults.yml"
     spec.write_text(f"nodes:\n  {DEGRADED[0]}: [ib-port-degraded]\n")
-    # The ib stage needs SSH and the stand-ins only: no lab services (Slurm, apt repository...).
-    lab = VirtualRack(name, root / "state", inv, services=lambda: [])
+    # The ib stage needs SSH, the stand-ins and the simulated fabric only (no Slurm, apt repository...).
+    from bringup.lab.fabric import FabricService
+
+    lab = VirtualRack(name, root / "state", inv, services=lambda: [FabricService()])
     db = root / "fleet.db"
     try:
         state = lab.up(len(NODES), spec)
@@ -127,3 +134,60 @@ def test_symbol_errors_under_load_fail_the_port_on_an_odd_rack(rack):
     assert {r["mode"] for r in ports["mlx5_2"]["rounds"]} == {"one-way"}
     (finding,) = result["findings"]
     assert "SymbolErrorCounter rose by 48" in finding["message"] and finding["action"] == "REPLACE_CABLE"
+
+
+def test_a_switch_port_with_symbol_errors_under_load_is_named_by_both_ends(rack):
+    """node04's mlx5_0 cable reaches su2-leaf0 port 2 (the lab's plan: node03 and node04 on
+    su2-leaf0); that switch port counts symbol errors while mlx5_0 sends, mlx5_0 itself none:
+    RESEAT at the switch, named by GUID and LID, then by the plan's name and place."""
+    from bringup.cli.main import main as bringup_main
+    from bringup.lab.fabric import SWITCHES, plan_path
+
+    _, base, store, state = rack
+
+    def repaired(node: str) -> None:  # a node failed by a run before is burnt in again
+        if store.get_node(node).state == "failed":
+            res = CliRunner().invoke(
+                bringup_main, [*base, "nodes", "mark-repaired", node, "--reason", "retest"]
+            )
+            assert res.exit_code == 0, res.output
+
+    repaired("node02")  # node02's symbol errors (the test above) are gone now
+    for node, faults in (("node02", []), ("node04", ["ib-switch-port-symbol-errors"])):
+        rc, _, err = node_ssh(
+            state, node, f"echo '{json.dumps({'faults': faults})}' > /etc/bringup-lab/faults.json"
+        )
+        assert rc == 0, err
+    nodes = ["node01", "node02", "node04"]
+    far = "switch su2-leaf0 (GUID {}, LID {}) port 2".format(SWITCHES["su2-leaf0"][0], "{lid}")
+    named = "switch su2-leaf0 (rack R02 U42) port 2 (cabled to node04 mlx5_0 port 1)"
+    inventory = Path(state.inventory)
+    for with_plan in (False, True):
+        if with_plan:  # node04 failed the run before; the rack is given the lab's plan
+            repaired("node04")
+            text = inventory.read_text()
+            doc = yaml.safe_load(text)
+            doc["all"]["vars"]["fabric_plan"] = str(plan_path(state.state_dir))
+            first = text.splitlines(keepends=True)[0]  # lab up's marker comment stays
+            inventory.write_text((first if first.startswith("#") else "") + yaml.safe_dump(doc))
+        outcomes = run_ib(rack, nodes)
+        assert {n: o["verdict"] for n, o in outcomes.items()} == {
+            "node01": "PASS",
+            "node02": "PASS",
+            "node04": "FAIL",
+        }, {n: o.get("stages") or o.get("skipped") for n, o in outcomes.items()}
+        for healthy in ("node01", "node02"):
+            assert ib_result(outcomes[healthy])["findings"] == []
+        result = ib_result(outcomes["node04"])
+        ports = result["metrics"]["ports"]
+        assert {k for k, v in ports.items() if v["verdict"] != "PASS"} == {"mlx5_0"}
+        assert ports["mlx5_0"].get("counters", {}).get("SymbolErrorCounter", 0) == 0  # the HCA end is clean
+        assert ports["mlx5_0"]["switch_counters"]["SymbolErrorCounter"] > 0
+        (finding,) = result["findings"]
+        assert finding["action"] == "RESEAT" and "the HCA end saw none" in finding["message"]
+        if with_plan:
+            assert finding["message"].startswith(named), finding["message"]
+        else:
+            assert re.match(re.escape(far).replace(r"\{lid\}", r"\d+"), finding["message"]), finding[
+                "message"
+            ]

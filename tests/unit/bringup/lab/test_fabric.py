@@ -191,3 +191,58 @@ def test_a_fabric_fault_the_plan_cannot_make_is_refused_before_writing(tmp_path)
         switch_node_fault(tmp_path, "t", "node03", "add", "fabric-swapped-cables")
     assert not (tmp_path / "nodes" / "node03" / "root" / FAULTS_FILE).exists()
     assert state.load(tmp_path).nodes[2].faults == []
+
+
+def test_perfquery_answers_the_far_end_the_ib_stage_discovers(tmp_path):
+    """The ib stage finds the far end of mlx5_0 in ``ibnetdiscover -p`` by ibstat's port GUID
+    and reads it with ``perfquery -x -C mlx5_0 -P 1 LID PORT``: the stand-in answers for that
+    switch port only, and gives the local port the LID ibstat shows."""
+    import subprocess
+
+    from bringup.lab.fabric import write_view
+    from bringup.lab.standins import install_standins
+    from bringup.lab.standins.sysfs import build_fake_sysfs
+    from burnin.parsers.ibnetdiscover import switch_port_for
+    from burnin.parsers.ibstat import parse_ibstat
+
+    views = node_views(lab_plan(NAMES), NODES, {})
+    root = tmp_path / "node03"
+    identity = root / "etc/bringup-lab/identity.json"  # node03's IB GUIDs, as lab/rack.py writes
+    identity.parent.mkdir(parents=True)
+    identity.write_text('{"index": 2}')
+    install_standins(root, [])
+    build_fake_sysfs(root, [])
+    write_view(root, views["node03"])
+
+    def run(*args):
+        return subprocess.run([root / "usr/local/bin" / args[0], *args[1:]], capture_output=True, text=True)
+
+    (port,) = [p for h in parse_ibstat(run("ibstat").stdout).hcas if h.name == "mlx5_0" for p in h.ports]
+    fabric = parse_ibnetdiscover_ports(views["node03"]["ibnetdiscover"])
+    link = switch_port_for(fabric, port.port_guid)
+    assert link is not None and link.peer_name == "su2-leaf0" and link.peer_port == 1
+    own = run("perfquery", "-x", "-C", "mlx5_0", "-P", "1")
+    assert own.returncode == 0 and f"Lid {port.base_lid} port 1" in own.stdout
+    far = run("perfquery", "-x", "-C", "mlx5_0", "-P", "1", str(link.peer_lid), str(link.peer_port))
+    assert far.returncode == 0, far.stderr
+    assert f"Lid {link.peer_lid} port {link.peer_port}" in far.stdout
+    other = next(p for p in fabric if p.kind == "SW" and p.lid != link.peer_lid)  # a spine or leaf
+    wrong = run("perfquery", "-x", "-C", "mlx5_0", "-P", "1", str(other.lid), str(link.peer_port))
+    assert wrong.returncode == 1 and "not the far end" in wrong.stderr
+    wrong = run("perfquery", "-x", "-C", "mlx5_0", "-P", "1", str(link.peer_lid), str(link.peer_port + 1))
+    assert wrong.returncode == 1
+
+
+def test_the_plan_is_written_cables_first(tmp_path, monkeypatch):
+    """Nodes start in parallel, each writing the plan unless plan.yml exists: plan.yml must come
+    last, so a node that sees it also finds the cables.csv it names."""
+    import bringup.lab.fabric as fabric
+
+    state = _lab_state(tmp_path, NAMES)
+    written = []
+    real = fabric.atomic_write
+    monkeypatch.setattr(
+        fabric, "atomic_write", lambda path, text: (written.append(path.name), real(path, text))
+    )
+    fabric.lab_views(state)
+    assert written[-1] == "plan.yml" and "cables.csv" in written

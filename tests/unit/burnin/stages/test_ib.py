@@ -176,7 +176,7 @@ def test_round_script_runs_the_standins_and_comes_back_judged(two_roots, tmp_pat
 
 def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
     """The far end of each loaded cable is read too (perfquery -x -C CA -P PORT LID PORT): the
-    stand-in's switch port behind b's mlx5_1 counts symbol errors while mlx5_1 sends; b's own
+    stand-in's switch port behind b's mlx5_0 counts symbol errors while mlx5_0 sends; b's own
     counters stay clean, so the switch port is named, not the cable."""
     from bringup.lab.standins import install_standins
     from bringup.lab.standins.sysfs import build_fake_sysfs
@@ -189,11 +189,11 @@ def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
         roots[node] = tmp_path / node
         install_standins(roots[node], faults)
         build_fake_sysfs(roots[node], faults)
-    ports = {n: ["mlx5_1/1"] for n in roots}
+    ports = {n: ["mlx5_0/1"] for n in roots}
     (round_,) = plan_rounds(ports, 1, base_tcp_port=random_base_port())
     infos = {
-        PortKey(n, "mlx5_1/1"): IbPortInfo(
-            n, "mlx5_1", 1, lid=102, state="Active", switch_lid=2052, switch_port_number=10 + i,
+        PortKey(n, "mlx5_0/1"): IbPortInfo(
+            n, "mlx5_0", 1, lid=101, state="Active", switch_lid=2052, switch_port_number=10 + i,
             switch_guid="0x506b4b03005c2740", switch_name="ib-i4l1s01",
         )
         for i, n in enumerate(sorted(roots))
@@ -203,7 +203,7 @@ def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
         for n in roots
     }
     assert (
-        "perfquery -x -C" in plans["b"].script and "switch_counters sb0 mlx5_1 1 2052 11" in plans["b"].script
+        "perfquery -x -C" in plans["b"].script and "switch_counters sb0 mlx5_0 1 2052 11" in plans["b"].script
     )
     procs = {
         n: subprocess.Popen(
@@ -226,7 +226,7 @@ def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
     own = {k.node: {c.name: c.delta for c in v if c.delta} for k, v in collected.changes.items()}
     assert own == {"a": {}, "b": {}}
     assert "switch LID 2052 port 11 before" in "\n".join(collected.evidence["b"])
-    key = PortKey("b", "mlx5_1/1")
+    key = PortKey("b", "mlx5_0/1")
     ev = NodeEvidence("b", [infos[key]], 1)
     ev.counters[key] = [collected.changes[key]]
     ev.far.load_seconds = 1.0
@@ -236,7 +236,7 @@ def test_round_reads_the_far_switch_port_and_blames_it_alone(tmp_path):
     (finding,) = [f for f in result.findings if "SymbolErrorCounter" in f.message]
     assert finding.action is Action.RESEAT
     assert finding.message.startswith("switch ib-i4l1s01 (GUID 0x506b4b03005c2740, LID 2052) port 11")
-    assert result.metrics["ports"]["mlx5_1"]["switch_counters"] == {"SymbolErrorCounter": 20}
+    assert result.metrics["ports"]["mlx5_0"]["switch_counters"] == {"SymbolErrorCounter": 20}
 
 
 def test_unreachable_node_leaves_its_ends_unmeasured():
