@@ -155,18 +155,7 @@ def nodes_show(ctx: click.Context, node: str, as_json: bool) -> None:
     from_bmc = report(record["name"], record.get("hardware") or {}, record["profile"], shipped)
     if as_json:
         record["profile_from_bmc"] = from_bmc
-        record["history"] = [
-            {
-                "time": e.time.isoformat(),
-                "kind": e.kind,
-                "from": e.from_state,
-                "to": e.to_state,
-                "reason": e.reason,
-                "actor": e.actor,
-                "run": e.run_id,
-            }
-            for e in history
-        ]
+        record["history"] = [_event(e) for e in history]
         record["results"] = [r.as_dict() for r in results]
         click.echo(json.dumps(record, indent=2))
         return

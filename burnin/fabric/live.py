@@ -11,8 +11,9 @@ from pathlib import Path
 from bringup.local.capture import run_bounded
 from burnin.fabric.pkeys import parse_pkey_tables
 from burnin.fabric.plan import PlanError, load_plan
-from burnin.fabric.verify import Verification, gc_paused, verify
+from burnin.fabric.verify import Verification, verify
 from burnin.parsers import ParseError
+from burnin.parsers._common import gc_paused
 from burnin.parsers.ibnetdiscover import IbnetPort, parse_ibnetdiscover_ports
 
 IBNETDISCOVER = ["ibnetdiscover", "-p"]

@@ -18,14 +18,13 @@ Pure: ``verify`` takes the parsed ports and returns findings, each one line with
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from burnin.fabric.pkeys import PkeyTable, odd_tables
 from burnin.fabric.plan import End, Plan
+from burnin.parsers._common import gc_paused  # the fabric's maps make no cycles (benchmarks/fabric.py)
 from burnin.parsers.ibnetdiscover import IbnetPort
 
 EXIT_CLEAN = 0
@@ -188,20 +187,6 @@ def _members(plan: Plan, group: set[str], switch_names: set[str], limit: int = 8
         return ", ".join(names[:limit]) + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
     return f"{len(switches)} switch(es) [{some(switches)}], {len(nodes)} node(s) [{some(nodes)}]"
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a fabric's maps are built: they allocate objects by
-    the hundred thousand and make no cycles, and the collector's passes over them were half the
-    time at 32,000 ports (benchmarks/fabric.py)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def verify(plan: Plan, ports: list[IbnetPort], pkeys: list[PkeyTable] | None = None) -> Verification:
