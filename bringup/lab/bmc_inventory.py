@@ -19,7 +19,8 @@ BMC-side faults (the node's fault spec; names in standins/catalog.json):
 The GPUs are listed among the Processors (``ProcessorType: GPU``, as iDRAC 9 lists an XE9680's
 and as an HGX baseboard system lists its own: tests/fixtures/redfish/supermicro-gb300), one per
 GPU of the stand-in ``nvidia-smi -q`` recording, in bus order, with its serial, UUID and VBIOS and
-the slot ``GPU.SXM.<n>``. The node-side ``gpu-missing`` fault takes GPU 4 off nvidia-smi only:
+the slot ``GPU.SXM.<n>`` (``driver-version-wrong``'s recording is another machine's: its GPUs are
+listed then). The node-side ``gpu-missing`` fault takes GPU 4 off nvidia-smi only:
 the BMC still lists it (slot GPU.SXM.5), as a BMC does for a GPU fallen off the bus.
 """
 
@@ -38,6 +39,9 @@ _DIMMS_OK = "dmidecode_t_memory_2s_32x64gb_ddr5_SYNTHETIC.txt"
 _DIMMS_MISSING = "dmidecode_t_memory_2s_32x64gb_ddr5_cpu0_dimm_c2_missing_SYNTHETIC.txt"
 _SMARTCTL = "smartctl_j_a_nvme_3_84tb_u2_SYNTHETIC.json"
 _SMI_QUERY = "nvidia_smi_q_8xh100_535_183.txt"
+# Node-side faults whose nvidia-smi -q is another machine's capture (standins/catalog.json): the
+# BMC lists that machine's GPUs, as the node's own BMC would.
+_OTHER_MACHINE = {"driver-version-wrong": "nvidia_smi_q_8xh100_hw_power_brake_slowdown.txt"}
 NVME_COUNT = 10  # smartctl --scan of the stand-ins lists 10 controllers
 PSU_COUNT, FAILED_PSU = 6, 3  # an XE9680: six 2800 W supplies, 3+3
 BIOS_ATTRIBUTES = {
@@ -58,10 +62,14 @@ def _dimms(missing: bool) -> tuple[Dimm, ...]:
     return tuple(parse_dmidecode_memory(_sample(_DIMMS_MISSING if missing else _DIMMS_OK)))
 
 
+def _recording(faults: set[str]) -> str:
+    return next((sample for fault, sample in _OTHER_MACHINE.items() if fault in faults), _SMI_QUERY)
+
+
 @cache
-def _gpus() -> tuple[dict[str, Any], ...]:
-    """(slot, model, serial, UUID, VBIOS) of the stand-in nvidia-smi recording's GPUs."""
-    q = parse_query(_sample(_SMI_QUERY))
+def _gpus(recording: str = _SMI_QUERY) -> tuple[dict[str, Any], ...]:
+    """(slot, model, serial, UUID, VBIOS) of a stand-in nvidia-smi recording's GPUs."""
+    q = parse_query(_sample(recording))
     return tuple(
         {
             "id": f"GPU.SXM.{n}",
@@ -177,7 +185,7 @@ def inventory_resource(tail: list[str], system: dict[str, Any]) -> dict[str, Any
         return _dimm_doc(f"{base}/Memory/{rest[1]}", dimm) if dimm else None
     if rest[0] == "Processors":
         ids = [f"CPU.Socket.{i}" for i in range(1, int(system.get("cpu_count") or 2) + 1)]
-        gpus = {g["id"]: g for g in _gpus()}
+        gpus = {g["id"]: g for g in _gpus(_recording(faults))}
         if len(rest) == 1:
             return _collection(f"{base}/Processors", "Processor", ids + list(gpus))
         if len(rest) == 2 and rest[1] in gpus:

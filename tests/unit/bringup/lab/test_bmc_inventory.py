@@ -83,3 +83,34 @@ def test_the_gpus_are_the_stand_in_nvidia_smi_recordings_and_discovery_reads_the
     ]
     assert gpus[4]["serial"] == "1654922016523"  # GPU 4 at 00000000:97:00.0, the one gpu-missing takes away
     assert len([p for p in map(hardware.parse_processor, docs) if p is not None]) == 2
+
+
+def _smi_q_recordings() -> dict[str, str]:
+    """Fault -> the nvidia-smi -q recording the node's stand-in prints with it (catalog.json)."""
+    import json
+
+    from bringup.lab.standins import PACKAGE_DIR
+
+    entries = json.loads((PACKAGE_DIR / "catalog.json").read_text())["tools"]["nvidia-smi"]
+    return {
+        fault: e["output"][0]["sample"]
+        for e in entries
+        if "-q" in e["args"] and e.get("faults")
+        for fault in e["faults"]
+    }
+
+
+@pytest.mark.parametrize("fault", sorted(_smi_q_recordings()))
+def test_every_gpu_a_lab_node_shows_is_one_its_bmc_lists(fault):
+    """The node and its BMC are one machine: whatever recording a fault gives nvidia-smi -q (another
+    node's capture, for driver-version-wrong), the BMC lists the GPUs it shows (a GPU the node
+    lost, gpu-missing, stays listed: that is the fault)."""
+    from bringup.redfish.devices import gpu_from_processor
+    from burnin.parsers.nvidia_smi import parse_query
+
+    text = (SAMPLES_DIR / _smi_q_recordings()[fault]).read_text().partition("\n")[2]
+    shown = {g.serial for g in parse_query(text).gpus}
+    sys = system(fault)
+    members = get(sys, f"/redfish/v1/Systems/{UUID}/Processors")["Members"]
+    listed = {g["serial"] for m in members if (g := gpu_from_processor(get(sys, m["@odata.id"]), UUID))}
+    assert shown <= listed, sorted(shown - listed)
