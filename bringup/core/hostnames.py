@@ -14,7 +14,7 @@ import ipaddress
 import re
 
 MAX_LENGTH = 253
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # one label, for fullmatch
 RULE = "RFC 1123: letters, digits and '-' in dot-separated labels of 1-63, none starting or ending with '-'"
 
 
@@ -24,7 +24,7 @@ def hostname_problem(name: str) -> str | None:
         return f"empty: not a host name ({RULE})"
     if len(name) > MAX_LENGTH:
         return f"{len(name)} characters: not a host name, which has at most {MAX_LENGTH} ({RULE})"
-    if not all(_LABEL.fullmatch(label) for label in name.split(".")):
+    if not all(LABEL.fullmatch(label) for label in name.split(".")):
         return f"not a host name ({RULE})"
     return None
 

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
+from bringup.core.hostnames import LABEL
+
 # C0 controls, DEL and C1 controls; TEXT_CONTROL leaves out tab and newline (multi-line text).
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -27,7 +29,6 @@ TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 READ_BY_BRINGUP = ("bmc_", "pxe_", "maas_", "provision", "ansible_", "install_", "ntp_", "boot_")
 
 _INTERFACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")  # Linux: at most 15 characters
-_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 # A public key line; options (from="...") before the key and a comment after it allowed.
 _SSH_KEY = re.compile(
@@ -77,7 +78,7 @@ def _cidr(value: Any) -> str:
 
 def is_domain(text: str) -> bool:
     labels = text.rstrip(".").split(".")
-    return len(text) <= 253 and all(_LABEL.match(label) for label in labels)
+    return len(text) <= 253 and all(LABEL.fullmatch(label) for label in labels)  # RFC 1123 labels
 
 
 def _domain(value: Any) -> str:

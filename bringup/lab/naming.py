@@ -12,11 +12,11 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from bringup.core.hostnames import LABEL
+
 IFNAME_MAX = 15
 MAX_INDEX = 99_999  # keeps veth names within IFNAME_MAX: "bl" + 6 + "h" + 5 = 14
 _RUN_ID_RE = re.compile(r"^[0-9a-f]{6}$")
-# Node names become hostnames and part of namespace names: one RFC 1123 label.
-_NODE_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
 # A lab's name is a directory under the lab root (with "-pxe" and "-files" siblings), its
@@ -43,7 +43,8 @@ def new_run_id() -> str:
 
 def check_node_name(name: str) -> str:
     """Return ``name`` if it is a valid hostname label, else raise ValueError."""
-    if not _NODE_NAME_RE.match(name):
+    # Node names become hostnames and part of namespace names: one RFC 1123 label.
+    if not LABEL.fullmatch(name):
         raise ValueError(f"invalid node name {name!r}: must be a hostname label (letters, digits, '-')")
     return name
 

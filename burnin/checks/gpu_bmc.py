@@ -120,10 +120,8 @@ class BmcGpusSeen(Check):
             )
         listed_serials = {g.get("serial") for g in listed if g.get("serial")}
         listed_uuids = {_uuid(g.get("uuid")) for g in listed if _uuid(g.get("uuid"))}
-        for i, gpu in enumerate(q.gpus):
+        for i, gpu in enumerate(() if keyless else q.gpus):  # without keys nothing can be matched
             if (gpu.serial and gpu.serial in listed_serials) or (_uuid(gpu.uuid) in listed_uuids):
-                continue
-            if keyless:
                 continue
             findings.append(
                 warning(

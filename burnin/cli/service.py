@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -29,30 +30,42 @@ from burnin.service.watch import (
 )
 
 
+def _on_the_node(command: Callable) -> Callable:
+    """The options `burnin health` and `burnin watch` share: the node's profile, name and state."""
+    options = [
+        click.option(
+            "--profile",
+            "profile_name",
+            required=True,
+            help="The node's hardware profile: a .yml path (the burnin_tools role puts it in "
+            "/etc/bringup/profiles/), or a name in the inventory's profiles/.",
+        ),
+        click.option(
+            "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value."
+        ),
+        click.option("--node", default="", help="The node's Slurm name (default: this host's short name)."),
+        click.option(
+            "--state-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=DEFAULT_STATE_DIR,
+            show_default=True,
+            help="Where the last result (last.json) and the kernel-log cursor are kept.",
+        ),
+        click.option(
+            "--textfile-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="node_exporter's textfile-collector directory for bringup_health.prom "
+            "(default /var/lib/prometheus/node-exporter when it exists).",
+        ),
+    ]
+    for option in reversed(options):  # click lists options in the order they are written
+        command = option(command)
+    return command
+
+
 @click.command("health")
-@click.option(
-    "--profile",
-    "profile_name",
-    required=True,
-    help="The node's hardware profile: a .yml path (the burnin_tools role puts it in "
-    "/etc/bringup/profiles/), or a name in the inventory's profiles/.",
-)
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
-@click.option("--node", default="", help="The node's Slurm name (default: this host's short name).")
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_STATE_DIR,
-    show_default=True,
-    help="Where the last result (last.json) and the kernel-log cursor are kept.",
-)
-@click.option(
-    "--textfile-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="node_exporter's textfile-collector directory for bringup_health.prom "
-    "(default /var/lib/prometheus/node-exporter when it exists).",
-)
+@_on_the_node
 @click.option(
     "--budget",
     type=click.FloatRange(min=0.1),
@@ -136,18 +149,7 @@ def health_cmd(
 
 
 @click.command("watch")
-@click.option(
-    "--profile", "profile_name", required=True, help="The node's hardware profile, as for `burnin health`."
-)
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a profile value.")
-@click.option("--node", default="", help="The node's Slurm name (default: this host's short name).")
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_STATE_DIR,
-    show_default=True,
-)
-@click.option("--textfile-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@_on_the_node
 @click.option(
     "--source", default=DEFAULT_SOURCE, show_default=True, help="The command that follows the kernel log."
 )
