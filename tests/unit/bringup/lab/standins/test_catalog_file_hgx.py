@@ -6,6 +6,7 @@ them, its own NVLink fault, and refuses the H100 faults whose recordings name an
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -108,3 +109,31 @@ def test_a_node_prints_its_platforms_recordings_and_its_own_nvlink_fault(platfor
     for h100_only in ("gpu-missing", "nvlink-degraded", "gpu-h2d-slow", "stress-sdc"):
         with pytest.raises(ValueError, match=f"unknown fault.*{h100_only}.* on platform {platform}"):
             install_standins(tmp_path / h100_only, [h100_only], platform)
+
+
+def _program(root: Path, name: str):
+    """A program stand-in installed in a node root, imported (its paths are the root's)."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader(name, str(root / "usr/local/bin" / name))
+    spec = importlib.util.spec_from_loader(name, loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("platform", [None, *sorted(PLATFORMS)])
+def test_the_multi_node_all_reduce_names_the_platforms_gpus(platform, tmp_path: Path, monkeypatch):
+    """The device lines of a multi-node run (one rank per node) name the node's own GPUs: those of
+    its single-node recording, so an H200 or B200 node does not print H100s."""
+    root = tmp_path / "node"
+    install_standins(root, [], platform)
+    monkeypatch.setattr(os, "environ", os.environ.copy())  # the program sets its MPI variables
+    gpus = _program(root, "all_reduce_perf").node_gpus()
+    recording = _body(catalog(platform)["programs"]["all_reduce_perf"]["single_node"]["sample"])
+    named = re.findall(r"^#  Rank.* device +\d+ \[(\S+)\] (.+)$", recording, re.M)
+    assert gpus == named and len(gpus) == 8
+    model = _profile(platform or "h100-sxm-8x400g")["gpu"]["model"]
+    assert {name for _, name in gpus} == {model}
