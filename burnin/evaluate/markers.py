@@ -493,6 +493,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "amd-smi xgmi",
         (mark(r"^LINK METRIC TABLE:\s*$", 3, "the 'LINK METRIC TABLE' heading"),),
-        instead="amd-smi static and amd-smi metric --ecc: the XGMI table is parsed but judged by no check yet",
+    ),
+    Tool(
+        "amd-smi topology",
+        (
+            mark(r"^LINK TYPE TABLE:\s*$", 3, "the 'LINK TYPE TABLE' heading"),
+            mark(r"^(?:ACCESS|WEIGHT|HOPS|NUMA BW) TABLE:\s*$", 2, "amd-smi topology's other tables"),
+        ),
+        # amd_xgmi_links runs amd-smi xgmi and amd-smi topology as one command: its output holds both.
+        includes=("amd-smi xgmi",),
     ),
 )
