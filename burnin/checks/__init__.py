@@ -15,6 +15,7 @@ from burnin.checks import gpu_load  # noqa: F401
 from burnin.checks import gpu_bmc  # noqa: F401
 from burnin.checks import gpu_amd  # noqa: F401
 from burnin.checks import gpu_amd_xgmi  # noqa: F401
+from burnin.checks import gpu_rvs  # noqa: F401
 from burnin.checks import kernel  # noqa: F401
 from burnin.checks import ib  # noqa: F401
 from burnin.checks import host  # noqa: F401

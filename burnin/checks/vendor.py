@@ -5,7 +5,7 @@ Derived, not declared: a check that reads nvidia-smi, DCGM, NCCL, gpu-burn, nvba
 fabric manager's log (``Check.reads``, the tool names of burnin/evaluate/markers.py), or whose
 command runs one of NVIDIA's programs (a check judged from its own record reads no tool by name),
 runs only on a profile whose ``gpu.vendor`` is nvidia; one that reads or runs amd-smi or rocm-smi
-only on an amd profile; any other check (the kernel log, IB, the disks) on both.
+only on an amd profile (and the ROCm Validation Suite, rvs); any other check (the kernel log, IB, the disks) on both.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from burnin.checks.base import Check
 # Tool-name prefixes (burnin/evaluate/markers.py) that only one vendor's GPUs answer.
 VENDOR_TOOLS: dict[str, tuple[str, ...]] = {
     "nvidia": ("nvidia-smi", "dcgmi", "nccl-tests", "gpu-burn", "nvbandwidth", "nv-fabricmanager"),
-    "amd": ("amd-smi", "rocm-smi"),
+    "amd": ("amd-smi", "rocm-smi", "rvs"),
 }
 # The programs a check's command runs that only one vendor's GPUs answer.
 VENDOR_COMMANDS: dict[str, re.Pattern[str]] = {
     "nvidia": re.compile(r"\b(?:nvidia-smi|dcgmi|all_reduce_perf|nvbandwidth|gpu_burn)\b"),
-    "amd": re.compile(r"\b(?:amd-smi|rocm-smi)\b"),
+    "amd": re.compile(r"\b(?:amd-smi|rocm-smi|rvs)\b"),
 }
 
 

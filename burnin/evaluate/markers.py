@@ -494,6 +494,18 @@ TOOLS: tuple[Tool, ...] = (
         "amd-smi xgmi",
         (mark(r"^LINK METRIC TABLE:\s*$", 3, "the 'LINK METRIC TABLE' heading"),),
     ),
+    Tool(  # the ROCm Validation Suite's console output (burnin/parsers/rvs.py)
+        "rvs",
+        (
+            mark(
+                r"^\[RESULT\]\s*\[\s*[\d.]+\s*\] Action name :",
+                3,
+                "RVS's '[RESULT] [ts] Action name :' lines",
+            ),
+            mark(r"ROCm Validation Suite \(RVS\) Summary", 3, "RVS's summary box"),
+            mark(r"\] Target GFLOPS: [\d.]+ met: (?:TRUE|FALSE)", 3, "gst's 'Target GFLOPS: N met:' lines"),
+        ),
+    ),
     Tool(
         "amd-smi topology",
         (
