@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.base import Check, CommandOutput, Service, section_mark, sections
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.amd_smi import Topology, XgmiLink, parse_topology, parse_xgmi
@@ -136,6 +136,7 @@ def _pair_findings(topology: Topology) -> list[Finding]:
 class AmdXgmiLinks(Check):
     name = "amd_xgmi_links"
     stages = ("preflight",)
+    service = Service.ALWAYS  # link states and rates, read-only: a link dropping in service drains
     reads = (AMD_XGMI, AMD_TOPOLOGY)
     judges = ("gpu.count", "gpu.xgmi_bit_rate_gbps", "gpu.xgmi_max_bandwidth_gbps")
     timeout_s = 90

@@ -304,6 +304,7 @@ TOOLS: tuple[Tool, ...] = (
         "nccl-tests",
         (
             mark(r"^# nccl-tests version", 3, "'# nccl-tests version'"),
+            mark(r"^rccl-tests: Version ", 3, "'rccl-tests: Version' (AMD's rccl-tests)"),
             mark(r"^# nThread \d+ nGpus \d+", 3, "the '# nThread N nGpus N' line"),
             mark(r"^#?\s+size\s+count\s+type", 3, "the '# size count type' table header"),
             mark(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on", 3, "'# Rank N Group N Pid N on' lines"),

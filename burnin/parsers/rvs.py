@@ -39,6 +39,7 @@ _PEERS = re.compile(
 _BANDWIDTH = re.compile(
     r"^\[(?P<action>[^\]]+)\] (?:p2p|pcie)-bandwidth\s*\[[\d/ ]+\] .*?\s(?P<gbps>[\d.]+) GBps\b"
 )
+_BORDER = re.compile(r"^\+-+\+$")
 _BOX_ROW = re.compile(r"^\|(.*)\|\s*$")
 _SUMMARY_GPU = re.compile(r"^(?P<model>.+?) - (?P<id>\d+)$")
 _SUMMARY_PLACE = re.compile(r"^(?P<index>\d+) - (?P<node>\d+) - (?P<bdf>[0-9a-fA-F:.]+)$")
@@ -101,8 +102,8 @@ def parse_rvs(text: str) -> RvsRun:
     pending: list[tuple[str, int]] = []  # the summary's last 'MODEL - ID' cells, placed by the next row
     for line in split_lines(text):
         if (m := _PREFIX.match(line)) is None:
-            if in_results and rows and line.strip().startswith("+-"):
-                summary = True  # the border under a result row: the table (and the run) ended
+            if in_results and rows and _BORDER.match(line.strip()):
+                summary = True  # the whole border under a result row: the table (and the run) ended
             cells = _cells(line)
             if cells is None:
                 continue

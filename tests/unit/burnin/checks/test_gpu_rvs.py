@@ -34,10 +34,10 @@ def _passing() -> list[str]:
 
 
 def test_the_gpu_stage_runs_rvs_on_amd_and_dcgm_on_nvidia() -> None:
-    assert [c.name for c in stage_checks("gpu", _mi300x())] == ["amd_rvs"]
+    assert [c.name for c in stage_checks("gpu", _mi300x())] == ["amd_rvs", "nccl_local"]
     assert "amd_rvs" not in [c.name for c in stage_checks("gpu", shipped())]
     assert {"dcgm_diag", "gpu_stress"} <= {c.name for c in stage_checks("gpu", shipped())}
-    assert stage_checks("gpu", _mi300x("diag.rvs_confs=[]")) == []
+    assert [c.name for c in stage_checks("gpu", _mi300x("diag.rvs_confs=[]"))] == ["nccl_local"]
 
 
 def test_the_command_runs_each_conf_of_the_profile_under_rvs_conf_dir() -> None:
