@@ -24,6 +24,7 @@ from burnin.parsers._common import (
     yes_no,
 )
 from burnin.parsers.errors import ParseError
+from burnin.parsers.nvidia_smi_xml import looks_like_xml, query_tree
 from burnin.parsers.smi_tree import LazyNode, Node, read_once, read_tree
 
 # ---------------------------------------------------------------------------------------------
@@ -394,7 +395,10 @@ def _cut_last_value(first: Node | LazyNode, last: Node | LazyNode, text: str) ->
 
 @parser
 def parse_query(text: str) -> SmiQuery:
-    """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views)."""
+    """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views), and
+    its XML form ``nvidia-smi -q -x``, read into the same tree (burnin.parsers.nvidia_smi_xml)."""
+    if looks_like_xml(text):
+        return _query(query_tree(text), text if text.endswith("\n") else text + "\n")
     return read_tree(text, lambda root: _query(root, text))
 
 
