@@ -28,6 +28,8 @@ GPU_MODELS = {
     "H100": r"H100",
     "H200": r"H200",
     "B200 / GB200": r"\bG?B200\b|10de:2941|Device 2941",
+    "B300 / GB300": r"\bG?B300\b",
+    "MI300X / MI300A (AMD)": r"\bMI300[XA]?\b",
     "L40S / L4 (PCIe)": r"\bL40S\b|\bL4\b",
     "V100": r"V100",
     "T400 / Titan V (workstation)": r"\bT400\b|TITAN V",

@@ -29,6 +29,9 @@ from burnin.parsers.nvidia_smi import (
 from burnin.result import Action, Finding, Result, critical, info, warning
 
 SMI_QUERY = "nvidia-smi -q"
+# Its XML form, read into the same query by burnin/parsers/nvidia_smi_xml.py: a saved output the
+# operator hands in (`burnin evaluate`); the checks themselves run the text form.
+SMI_QUERY_XML = "nvidia-smi -q -x (XML)"
 
 # Lifetime ECC limits one cloud fails a GPU at (docs/reference.md, GPU): DRAM correctable, SRAM correctable.
 DRAM_CORRECTABLE_LIMIT = 20_000_000
@@ -65,7 +68,7 @@ class SmiQueryCheck(Check):
     """A preflight check that reads `nvidia-smi -q` (run once per node, shared)."""
 
     stages = ("preflight",)
-    reads = ("nvidia-smi -q",)
+    reads = ("nvidia-smi -q", SMI_QUERY_XML)
     timeout_s = 90  # nvidia-smi -q on 8 GPUs takes seconds; a wedged driver takes forever
 
     def command(self, profile: Profile) -> str:
@@ -77,7 +80,7 @@ class GpuInventory(SmiQueryCheck):
     name = "gpu_inventory"
     service = Service.ALWAYS
     # A -d view shows the GPU count too (its blocks, 'Attached GPUs'), so it is judged here as well.
-    reads = ("nvidia-smi -q", "nvidia-smi -q -d", "nvidia-smi (error answer)")
+    reads = ("nvidia-smi -q", SMI_QUERY_XML, "nvidia-smi -q -d", "nvidia-smi (error answer)")
     judges = ("gpu.count", "gpu.model", "pcie.gpu.gen", "pcie.gpu.width")
     description = (
         "GPU count and model as the profile says, each GPU's PCIe link as wide and able to reach the "
@@ -229,7 +232,7 @@ class GpuEcc(SmiQueryCheck):
 class GpuMemoryHealth(SmiQueryCheck):
     name = "gpu_memory"
     service = Service.ALWAYS
-    reads = ("nvidia-smi -q", "nvidia-smi -q -d")
+    reads = ("nvidia-smi -q", SMI_QUERY_XML, "nvidia-smi -q -d")
     description = "row remapping (pending or failed) and retired pages"
 
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
@@ -295,7 +298,7 @@ class GpuMemoryHealth(SmiQueryCheck):
 @register
 class GpuVersions(SmiQueryCheck):
     name = "gpu_versions"
-    reads = ("nvidia-smi -q", "nvidia-smi -q -d")  # a -d view prints the driver version too
+    reads = ("nvidia-smi -q", SMI_QUERY_XML, "nvidia-smi -q -d")  # a -d view prints the driver version too
     judges = ("pins.driver", "pins.vbios")
     description = "driver (and VBIOS, when pinned) versions match the profile; one VBIOS across the node"
 

@@ -209,7 +209,6 @@ TOOLS: tuple[Tool, ...] = (
             mark(r"^<nvidia_smi_log>", 3, "the <nvidia_smi_log> root"),
             mark(r"^\s*<attached_gpus>\d+</attached_gpus>", 2, "<attached_gpus>"),
         ),
-        instead="give `nvidia-smi -q` (text), which four checks judge",
     ),
     # ---- DCGM --------------------------------------------------------------------------------
     Tool(

@@ -24,6 +24,7 @@ from burnin.parsers._common import (
     yes_no,
 )
 from burnin.parsers.errors import ParseError
+from burnin.parsers.nvidia_smi_xml import looks_like_xml, query_tree
 from burnin.parsers.smi_tree import LazyNode, Node, read_once, read_tree
 
 # ---------------------------------------------------------------------------------------------
@@ -394,8 +395,25 @@ def _cut_last_value(first: Node | LazyNode, last: Node | LazyNode, text: str) ->
 
 @parser
 def parse_query(text: str) -> SmiQuery:
-    """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views)."""
+    """``nvidia-smi -q`` (also ``-q -d PAGE_RETIREMENT`` and other ``-d`` partial views), and
+    its XML form ``nvidia-smi -q -x``, read into the same tree (burnin.parsers.nvidia_smi_xml)."""
+    if looks_like_xml(text):
+        return _query(query_tree(text), text if text.endswith("\n") else text + "\n")
     return read_tree(text, lambda root: _query(root, text))
+
+
+# Driver 610 appends a notice to the old version lines, "610.43.02 [Deprecated; will be removed in
+# CUDA 14.0. Use KMD Version instead]", and prints "KMD Version" and "CUDA UMD Version" beside them
+# (a real H200 capture: tests/fixtures/samples/nvidia_smi_q_h200_610_43_idle.txt).
+_NOTICE = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+
+def _version(root: Node | LazyNode, new: str, old: str) -> str | None:
+    """The version under its new name, else the old line less a trailing bracketed notice."""
+    if (value := clean(root.get(new))) is not None:
+        return value
+    value = clean(root.get(old))
+    return clean(_NOTICE.sub("", value)) if value is not None else None
 
 
 def _query(root: Node | LazyNode, text: str) -> SmiQuery:
@@ -406,7 +424,7 @@ def _query(root: Node | LazyNode, text: str) -> SmiQuery:
         if m:
             gpus.append(_gpu(m.group(1), node))
             blocks.append(node)
-    driver = clean(root.get("Driver Version"))
+    driver = _version(root, "KMD Version", "Driver Version")
     attached = to_int(root.get("Attached GPUs"))
     if not gpus and driver is None and attached is None:
         if failure := smi_failure(text):
@@ -420,7 +438,7 @@ def _query(root: Node | LazyNode, text: str) -> SmiQuery:
     return SmiQuery(
         timestamp=clean(root.get("Timestamp")),
         driver_version=driver,
-        cuda_version=clean(root.get("CUDA Version")),
+        cuda_version=_version(root, "CUDA UMD Version", "CUDA Version"),
         attached_gpus=attached,
         gpus=tuple(gpus),
         problems=tuple(problems),
@@ -973,7 +991,10 @@ def parse_table(text: str) -> SmiTable:
     """The default ``nvidia-smi`` table: GPU count, names, Persistence-M, Volatile Uncorr. ECC..."""
     raw = split_lines(text)
     lines = [_cells(ln.rstrip()) for ln in raw]
-    head = re.search(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?", text)
+    # "Driver Version:" and "CUDA Version:" until driver 610, "KMD Version:" and "CUDA UMD Version:" since.
+    head = re.search(
+        r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?", text
+    )
     gpus: list[TableGpu] = []
     for i, row in enumerate(lines):
         if row is None:
@@ -984,7 +1005,9 @@ def parse_table(text: str) -> SmiTable:
         if gpu is not None:
             gpus.append(gpu)
     if head is None and not gpus:
-        raise ParseError("not the nvidia-smi table: no 'NVIDIA-SMI ... Driver Version' header or GPU row")
+        raise ParseError(
+            "not the nvidia-smi table: no 'NVIDIA-SMI ... Driver (or KMD) Version' header or GPU row"
+        )
     whole, lists_processes = _table_structure(raw, len(gpus))
     return SmiTable(
         smi_version=head.group(1) if head else None,

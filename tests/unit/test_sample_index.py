@@ -81,7 +81,11 @@ def test_the_loader_offers_what_the_tests_need() -> None:
     assert "tests/fixtures/samples/ibstat_h100_ndr_all_active.txt" in sample_index.files_of_tool("ibstat")
     assert {r.tool for r in sample_index.rows_of_tool("ibstat")} == {"ibstat"}
     assert "tests/fixtures/samples/ibstat_h100_ndr_all_active.txt" in sample_index.own_files("ib_ports")
-    assert sample_index.tools_judged_by("gpu_memory") == {"nvidia-smi -q", "nvidia-smi -q -d"}
+    assert sample_index.tools_judged_by("gpu_memory") == {
+        "nvidia-smi -q",
+        "nvidia-smi -q -x (XML)",
+        "nvidia-smi -q -d",
+    }
 
 
 @pytest.mark.parametrize(

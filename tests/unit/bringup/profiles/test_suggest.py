@@ -43,6 +43,8 @@ def test_the_shipped_profiles_are_all_read():
         "h200-sxm-8x400g",
         "b200-sxm-8x400g",
         "gb200-nvl72-tray",
+        "b300-sxm-8x800g",
+        "gb300-nvl72-tray",
     } <= set(PROFILES)
 
 
@@ -65,6 +67,16 @@ def test_a_dell_xe9680_with_eight_h100s_suggests_the_h100_profile():
     assert found.why == "PowerEdge XE9680: 8 x NVIDIA H100 80GB HBM3 -> h100-sxm-8x400g"
 
 
+def test_a_supermicro_gb300_tray_suggests_the_gb300_profile():
+    """The tray's HGX baseboard lists four Processors of Model "NVIDIA GB300" (GB NVL)."""
+    found = suggest(hardware_of("supermicro-gb300"), PROFILES)
+    assert found.profiles == ("gb300-nvl72-tray",) and found.compared
+    assert found.why == "GB NVL: 4 x NVIDIA GB300 -> gb300-nvl72-tray"
+    # Neither the GB200 tray nor the HGX B300 profile takes a GB300 ("B300" is not "GB300").
+    assert not is_model("NVIDIA GB300", "NVIDIA B300 SXM6 AC")
+    assert not is_model("NVIDIA GB300", "NVIDIA GB200")
+
+
 @pytest.mark.parametrize(
     ("tree", "system", "seen", "nearest"),
     [
@@ -73,7 +85,6 @@ def test_a_dell_xe9680_with_eight_h100s_suggests_the_h100_profile():
         # The Cray EX235n blade writes NVIDIA_A100-SXM4-40GB in Processors; four per node.
         ("hpe-cray-ex235n", "Node0", "HPE Cray EX235n: 4 x NVIDIA_A100-SXM4-40GB", "a100-sxm-8x200g"),
         ("hpe-xl675d-a40", None, "ProLiant XL675d Gen10 Plus: 8 x NVIDIA A40", None),
-        ("supermicro-gb300", None, "GB NVL: 4 x NVIDIA GB300", None),
         ("hpe-cray-ex235a", None, "HPE CRAY EX235a: 8 x AMD INSTINCT MI200 (MCM) OAM LC", None),
     ],
 )

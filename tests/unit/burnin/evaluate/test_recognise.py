@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bringup.core.errors import BadInput
-from bringup.profiles.load import apply_overrides
+from bringup.profiles.load import apply_overrides, load_profile
 from burnin.checks import REGISTRY
 from burnin.evaluate.handed_in import evaluate_evidence, evaluate_text, read_evidence
 from burnin.evaluate.recognise import TOOLS, find_tool, recognise
 from burnin.result import Verdict
 from tests import sample_index
-from tests.profiles import shipped
+from tests.profiles import SHIPPED_DIR, shipped
 from tests.unit.burnin.parsers._samples import SAMPLES_DIR
 
 PROFILE = shipped()
@@ -89,9 +89,16 @@ def test_sample_is_recognised_as_its_tool(row: sample_index.Row) -> None:
         assert 0 < got.confidence <= 1 and got.reason
 
 
+def profile_of(row: sample_index.Row):
+    """The row's shipped profile, as `burnin evaluate --profile` loads it."""
+    profile, problems = load_profile(row.profile, SHIPPED_DIR)
+    assert profile is not None, (row.line, problems)
+    return profile
+
+
 @pytest.mark.parametrize("row", _expecting_miss("verdict"))
 def test_sample_is_judged_as_the_index_says(row: sample_index.Row) -> None:
-    evaluation = evaluate_text(row.output(), apply_overrides(shipped(), row.overrides))
+    evaluation = evaluate_text(row.output(), apply_overrides(profile_of(row), row.overrides))
     assert evaluation.verdict.value == row.verdict, (row.line, evaluation.to_dict())
     assert evaluation.tool == row.tool
     critical = {f["action"] for f in evaluation.findings() if f["severity"] == "critical"}

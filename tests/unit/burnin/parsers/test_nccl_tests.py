@@ -15,6 +15,7 @@ from burnin.parsers.nccl_tests import is_result_row, parse_nccl_tests
 from tests.unit.burnin.parsers._samples import load, names
 
 DEGRADED = "nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt"
+GB200_RACK = "nccl_tests_all_reduce_gb200_nvl72_rack_72gpu_PARTIAL.txt"
 
 
 def test_every_nccl_sample_is_covered():
@@ -24,11 +25,25 @@ def test_every_nccl_sample_is_covered():
         "nccl_tests_all_gather_perf_8gpu_ok.txt",
         DEGRADED,
         "nccl_tests_all_reduce_8xh100_cuda_system_not_initialized.txt",
+        GB200_RACK,
         "nccl_tests_all_reduce_perf_8xa100_ok.txt",
         "nccl_tests_alltoall_perf_8gpu_ok.txt",
         "nccl_tests_message_formats_from_source.txt",
         "nccl_tests_test_nccl_failure_unhandled_cuda_error_with_warn.txt",
     ]
+
+
+def test_a_whole_nvl72_racks_all_reduce_excerpt(sample):
+    """A real GB200 NVL72 rack's run over multi-node NVLink, from its last rank line on: the
+    driver named the GPU 'NVIDIA Graphics Device'; busbw 834.57/846.82 GB/s at 8 GiB."""
+    run = parse_nccl_tests(sample(GB200_RACK))
+    assert [(r.rank, r.host, r.device, r.device_name) for r in run.ranks] == [
+        (71, "slurm-gb200-207-171", 3, "NVIDIA Graphics Device")
+    ]
+    assert [row.size for row in run.rows] == [2**29, 2**30, 2**31, 2**32, 2**33]
+    last = run.rows[-1]
+    assert (last.out_of_place.busbw_gbps, last.in_place.busbw_gbps) == (834.57, 846.82)
+    assert (run.out_of_bounds, run.avg_busbw_gbps) == (0, 745.53)
 
 
 def test_new_format_two_nodes_degraded(sample):

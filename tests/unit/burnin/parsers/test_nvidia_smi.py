@@ -191,6 +191,14 @@ def test_query_flags_missing_gpu_blocks(sample):
     assert q.problems == ("'Attached GPUs : 8' but 2 GPU block(s) found",)
 
 
+def test_query_driver_610_names_the_version_without_its_deprecation_notice(sample):
+    """Driver 610 prints 'Driver Version : 610.43.02 [Deprecated; ... Use KMD Version instead]' and a
+    'KMD Version' line (a real H200 capture): the version is the KMD's, the bracket a notice."""
+    q = parse_query(sample("nvidia_smi_q_h200_610_43_idle.txt"))
+    assert (q.driver_version, q.cuda_version) == ("610.43.02", "13.3")
+    assert [g.product_name for g in q.gpus] == ["NVIDIA H200"]
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -419,6 +427,13 @@ def test_table(sample, name, driver, cuda, persistence):
     assert t.gpus[0].memory_total_mib == 81559
     assert t.gpus[0].mig_mode == "Disabled"
     assert t.no_running_processes
+
+
+def test_table_of_driver_610_reads_the_kmd_version(sample):
+    """Driver 610's title reads 'NVIDIA-SMI 610.43.02  KMD Version: 610.43.02  CUDA UMD Version: 13.3'."""
+    t = parse_table(sample("nvidia_smi_table_h200_610_43_idle.txt"))
+    assert (t.smi_version, t.driver_version, t.cuda_version) == ("610.43.02", "610.43.02", "13.3")
+    assert [g.name for g in t.gpus] == ["NVIDIA H200"] and t.whole
 
 
 def test_table_of_a_geforce_with_its_fan_unreadable(sample):
