@@ -125,3 +125,26 @@ def test_a_gpu_the_driver_lost_fails_the_count(node):
     verdict, findings = on_node(root, "amd_gpu_inventory")
     assert verdict is Verdict.FAIL and findings and "7 GPU(s) found, the profile has 8" in findings[0]
     assert on_node(root, "amd_gpu_ecc")[0] is Verdict.UNKNOWN  # 7 GPUs' counts: not a pass
+
+
+def test_the_xgmi_links_pass_and_a_link_down_fails_its_pair(node):
+    assert on_node(node(), "amd_xgmi_links") == (Verdict.PASS, [])
+    verdict, findings = on_node(node("xgmi-link-down"), "amd_xgmi_links")
+    assert verdict is Verdict.FAIL and findings, findings
+    assert all("0000:38:00.0" in f and "0000:af:00.0" in f for f in findings), findings
+
+
+def test_the_gpu_stage_passes_rvs_and_rccl_tests_on_the_node(node):
+    root = node()
+    assert on_node(root, "amd_rvs") == (Verdict.PASS, [])
+    done = subprocess.run(
+        [str(root / "usr/local/bin/all_reduce_perf"), "-b", "8", "-e", "8G", "-f", "2", "-g", "8"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "NCCL_DEBUG": "VERSION"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rccl-tests: Version" in done.stdout and "AMD Instinct MI300X" in done.stdout
+    assert "NVIDIA" not in done.stdout and "Hostname     : host" not in done.stdout  # this node's name
+    assert on_node(root, "nccl_local") == (Verdict.PASS, [])
