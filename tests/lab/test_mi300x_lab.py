@@ -2,7 +2,8 @@
 mi300x-8x400g` to a burn-in verdict by the operator's commands: discovery suggests the MI300X
 profile from the BMC's GPUs, configure installs AMD's driver at the profile's release (no NVIDIA
 package), and the preflight fails the node with an uncorrectable HBM error, blaming GPU 3 in its
-ECC counts and its kernel log, while the healthy node passes."""
+ECC counts and its kernel log, while the healthy node passes it and the gpu stage (RVS and the
+single-node rccl-tests all-reduce)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.lab
 PROFILE = "mi300x-8x400g"
 
 
-def test_an_mi300x_rack_from_lab_up_to_its_preflight_verdict(tmp_path) -> None:
+def test_an_mi300x_rack_from_lab_up_to_its_preflight_and_gpu_stage_verdicts(tmp_path) -> None:
     require_root()
     from bringup.lab.rack import VirtualRack
     from bringup.lab.services import lab_services
@@ -34,7 +35,7 @@ def test_an_mi300x_rack_from_lab_up_to_its_preflight_verdict(tmp_path) -> None:
         lab.up(2, spec, PROFILE)
         base, store = configured_by_the_cli(name, inv, tmp_path / "fleet.db")
         res = CliRunner().invoke(
-            burnin_main, [*base, "run", "--rack", name, "--stages", "preflight", "--json"]
+            burnin_main, [*base, "run", "--rack", name, "--stages", "preflight,gpu", "--json"]
         )
     finally:
         lab.down()
@@ -50,7 +51,9 @@ def test_an_mi300x_rack_from_lab_up_to_its_preflight_verdict(tmp_path) -> None:
     results = {
         node: {r["check"]: r for s in o["stages"] for r in s["results"]} for node, o in outcomes.items()
     }
-    assert {"amd_gpu_inventory", "amd_gpu_ecc", "kernel_log"} <= set(results["node01"])
+    assert {"amd_gpu_inventory", "amd_gpu_ecc", "amd_xgmi_links", "kernel_log"} <= set(results["node01"])
+    assert {"amd_rvs", "nccl_local"} <= set(results["node01"])  # the gpu stage on AMD
+    assert [s["stage"] for s in outcomes["node02"]["stages"]] == ["preflight"]  # stopped there
     assert not {"gpu_inventory", "nvlink", "dcgm_diag"} & set(results["node01"])  # NVIDIA's checks
     assert outcomes["node01"]["verdict"] == "PASS", results["node01"]
     assert outcomes["node02"]["verdict"] == "FAIL" and outcomes["node02"]["state"] == "failed"
