@@ -43,7 +43,11 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
     driver = pin("driver")
     out: dict[str, Any] = {
         "bringup_profile": profile.name,
-        "nvidia_driver_version": driver or "",
+        # Whose driver and tools the roles install (playbooks/site.yml): the pin is NVIDIA's
+        # driver or AMD's GPU driver release, by the profile's gpu.vendor.
+        "gpu_vendor": profile.gpu.vendor,
+        "nvidia_driver_version": (driver or "") if profile.gpu.vendor == "nvidia" else "",
+        "amdgpu_driver_version": (driver or "") if profile.gpu.vendor == "amd" else "",
         "fabric_manager_enabled": profile.gpu.nvswitch,
         "fabric_manager_version": pin("fabric_manager") or driver or "",
         "doca_ofed_enabled": pin("doca_ofed") is not None,

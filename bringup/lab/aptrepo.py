@@ -366,6 +366,7 @@ def lab_inventory_vars(repo_url: str) -> dict[str, Any]:
         "bringup_live_kernel": False,
         # A namespace cannot reboot; the play records the reboot as required instead.
         "nvidia_driver_reboot": False,
+        "amdgpu_driver_reboot": False,
         # Lab nodes have no container engine in their base image: install the stand-in.
         "container_toolkit_runtime_packages": ["docker.io"],
     }

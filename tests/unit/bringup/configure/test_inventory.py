@@ -49,6 +49,20 @@ def test_profile_vars_of_the_h100_profile(rack):
     assert v["base_max_clock_offset_s"] == 2
 
 
+def test_profile_vars_of_an_amd_profile_pin_amds_driver_not_nvidias():
+    """On gpu.vendor amd the driver pin is the AMD GPU Driver release (role amdgpu_driver);
+    the NVIDIA roles get no version and playbooks/site.yml skips them by gpu_vendor."""
+    from bringup.profiles.load import find_profile
+    from tests.paths import REPO
+
+    v = profile_vars(find_profile("mi300x-8x400g", REPO / "inventories" / "profiles"))
+    assert v["gpu_vendor"] == "amd"
+    assert v["amdgpu_driver_version"] == "30.30.3"
+    assert v["nvidia_driver_version"] == ""
+    assert v["fabric_manager_enabled"] is False
+    assert v["doca_ofed_enabled"] is False
+
+
 def test_profile_without_nvswitch_ofed_or_fm_pin():
     data = {
         "name": "x",

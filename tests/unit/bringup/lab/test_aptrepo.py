@@ -105,6 +105,27 @@ def test_repository_holds_the_driver_and_fabric_manager_each_hgx_profile_pins(pr
     assert {upstream_version(v) for v in driver} == {upstream_version(v) for v in fabric_manager}
 
 
+def test_repository_holds_the_amd_driver_release_the_amd_profile_pins():
+    """amdgpu_driver's glob for the MI300X profile's pins.driver (an AMD GPU Driver release),
+    rendered as Ansible would, matches one lab amdgpu-dkms and not the other release."""
+    import jinja2
+
+    pin = yaml.safe_load((REPO / "inventories" / "profiles" / "mi300x-8x400g.yml").read_text())["pins"][
+        "driver"
+    ]
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    field = env.from_string(_role_default("amdgpu_driver", "amdgpu_driver_release_field")).render(
+        amdgpu_driver_version=pin
+    )
+    assert (pin, field.strip()) == ("30.30.3", "30300300")
+    pattern = env.from_string(_role_default("amdgpu_driver", "amdgpu_driver_package_version")).render(
+        amdgpu_driver_release_field=field.strip()
+    )
+    versions = [pkg.version for pkg in load_catalog() if pkg.name == "amdgpu-dkms"]
+    assert [v for v in versions if _glob(pattern, v)] == ["1:6.16.13.30300300-2278356.24.04"]
+    assert len(versions) >= 2  # a changed pin has something to install
+
+
 def test_fault_driven_postinst_names_a_declared_fault():
     for pkg in load_catalog():
         if pkg.fail_postinst_on:
@@ -169,6 +190,7 @@ def test_lab_inventory_vars_point_at_the_repository():
         {"name": "bringup-lab", "uris": "http://10.1.2.1:4000/", "suites": "./", "trusted": True}
     ]
     assert v["bringup_live_kernel"] is False and v["nvidia_driver_reboot"] is False
+    assert v["amdgpu_driver_reboot"] is False  # the AMD driver role, as the NVIDIA one
 
 
 # -- the lab's systemctl ----------------------------------------------------------------------

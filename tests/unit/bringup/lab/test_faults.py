@@ -17,8 +17,7 @@ from bringup.lab.faults import (
     parse_fault_spec,
     switch_fault,
 )
-from bringup.lab.standins import known_faults
-from bringup.lab.standins.catalog_file import platforms
+from bringup.lab.standins import catalog, known_faults, platforms
 from tests.paths import REPO
 
 FAULTS_DIR = REPO / "inventories" / "faults"
@@ -110,9 +109,14 @@ def test_shipped_specs_are_valid():
     demo = load_fault_spec(FAULTS_DIR / "demo.yml")
     assert len(demo.faulty_nodes()) == 2
     assert load_fault_spec(FAULTS_DIR / "none.yml").faulty_nodes() == []
+    # A platform's demo spec (its overlay's demo.faults) is one for a rack of that platform.
+    owner = {
+        (REPO / catalog(p)["demo"]["faults"]).resolve(): p
+        for p in platforms()
+        if "faults" in catalog(p).get("demo", {})
+    }
     for path in FAULTS_DIR.glob("*.yml"):
-        # demo-<profile>.yml is the demo of a lab platform (standins/platforms/<profile>.json)
-        platform = path.stem.removeprefix("demo-") if path.stem.removeprefix("demo-") in platforms() else None
+        platform = owner.get(path.resolve())
         spec = load_fault_spec(path, platform)
         assert isinstance(spec, FaultSpec)
         assert {f for faults in spec.nodes.values() for f in faults} <= set(known_faults(platform))
