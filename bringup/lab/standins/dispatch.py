@@ -182,6 +182,36 @@ def node_number(root):
     return index + 1
 
 
+# ---- the node's own subnet ---------------------------------------------------------------------
+# A recording that lists the rack's management addresses (`nvidia-imex-ctl -N`: one per tray) is
+# recorded on 10.20.3.11 + k; a lab node k sits at <its /24>.11 + k (bringup/lab/network.py), so
+# an entry's `lab_subnet` prefix is replaced by the node's own /24 and every tray's address in it
+# is that lab node's.
+ROUTE_FILE = "/proc/net/route"  # the kernel's IPv4 routes of the reading process's namespace
+
+
+def node_subnet_prefix(route_file=ROUTE_FILE, iface="eth0"):
+    """'a.b.c' of the /24 the node's `iface` is on (its connected route), None if it has none."""
+    try:
+        with open(route_file, encoding="ascii") as f:
+            rows = [line.split() for line in f.read().splitlines()[1:]]
+    except OSError:
+        return None
+    for row in rows:
+        if len(row) >= 8 and row[0] == iface and row[2] == "00000000" and row[7] == "00FFFFFF":
+            octets = bytes.fromhex(row[1])[::-1]  # the file holds addresses little-endian
+            return ".".join(str(b) for b in octets[:3])
+    return None
+
+
+def rewrite_subnet(data, recorded, prefix):
+    """Every address of the recorded /24 (`recorded`: 'a.b.c') moved to `prefix`."""
+    if not prefix:
+        return data
+    pattern = re.compile(r"(?<![0-9.])" + re.escape(recorded) + r"\.(?=[0-9])")
+    return pattern.sub(prefix + ".", data.decode("latin-1")).encode("latin-1")
+
+
 def lab_root(here):
     """The node root this dispatcher is installed in ("/" inside a node)."""
     here = os.path.realpath(here)
@@ -419,6 +449,8 @@ def main(argv=None):
             if entry.get("render"):
                 data = RENDERERS[entry["render"]](data, asked)
             hold(held, entry.get("sysfs_during", {}), os.path.join(lab_root(lib_dir), SYSFS_SUBPATH))
+        if entry.get("lab_subnet"):
+            data = rewrite_subnet(data, entry["lab_subnet"], node_subnet_prefix())
         if tool in FABRIC_TOOLS:
             view = load_fabric_view(lab_root(lib_dir))
             if view is not None:
