@@ -1,6 +1,8 @@
 # The user's entry points. Everything runs as root on Debian (the lab needs network namespaces).
 #   make demo        the whole pipeline on the virtual rack: discover -> provision -> configure ->
 #                    burn-in -> golden list + report (DEMO_NODES=6, FAULTS=inventories/faults/demo.yml)
+#   make demo PROFILE=h200-sxm-8x400g   the same on a rack of another platform (docs/lab.md, Platforms:
+#                    h200-sxm-8x400g, b200-sxm-8x400g, gb200-nvl72-tray (18 trays), mi300x-8x400g)
 #   make demo-service  the in-service loop on the lab's Slurm: one health-check drain, one nightly return
 #   make test        installs what the tests need (apt + pip + PostgreSQL) and runs the whole suite
 #   make unit        fast unit tests only (no root, no lab, no PostgreSQL, no browser)
@@ -24,7 +26,8 @@ FAULTS      ?=
 PYTEST_ARGS ?=
 RACK        ?=
 STAGES      ?= preflight,gpu,pcie,ib,nccl
-DEMO_NODES  ?= 6
+DEMO_NODES  ?=
+PROFILE     ?=
 
 .PHONY: help install dev system-deps test unit lint lab-up lab-down lab-status burnin clean demo demo-service
 
@@ -63,7 +66,7 @@ lint: dev
 	$(BIN)/ruff format --check bringup burnin tests benchmarks
 
 lab-up: system-deps install
-	$(BIN)/bringup lab up --nodes $(LAB_NODES) $(if $(FAULTS),--faults $(FAULTS))
+	$(BIN)/bringup lab up --nodes $(LAB_NODES) $(if $(PROFILE),--profile $(PROFILE)) $(if $(FAULTS),--faults $(FAULTS))
 
 lab-down:
 	@if [ -x $(BIN)/bringup ]; then $(BIN)/bringup lab down && $(BIN)/bringup lab down --name demo; \
@@ -71,7 +74,8 @@ lab-down:
 
 # Idempotent: takes down what an earlier demo left, then runs everything again.
 demo: system-deps install
-	$(BIN)/bringup lab demo --nodes $(DEMO_NODES) $(if $(FAULTS),--faults $(FAULTS))
+	$(BIN)/bringup lab demo $(if $(PROFILE),--profile $(PROFILE)) $(if $(DEMO_NODES),--nodes $(DEMO_NODES)) \
+		$(if $(FAULTS),--faults $(FAULTS))
 
 # The in-service loop, shown by its two lab tests (real slurmctld/slurmd, real CLI): a fault makes
 # slurmd's health check drain a golden node and `burnin sync` fail it; then a repaired node is

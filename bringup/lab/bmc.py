@@ -97,6 +97,8 @@ class BmcSystem:
     event_log: list[dict[str, object]] = field(default_factory=_default_event_log)
     # The node's fault spec; the BMC-side ones (bmc_inventory.py) change what this BMC reports.
     faults: list[str] = field(default_factory=list)
+    # The node's hardware profile: the BMC lists that platform's GPUs (bmc_inventory.py).
+    platform: str | None = None
 
 
 def bmc_url(address: str, port: int) -> str:

@@ -22,6 +22,10 @@ GPU of the stand-in ``nvidia-smi -q`` recording, in bus order, with its serial, 
 the slot ``GPU.SXM.<n>`` (``driver-version-wrong``'s recording is another machine's: its GPUs are
 listed then). The node-side ``gpu-missing`` fault takes GPU 4 off nvidia-smi only:
 the BMC still lists it (slot GPU.SXM.5), as a BMC does for a GPU fallen off the bus.
+
+A node of another platform (the system's ``platform``, a profile name) lists the GPUs of its
+platform's recording: the catalog's ``bmc`` section names it and its format (``nvidia-smi-q`` or
+``amd-smi-static``; standins/catalog_file.py), so the BMC and the node show one machine.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import json
 from functools import cache
 from typing import Any
 
-from bringup.lab.standins import SAMPLES_DIR
+from bringup.lab.standins import SAMPLES_DIR, catalog
+from burnin.parsers.amd_smi import parse_static
 from burnin.parsers.hardware import Dimm, parse_dmidecode_memory
 from burnin.parsers.nvidia_smi import parse_query
 
@@ -62,17 +67,37 @@ def _dimms(missing: bool) -> tuple[Dimm, ...]:
     return tuple(parse_dmidecode_memory(_sample(_DIMMS_MISSING if missing else _DIMMS_OK)))
 
 
-def _recording(faults: set[str]) -> str:
-    return next((sample for fault, sample in _OTHER_MACHINE.items() if fault in faults), _SMI_QUERY)
+def _recording(faults: set[str], platform: str | None = None) -> tuple[str, str]:
+    """(sample, format) the BMC lists the node's GPUs from."""
+    bmc = catalog(platform).get("bmc") or {}
+    if "gpu_sample" in bmc:
+        return bmc["gpu_sample"], bmc.get("gpu_format", "nvidia-smi-q")
+    other = next((sample for fault, sample in _OTHER_MACHINE.items() if fault in faults), _SMI_QUERY)
+    return other, "nvidia-smi-q"
 
 
 @cache
-def _gpus(recording: str = _SMI_QUERY) -> tuple[dict[str, Any], ...]:
-    """(slot, model, serial, UUID, VBIOS) of a stand-in nvidia-smi recording's GPUs."""
+def _gpus(recording: str = _SMI_QUERY, form: str = "nvidia-smi-q") -> tuple[dict[str, Any], ...]:
+    """(slot, maker, model, serial, UUID, VBIOS) of a stand-in recording's GPUs."""
+    if form == "amd-smi-static":
+        return tuple(
+            {
+                "id": f"OAM.{n}",  # AMD's UBB names its GPU sites OAM (Open Accelerator Module)
+                "maker": "AMD",
+                "model": f"AMD Instinct {g.market_name}" if g.market_name else None,
+                "serial": g.serial,
+                "uuid": None,
+                "vbios": g.vbios,
+            }
+            for n, g in enumerate(parse_static(_sample(recording)), 1)
+        )
+    if form != "nvidia-smi-q":
+        raise ValueError(f"bmc gpu_format must be nvidia-smi-q or amd-smi-static, got {form!r}")
     q = parse_query(_sample(recording))
     return tuple(
         {
             "id": f"GPU.SXM.{n}",
+            "maker": "NVIDIA",
             "model": g.product_name,
             "serial": g.serial,
             "uuid": (g.uuid or "").removeprefix("GPU-") or None,
@@ -89,7 +114,7 @@ def _gpu_doc(path: str, gpu: dict[str, Any]) -> dict[str, Any]:
         "Id": gpu["id"],
         "Name": gpu["id"],
         "ProcessorType": "GPU",
-        "Manufacturer": "NVIDIA",
+        "Manufacturer": gpu["maker"],
         "Model": gpu["model"],
         "SerialNumber": gpu["serial"],
         "UUID": gpu["uuid"],
@@ -185,7 +210,7 @@ def inventory_resource(tail: list[str], system: dict[str, Any]) -> dict[str, Any
         return _dimm_doc(f"{base}/Memory/{rest[1]}", dimm) if dimm else None
     if rest[0] == "Processors":
         ids = [f"CPU.Socket.{i}" for i in range(1, int(system.get("cpu_count") or 2) + 1)]
-        gpus = {g["id"]: g for g in _gpus(_recording(faults))}
+        gpus = {g["id"]: g for g in _gpus(*_recording(faults, system.get("platform")))}
         if len(rest) == 1:
             return _collection(f"{base}/Processors", "Processor", ids + list(gpus))
         if len(rest) == 2 and rest[1] in gpus:

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from bringup.cli.ui import console, table
-from bringup.lab.demo import LAB_SETTINGS
+from bringup.lab.demo import LAB_SETTINGS, Demo
+from bringup.lab.standins.catalog_file import BASE_PLATFORM, platforms
 
 
 def _rack(ctx: click.Context, name: str, lab_dir: Path | None):
@@ -68,7 +69,11 @@ def lab() -> None:
     help="Fault spec YAML: which stand-in faults each node carries.",
 )
 @click.option(
-    "--profile", default="h100-sxm-8x400g", show_default=True, help="Hardware profile of the lab nodes."
+    "--profile",
+    default=BASE_PLATFORM,
+    show_default=True,
+    type=click.Choice(platforms()),
+    help="Hardware profile of the lab nodes: the platform whose recordings they replay.",
 )
 @name_option
 @dir_option
@@ -109,12 +114,12 @@ def lab_up(
         console.print(f"fabric:    burnin fabric verify --plan {plan}", highlight=False, markup=False)
     # The README's path, each command on its own line (a line to copy stays whole: ui.py).
     console.print("next:", highlight=False)
-    for command in next_commands(name):
+    for command in next_commands(name, Demo.for_platform(profile).settings):
         console.print(f"  {command}", highlight=False, markup=False)
     console.print(f"done:      bringup lab down --name {name}", highlight=False)
 
 
-def next_commands(rack: str) -> list[str]:
+def next_commands(rack: str, settings: tuple[str, ...] = LAB_SETTINGS) -> list[str]:
     """The README's path from a fresh lab to its golden nodes (docs/lab.md, "From lab up to golden")."""
     return [
         f"bringup inventory check {rack}",
@@ -122,7 +127,7 @@ def next_commands(rack: str) -> list[str]:
         f"bringup discover --rack {rack}",
         f"bringup provision --rack {rack}",
         f"bringup configure --rack {rack}",
-        f"burnin run --rack {rack} {' '.join(f'--set {s}' for s in LAB_SETTINGS)}",
+        f"burnin run --rack {rack} {' '.join(f'--set {s}' for s in settings)}",
         f"burnin golden --rack {rack}",
         f"burnin report --rack {rack} --html {rack}.html --junit {rack}.junit.xml",
     ]
@@ -272,15 +277,31 @@ def lab_fault(
 
 
 @lab.command("demo")
-@click.option("--nodes", "count", default=6, show_default=True, type=click.IntRange(2, 64))
+@click.option(
+    "--profile",
+    default=BASE_PLATFORM,
+    show_default=True,
+    type=click.Choice(platforms()),
+    help="Hardware platform of the rack: its stand-in recordings, BMC and profile (docs/lab.md).",
+)
+@click.option(
+    "--nodes",
+    "count",
+    default=None,
+    type=click.IntRange(2, 64),
+    help="Lab nodes (default: the platform's demo, 6 for H100; 18 trays for an NVL72 rack).",
+)
 @click.option(
     "--faults",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Fault spec YAML (default inventories/faults/demo.yml: 2 faulty nodes).",
+    help="Fault spec YAML (default: the platform's demo faults; inventories/faults/demo.yml on H100).",
 )
 @click.option(
-    "--pxe-vms", default=2, show_default=True, type=click.IntRange(0, 8), help="QEMU VMs to PXE-boot."
+    "--pxe-vms",
+    default=None,
+    type=click.IntRange(0, 8),
+    help="QEMU VMs to PXE-boot (default: 2, or the platform's).",
 )
 @click.option(
     "--name",
@@ -290,12 +311,14 @@ def lab_fault(
     help="Lab name (the rack is called this).",
 )
 @dir_option
-def lab_demo(count: int, faults: Path | None, pxe_vms: int, name: str, lab_dir: Path | None) -> None:
+def lab_demo(
+    profile: str, count: int | None, faults: Path | None, pxe_vms: int | None, name: str, lab_dir: Path | None
+) -> None:
     """The whole pipeline on the virtual rack: discover, provision, configure, burn in, golden."""
-    from bringup.lab.demo import DEFAULT_FAULTS, Demo, main
+    from bringup.lab.demo import Demo, main
 
     _need_root()
-    demo = Demo(name, count, (faults or DEFAULT_FAULTS).resolve(), pxe_vms)
+    demo = Demo.for_platform(profile, name=name, nodes=count, faults=faults, pxe_vms=pxe_vms)
     if lab_dir is not None:
         demo.lab_dir = lab_dir.resolve()
     _refuse_foreign(demo.lab_dir, name, "lab demo")  # the demo starts by taking the last one down

@@ -24,8 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bringup.lab.standins.catalog_file import BASE_PLATFORM as DEFAULT_PROFILE
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_FAULTS = REPO / "inventories" / "faults" / "demo.yml"
+DEFAULT_NODES, DEFAULT_PXE_VMS = 6, 2
 STAGES = "preflight,gpu,pcie,ib,nccl"
 # Lab durations: the stand-ins answer in seconds what takes minutes to hours on a real rack.
 # The NCCL floor is the lab's: the stand-in all_reduce_perf really moves data between the fake
@@ -45,10 +48,37 @@ LAB_SETTINGS: tuple[str, ...] = (
 @dataclass
 class Demo:
     name: str = "demo"
-    nodes: int = 6
+    nodes: int = DEFAULT_NODES
     faults: Path = DEFAULT_FAULTS
-    pxe_vms: int = 2
+    pxe_vms: int = DEFAULT_PXE_VMS
     lab_dir: Path = field(default_factory=lambda: Path(os.environ.get("BRINGUP_LAB_DIR", ".lab")).resolve())
+    profile: str = DEFAULT_PROFILE
+    settings: tuple[str, ...] = LAB_SETTINGS  # burn-in --set values (lab durations and floors)
+
+    @classmethod
+    def for_platform(
+        cls,
+        profile: str = DEFAULT_PROFILE,
+        *,
+        name: str = "demo",
+        nodes: int | None = None,
+        faults: Path | None = None,
+        pxe_vms: int | None = None,
+    ) -> Demo:
+        """The demo of a platform: what the caller gives, else the platform's ``demo`` section
+        (standins/catalog_file.py: its node count, faults file, PXE VMs and extra burn-in
+        settings, which come after LAB_SETTINGS and so win), else the H100 demo's."""
+        from bringup.lab.standins import catalog
+
+        own = catalog(profile).get("demo") or {}
+        return cls(
+            name=name,
+            nodes=nodes or int(own.get("nodes", DEFAULT_NODES)),
+            faults=(faults or (REPO / own["faults"] if "faults" in own else DEFAULT_FAULTS)).resolve(),
+            pxe_vms=int(own.get("pxe_vms", DEFAULT_PXE_VMS)) if pxe_vms is None else pxe_vms,
+            profile=profile,
+            settings=(*LAB_SETTINGS, *own.get("settings", ())),
+        )
 
     @property
     def pxe_name(self) -> str:
@@ -125,9 +155,12 @@ def main(demo: Demo) -> int:
     step(f"clean up an earlier demo ({demo.lab_dir})")
     clean(demo)
 
-    step(f"start the virtual rack {demo.name!r}: {demo.nodes} fake nodes, faults from {demo.faults}")
+    step(
+        f"start the virtual rack {demo.name!r}: {demo.nodes} fake {demo.profile} nodes, "
+        f"faults from {demo.faults}"
+    )
     state = VirtualRack(demo.name, demo.lab_dir, demo.inventory_dir, services=lab_services).up(
-        demo.nodes, demo.faults
+        demo.nodes, demo.faults, demo.profile
     )
     for n in state.nodes:
         say(f"  {n.name}  {n.ip}  serial {n.serial}  faults: {', '.join(n.faults) or '-'}")
@@ -137,7 +170,7 @@ def main(demo: Demo) -> int:
         firmware = ["bios", "uefi"]
         specs = [PxeVmSpec(f"vm{i + 1:02d}", firmware[i % 2]) for i in range(demo.pxe_vms)]
         pxe = PxeLab(demo.pxe_name, demo.lab_dir, demo.inventory_dir)
-        pxe.up(specs)
+        pxe.up(specs, demo.profile)
 
     step("discover every node through its BMC (Redfish)")
     run(demo, ["bringup", "discover", "--rack", demo.name])
@@ -157,7 +190,7 @@ def main(demo: Demo) -> int:
     run(demo, ["bringup", "configure", "--rack", demo.name], ok_codes=(0, 1))
 
     step(f"burn in: {STAGES}")
-    sets = [a for s in LAB_SETTINGS for a in ("--set", s)]
+    sets = [a for s in demo.settings for a in ("--set", s)]
     run(demo, ["burnin", "run", "--rack", demo.name, "--stages", STAGES, *sets], ok_codes=(0, 1))
 
     step("golden nodes")

@@ -22,7 +22,7 @@ from types import MappingProxyType
 import yaml
 
 from bringup.core.errors import UserError
-from bringup.lab.standins import fault_conflicts, known_faults
+from bringup.lab.standins import fault_conflicts, known_faults, on_platform
 
 _TOP_KEYS = frozenset({"nodes"})
 
@@ -56,8 +56,9 @@ class FaultSpec:
         return sorted(n for n, faults in self.nodes.items() if faults)
 
 
-def parse_fault_spec(data: object, source: str = "<string>") -> FaultSpec:
-    """Validate already-loaded YAML data (no I/O). `source` names the file in errors."""
+def parse_fault_spec(data: object, source: str = "<string>", platform: str | None = None) -> FaultSpec:
+    """Validate already-loaded YAML data (no I/O). `source` names the file in errors; `platform`
+    (a profile name; None: the base, HGX H100) is whose faults the nodes can have."""
     if data is None:  # an empty file: no faults anywhere
         return FaultSpec({}, source)
     if not isinstance(data, dict):
@@ -74,18 +75,20 @@ def parse_fault_spec(data: object, source: str = "<string>") -> FaultSpec:
         raise FaultSpecError(
             source, f"'nodes' must be a mapping of node -> [faults], got {_kind(nodes)}", field="nodes"
         )
-    known = known_faults()
+    known = known_faults(platform)
     parsed: dict[str, tuple[str, ...]] = {}
     for node, faults in nodes.items():
         if not isinstance(node, str) or not node:
             raise FaultSpecError(
                 source, f"'nodes' keys (node names) must be non-empty strings, got {node!r}", field="nodes"
             )
-        parsed[node] = _parse_node(source, node, faults, known)
+        parsed[node] = _parse_node(source, node, faults, known, platform)
     return FaultSpec(parsed, source)
 
 
-def _parse_node(source: str, node: str, faults: object, known: dict[str, str]) -> tuple[str, ...]:
+def _parse_node(
+    source: str, node: str, faults: object, known: dict[str, str], platform: str | None
+) -> tuple[str, ...]:
     if faults is None:
         return ()
     if not isinstance(faults, list):
@@ -109,21 +112,21 @@ def _parse_node(source: str, node: str, faults: object, known: dict[str, str]) -
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise FaultSpecError(
                 source,
-                f"unknown fault {fault!r}{hint} (known: {', '.join(sorted(known))})",
+                f"unknown fault {fault!r}{on_platform(platform)}{hint} (known: {', '.join(sorted(known))})",
                 node=node,
                 field=fault,
             )
         if fault in seen:
             raise FaultSpecError(source, f"fault {fault!r} listed twice", node=node, field=fault)
         seen.append(fault)
-    clashes = fault_conflicts(seen)
+    clashes = fault_conflicts(seen, platform)
     if clashes:
         raise FaultSpecError(source, "; ".join(clashes), node=node, field=seen[0])
     return tuple(seen)
 
 
-def load_fault_spec(path: str | Path) -> FaultSpec:
-    """Read and validate a fault spec YAML file."""
+def load_fault_spec(path: str | Path, platform: str | None = None) -> FaultSpec:
+    """Read and validate a fault spec YAML file for a rack of `platform` (None: HGX H100)."""
     path = Path(path)
     source = str(path)
     try:
@@ -134,7 +137,7 @@ def load_fault_spec(path: str | Path) -> FaultSpec:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise FaultSpecError(source, f"not valid YAML: {exc}") from exc
-    return parse_fault_spec(data, source)
+    return parse_fault_spec(data, source, platform)
 
 
 def _kind(value: object) -> str:
@@ -157,19 +160,21 @@ class FaultSwitchError(UserError, ValueError):
     """A fault that cannot be switched on or off on a running node; the message says why."""
 
 
-def kernel_log_faults() -> frozenset[str]:
+def kernel_log_faults(platform: str | None = None) -> frozenset[str]:
     """Faults that add kernel-log lines: a dmesg recording part `logged_by` them (catalog.json)."""
     from bringup.lab.standins.catalog_file import catalog
 
     return frozenset(
         part["logged_by"]
-        for entry in catalog()["tools"].get("dmesg", [])
+        for entry in catalog(platform)["tools"].get("dmesg", [])
         for part in entry["output"]
         if "logged_by" in part
     )
 
 
-def switch_fault(data: object, node: str, action: str, fault: str, now_iso: str) -> dict:
+def switch_fault(
+    data: object, node: str, action: str, fault: str, now_iso: str, platform: str | None = None
+) -> dict:
     """What a node's faults file (/etc/bringup-lab/faults.json, as loaded) becomes when `fault` is
     switched on (`add`) or off (`remove`) at `now_iso` (a `dmesg --time-format iso` stamp).
 
@@ -179,14 +184,16 @@ def switch_fault(data: object, node: str, action: str, fault: str, now_iso: str)
     from bringup.lab.standins import fault_conflicts, known_faults
     from bringup.lab.standins.catalog_file import catalog
 
-    known = known_faults()
+    known = known_faults(platform)
     if fault not in known:
         close = difflib.get_close_matches(fault, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise FaultSwitchError(f"unknown fault {fault!r}{hint} (known: {', '.join(sorted(known))})")
+        raise FaultSwitchError(
+            f"unknown fault {fault!r}{on_platform(platform)}{hint} (known: {', '.join(sorted(known))})"
+        )
     why = _AT_START_ONLY.get(fault) or (
         "it changes the fake sysfs tree, which the node's init unpacks"
-        if fault in catalog().get("sysfs", {})
+        if fault in catalog(platform).get("sysfs", {})
         else ""
     )
     if why:
@@ -199,10 +206,10 @@ def switch_fault(data: object, node: str, action: str, fault: str, now_iso: str)
         if fault in faults:
             raise FaultSwitchError(f"fault {fault!r} is already on {node}")
         faults.append(fault)
-        clashes = fault_conflicts(faults)
+        clashes = fault_conflicts(faults, platform)
         if clashes:
             raise FaultSwitchError(f"{node}: " + "; ".join(clashes))
-        if fault in kernel_log_faults():
+        if fault in kernel_log_faults(platform):
             logged_at[fault] = now_iso
     elif action == "remove":
         if fault not in faults:
@@ -253,7 +260,7 @@ def switch_node_fault(state_dir: str | Path, lab: str, node: str, action: str, f
     stamp = (
         time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 1_000_000)) + f",{now % 1_000_000:06d}+00:00"
     )
-    new = switch_fault(data, node, action, fault, stamp)
+    new = switch_fault(data, node, action, fault, stamp, state.profile)
     if fault.startswith("fabric-"):
         from bringup.lab.fabric import FabricFaultError, check_lab_faults
 

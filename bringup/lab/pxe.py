@@ -42,7 +42,14 @@ from bringup.lab import network
 from bringup.lab.bmc import BmcEmulator, BmcSystem, bmc_url
 from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError, run_cmd
-from bringup.lab.rack import BMC_PORT, BMC_USER, DEFAULT_PROFILE, default_lab_root, run_id_for
+from bringup.lab.rack import (
+    BMC_PORT,
+    BMC_USER,
+    DEFAULT_PROFILE,
+    default_lab_root,
+    platform_bmc_fields,
+    run_id_for,
+)
 from bringup.lab.vms import VmSpec, write_config
 from bringup.local.files import atomic_write
 from bringup.local.procs import cmdline_has, read_pid, stop_pid
@@ -316,6 +323,8 @@ class PxeLab:
                 serial=vm.serial,
                 macs=[vm.mac],
                 address=str(mgmt.network_address + network.FIRST_HOST + vm.index),
+                platform=profile,
+                **platform_bmc_fields(profile),
             )
             for vm in state.vms
         ]

@@ -39,7 +39,7 @@ from bringup.lab.naming import LabNames
 from bringup.lab.network import LabError
 from bringup.lab.nodes import FakeNode, NodeSpec, ed25519_keypair, start_nodes, stop_nodes
 from bringup.lab.service_hook import LabService
-from bringup.lab.standins import install_standins
+from bringup.lab.standins import PlatformError, catalog, install_standins
 from bringup.lab.state import BMC_PORT, LabNode, LabState
 from bringup.ssh.hostkey_records import record
 from bringup.ssh.hostkeys import known_hosts_text
@@ -102,6 +102,22 @@ def write_dmi_identity(root: Path, node: LabNode) -> None:
     ):
         (dmi / name).write_text(value + "\n")
         (dmi / name).chmod(0o400)  # root-only, as the kernel's
+
+
+# The platform's `bmc` section keys (standins/catalog_file.py) -> BmcSystem fields they set.
+_BMC_FIELDS = {
+    "manufacturer": "manufacturer",
+    "system_model": "model",
+    "cpu_model": "cpu_model",
+    "cpu_count": "cpu_count",
+}
+
+
+def platform_bmc_fields(profile: str) -> dict[str, Any]:
+    """What a node of this platform's BMC says of the system (maker, model, CPUs), where its
+    platform's catalog says it; the rest keeps BmcSystem's defaults (an XE9680's)."""
+    bmc = catalog(profile).get("bmc") or {}
+    return {field: bmc[key] for key, field in _BMC_FIELDS.items() if key in bmc}
 
 
 def render_inventory(state: LabState, inventory_path: Path, password_file: Path, profile: str) -> str:
@@ -177,7 +193,11 @@ class VirtualRack:
             raise LabError(
                 f"lab {self.name!r} is already up (prefix {self.names.prefix}); run `bringup lab down` first"
             )
-        spec = load_fault_spec(faults) if faults else FaultSpec({})
+        try:
+            catalog(profile)  # a platform the stand-ins have recordings of, before anything starts
+        except PlatformError as exc:
+            raise LabError(str(exc)) from exc
+        spec = load_fault_spec(faults, profile) if faults else FaultSpec({})
         lab_nodes = [f"node{i:02d}" for i in range(1, nodes + 1)]
         unknown = sorted(set(spec.faulty_nodes()) - set(lab_nodes))
         if unknown:
@@ -195,6 +215,7 @@ class VirtualRack:
             inventory=str(self.inventory_path.resolve()),
             created_at=datetime.now(timezone.utc).isoformat(),
             fault_spec=str(Path(faults).resolve()) if faults else None,
+            profile=profile,
         )
         state.save()  # from here on, `lab down` can clean up whatever happens
         try:
@@ -235,12 +256,17 @@ class VirtualRack:
             def prepare(root: Path) -> None:
                 # The identity first: the stand-ins number the node's IB GUIDs by its index.
                 ident = dict(
-                    name=node.name, index=node.index, serial=node.serial, uuid=node.uuid, mac=node.mac
+                    name=node.name,
+                    index=node.index,
+                    serial=node.serial,
+                    uuid=node.uuid,
+                    mac=node.mac,
+                    platform=state.profile,
                 )
                 (root / "etc" / "bringup-lab").mkdir(parents=True, exist_ok=True)
                 (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(ident, indent=2))
                 write_dmi_identity(root, node)
-                install_standins(root, node.faults)
+                install_standins(root, node.faults, state.profile)
                 for service in services:
                     service.prepare_node(state, node, root)
 
@@ -265,6 +291,8 @@ class VirtualRack:
                 macs=[n.mac],
                 address=str(net.bmc_ip(n.index)),
                 faults=list(n.faults),
+                platform=state.profile,
+                **platform_bmc_fields(state.profile),
             )
             for n in state.nodes
         ]

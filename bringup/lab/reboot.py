@@ -85,7 +85,7 @@ def reboot_node(
     except (OSError, ValueError):
         data = {"faults": []}
     before = list(data.get("faults", []))
-    after = faults_after_reboot(before, started_with, kernel_log_faults())
+    after = faults_after_reboot(before, started_with, kernel_log_faults(state.profile))
     if after != before:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(fault_file_text({"faults": after}), encoding="utf-8")

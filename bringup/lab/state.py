@@ -48,6 +48,9 @@ class LabState:
     gateway: str = ""  # the host's address on the node subnet (where lab services listen)
     # Inventory vars the lab services added (apt repository URL, Slurm partition, ...).
     inventory_vars: dict[str, Any] = field(default_factory=dict)
+    # The hardware profile of every node: the stand-ins replay that platform's recordings
+    # (bringup/lab/standins/catalog_file.py) and the inventory names it.
+    profile: str = "h100-sxm-8x400g"
 
     def save(self) -> None:
         atomic_write(Path(self.state_dir) / STATE_FILE, json.dumps(asdict(self), indent=2))

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from bringup.lab.standins import dispatch, front
-from bringup.lab.standins.catalog_file import CATALOG_PATH, catalog
+from bringup.lab.standins.catalog_file import BASE_PLATFORM, catalog
+from bringup.lab.standins.catalog_file import CATALOG_PATH as CATALOG_PATH  # re-exported for the lab
+from bringup.lab.standins.catalog_file import PlatformError as PlatformError
+from bringup.lab.standins.catalog_file import platforms as platforms
 from bringup.lab.standins.sysfs import install_fake_sysfs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -32,24 +35,24 @@ BIN_DIR = Path("usr/local/bin")
 FAULTS_FILE = Path(dispatch.FAULTS_SUBPATH)
 
 
-def known_faults() -> dict[str, str]:
-    """Fault name -> one-line description, from the catalog."""
-    return dict(catalog()["faults"])
+def known_faults(platform: str | None = None) -> dict[str, str]:
+    """Fault name -> one-line description, from the catalog of `platform` (None: the base's)."""
+    return dict(catalog(platform)["faults"])
 
 
-def tool_names() -> list[str]:
-    return sorted(catalog()["tools"])
+def tool_names(platform: str | None = None) -> list[str]:
+    return sorted(catalog(platform)["tools"])
 
 
-def fault_conflicts(faults: Sequence[str]) -> list[str]:
+def fault_conflicts(faults: Sequence[str], platform: str | None = None) -> list[str]:
     """Why these faults cannot be combined on one node, one message per clash ([] = fine).
 
     Two faults clash when both change the output of the same command and the catalog has no
     recording of them together: the dispatcher would silently show only one of them.
     """
     active = set(faults)
-    problems = _sysfs_conflicts(active)
-    for tool, entries in catalog()["tools"].items():
+    problems = _sysfs_conflicts(active, platform)
+    for tool, entries in catalog(platform)["tools"].items():
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for entry in entries:
             groups.setdefault(tuple(entry["args"]), []).append(entry)
@@ -65,10 +68,10 @@ def fault_conflicts(faults: Sequence[str]) -> list[str]:
     return problems
 
 
-def _sysfs_conflicts(active: set[str]) -> list[str]:
+def _sysfs_conflicts(active: set[str], platform: str | None) -> list[str]:
     owner: dict[tuple[str, str], str] = {}
     problems = []
-    for fault, devices in sorted(catalog().get("sysfs", {}).items()):
+    for fault, devices in sorted(catalog(platform).get("sysfs", {}).items()):
         if fault not in active:
             continue
         for bdf, files in devices.items():
@@ -89,20 +92,27 @@ def _best(group: list[dict[str, Any]], active: set[str]) -> dict[str, Any] | Non
     return best
 
 
-def check_faults(faults: Sequence[str]) -> None:
-    """Raise ValueError if a fault is unknown, repeated, or clashes with another."""
-    known = known_faults()
+def check_faults(faults: Sequence[str], platform: str | None = None) -> None:
+    """Raise ValueError if a fault is unknown (on `platform`), repeated, or clashes with another."""
+    known = known_faults(platform)
     unknown = [f for f in faults if f not in known]
     if unknown:
-        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"unknown fault(s) {', '.join(unknown)}{on_platform(platform)}; known: {', '.join(sorted(known))}"
+        )
     if len(set(faults)) != len(faults):
         raise ValueError(f"repeated fault in {list(faults)}")
-    problems = fault_conflicts(faults)
+    problems = fault_conflicts(faults, platform)
     if problems:
         raise ValueError("; ".join(problems))
 
 
-def install_standins(root: Path, faults: Sequence[str]) -> None:
+def on_platform(platform: str | None) -> str:
+    """ " on platform X" for messages about a platform other than the base, else ""."""
+    return f" on platform {platform}" if platform not in (None, BASE_PLATFORM) else ""
+
+
+def install_standins(root: Path, faults: Sequence[str], platform: str | None = None) -> None:
     """Install the dispatcher, catalog, samples, tool links, the fault list and the fake sysfs
     tree (as a tar the node's init unpacks, see sysfs.py) into a node root.
 
@@ -113,8 +123,13 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
     The node's identity file (etc/bringup-lab/identity.json with its `index`) must be in the
     root before this runs: the outputs rendered here and the sysfs tree carry the node's own
     InfiniBand GUIDs (dispatch.rewrite_guids); without the file the recordings stay as they are.
+
+    `platform` (a profile name; None: the base, HGX H100) picks the recordings: the node gets the
+    platform's merged catalog (catalog_file.merge) as its catalog.json, so the dispatcher on the
+    node needs to know nothing of platforms.
     """
-    check_faults(faults)
+    check_faults(faults, platform)
+    node_catalog = catalog(platform)
     root = Path(root)
     node = dispatch.node_number(root)  # IB GUIDs renumbered for the node (read before install)
     lib = root / LIB_DIR
@@ -123,7 +138,7 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
     (lib / "samples").mkdir(parents=True)
     shutil.copy2(DISPATCHER_PATH, lib / "dispatch.py")
     os.chmod(lib / "dispatch.py", 0o755)
-    shutil.copy2(CATALOG_PATH, lib / dispatch.CATALOG_NAME)
+    (lib / dispatch.CATALOG_NAME).write_text(json.dumps(node_catalog, indent=1) + "\n", encoding="utf-8")
     for sample in sorted(SAMPLES_DIR.iterdir()):
         if sample.is_file():
             shutil.copy2(sample, lib / "samples" / sample.name)
@@ -142,9 +157,9 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
     (lib / "tools").mkdir()
     (lib / "resolved").mkdir()
     lib_from_bin = os.path.relpath(lib, bin_dir)
-    for tool in tool_names():
+    for tool in tool_names(platform):
         (lib / "tools" / tool).symlink_to(os.path.join("..", "dispatch.py"))
-        entries = catalog()["tools"][tool]
+        entries = node_catalog["tools"][tool]
         for index in front.ordered_eligible(entries, faults):
             if entries[index].get("output") is not None:
                 data = dispatch.for_node(dispatch.render(entries[index], str(SAMPLES_DIR)), node)
@@ -162,4 +177,4 @@ def install_standins(root: Path, faults: Sequence[str]) -> None:
             shutil.copy2(program, bin_dir / program.name)
             (bin_dir / program.name).chmod(0o755)
 
-    install_fake_sysfs(root, faults)  # unpacked into a tmpfs by the node's init
+    install_fake_sysfs(root, faults, platform=platform)  # unpacked into a tmpfs by the node's init

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from bringup.lab.standins.catalog_file import catalog
 from bringup.lab.standins.dispatch import SYSFS_SUBPATH, node_number, rewrite_guids, sysfs_attr_path
@@ -99,6 +100,7 @@ class PciDevice:
     # Relative path -> content of extra files and directories (content None = an empty dir):
     # infiniband/mlx5_0/..., net/ibp84s0, nvme/nvme0.
     extra: Mapping[str, str | None] = field(default_factory=dict)
+    ids: tuple[str, str, str] | None = None  # (vendor, device, class) other than IDS[kind]
 
 
 def _bdf(bus: int, dev: int = 0, fn: int = 0) -> str:
@@ -123,13 +125,26 @@ def _ib_files(name: str, guid: str) -> dict[str, str | None]:
     }
 
 
-def hgx_h100_devices() -> list[PciDevice]:
-    """Every PCI function of the fake node, parents before children."""
+def hgx_h100_devices(pci: Mapping[str, Any] | None = None) -> list[PciDevice]:
+    """Every PCI function of the fake node, parents before children.
+
+    ``pci`` is a platform's ``pci`` section (catalog_file.py): ``gpu_buses`` (hex, in the GPU
+    index order of its recordings), ``gpu_id`` (vendor, device, class), ``nvswitches`` (how many
+    NVSwitches sit behind their own switch: 4 on HGX H100, 0 where the GPUs have none on the
+    board). The rails keep the HGX shape: a switch per GPU with its NIC. None: HGX H100.
+    """
+    pci = pci or {}
+    gpu_buses = tuple(int(b, 16) for b in pci["gpu_buses"]) if "gpu_buses" in pci else GPU_BUSES
+    if any(not 3 <= b <= 0xFD for b in gpu_buses) or len(gpu_buses) > len(IB_NODE_GUIDS):
+        raise ValueError(
+            f"pci.gpu_buses: 1 to {len(IB_NODE_GUIDS)} buses in 0x03..0xfd, got {pci['gpu_buses']}"
+        )
+    gpu_ids = tuple(pci["gpu_id"]) if "gpu_id" in pci else None
     x16 = Link(GEN5, 16, GEN5, 16)
     devices: list[PciDevice] = []
-    for rail, gpu_bus in enumerate(GPU_BUSES):
+    for rail, gpu_bus in enumerate(gpu_buses):
         root = gpu_bus - 3  # host bridge bus; root port 01.0 -> switch upstream -> internal bus
-        numa = 0 if rail < 4 else 1
+        numa = 0 if rail < len(gpu_buses) // 2 else 1
         rp, usp = _bdf(root, 1), _bdf(root + 1)
         dsp_gpu, dsp_nic = _bdf(root + 2, 0), _bdf(root + 2, 1)
         nic_bus = gpu_bus + 1
@@ -138,7 +153,7 @@ def hgx_h100_devices() -> list[PciDevice]:
             PciDevice(rp, None, "root-port", x16, numa, rail),
             PciDevice(usp, rp, "switch-upstream", x16, numa, rail),
             PciDevice(dsp_gpu, usp, "switch-downstream", idle_gpu, numa, rail),
-            PciDevice(_bdf(gpu_bus), dsp_gpu, "gpu", idle_gpu, numa, rail, slot=str(rail + 1)),
+            PciDevice(_bdf(gpu_bus), dsp_gpu, "gpu", idle_gpu, numa, rail, slot=str(rail + 1), ids=gpu_ids),
             PciDevice(dsp_nic, usp, "switch-downstream", x16, numa, rail),
             PciDevice(
                 _bdf(nic_bus),
@@ -165,9 +180,12 @@ def hgx_h100_devices() -> list[PciDevice]:
                     extra={f"nvme/nvme{NVME_RAILS.index(rail)}": None},
                 ),
             ]
+    nvswitches = int(pci.get("nvswitches", 4))
+    if not nvswitches:
+        return devices
     rp, usp = _bdf(NVSWITCH_ROOT_BUS, 1), _bdf(NVSWITCH_ROOT_BUS + 1)
     devices += [PciDevice(rp, None, "root-port", x16, 0), PciDevice(usp, rp, "switch-upstream", x16, 0)]
-    for i in range(4):  # link figures of the NVSwitch management port are illustrative
+    for i in range(nvswitches):  # link figures of the NVSwitch management port are illustrative
         dsp = _bdf(NVSWITCH_ROOT_BUS + 2, i)
         devices += [
             PciDevice(dsp, usp, "switch-downstream", Link(GEN4, 4, GEN5, 4), 0),
@@ -196,7 +214,7 @@ def aer_text(names: Sequence[str], total: str, counts: Mapping[str, int] | None 
 
 def device_files(dev: PciDevice) -> dict[str, str | None]:
     """Relative path -> content of a device's attribute files (None = directory)."""
-    vendor, device, pci_class = IDS[dev.kind]
+    vendor, device, pci_class = dev.ids or IDS[dev.kind]
     files: dict[str, str | None] = {
         "vendor": vendor,
         "device": device,
@@ -234,17 +252,21 @@ class Entry:
 
 
 def tree_entries(
-    faults: Sequence[str] = (), overrides: Overrides | None = None, node: int | None = None
+    faults: Sequence[str] = (),
+    overrides: Overrides | None = None,
+    node: int | None = None,
+    platform: str | None = None,
 ) -> list[Entry]:
     """The whole tree for a node with these faults, parents before children (pure).
 
     ``overrides`` is the catalog's ``sysfs`` section: for each active fault, BDF -> file -> new
     content. Values get the kernel's trailing newline. ``node`` is the node's number: the HCA
-    GUIDs in every file are renumbered for it (None: as recorded).
+    GUIDs in every file are renumbered for it (None: as recorded). ``platform``: whose PCI tree
+    (its catalog's ``pci`` section; None: HGX H100).
     """
     if overrides is None:
-        overrides = catalog().get("sysfs", {})
-    devices = {d.bdf: d for d in hgx_h100_devices()}
+        overrides = catalog(platform).get("sysfs", {})
+    devices = {d.bdf: d for d in hgx_h100_devices(catalog(platform).get("pci"))}
     changes: dict[str, dict[str, str]] = {}
     for fault in faults:
         for bdf, files in overrides.get(fault, {}).items():
@@ -289,14 +311,16 @@ def tree_entries(
     return list(entries.values())
 
 
-def build_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None) -> Path:
+def build_fake_sysfs(
+    root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None, platform: str | None = None
+) -> Path:
     """(Re)build the tree as plain files under ``root``/etc/bringup-lab/sysfs; returns its path.
 
     What a node's init unpacks from `fake_sysfs_tar` (tests and tools read it without a node),
     for the node the root's identity file names (dispatch.node_number).
     Files are 0644 (the kernel's are mostly 0444) so the stress stand-in can change link speeds.
     """
-    entries = tree_entries(faults, overrides, node_number(root))
+    entries = tree_entries(faults, overrides, node_number(root), platform)
     tree = Path(root) / SYSFS_SUBPATH
     if tree.exists():
         shutil.rmtree(tree)
@@ -314,7 +338,10 @@ def build_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Override
 
 
 def fake_sysfs_tar(
-    faults: Sequence[str] = (), overrides: Overrides | None = None, node: int | None = None
+    faults: Sequence[str] = (),
+    overrides: Overrides | None = None,
+    node: int | None = None,
+    platform: str | None = None,
 ) -> bytes:
     """The tree as an uncompressed tar (root-owned, 0644/0755), built in memory.
 
@@ -322,19 +349,19 @@ def fake_sysfs_tar(
     in milliseconds there, against most of a second on the node's overlay disk.
     """
     if overrides is None:  # the catalog's faults: a rebuilt node reuses its build
-        return _catalog_tar(tuple(faults), node)
-    return _tar(faults, overrides, node)
+        return _catalog_tar(tuple(faults), node, platform)
+    return _tar(faults, overrides, node, platform)
 
 
 @lru_cache(maxsize=64)
-def _catalog_tar(faults: tuple[str, ...], node: int | None) -> bytes:
-    return _tar(faults, catalog().get("sysfs", {}), node)
+def _catalog_tar(faults: tuple[str, ...], node: int | None, platform: str | None) -> bytes:
+    return _tar(faults, catalog(platform).get("sysfs", {}), node, platform)
 
 
-def _tar(faults: Sequence[str], overrides: Overrides, node: int | None) -> bytes:
+def _tar(faults: Sequence[str], overrides: Overrides, node: int | None, platform: str | None) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for entry in tree_entries(faults, overrides, node):
+        for entry in tree_entries(faults, overrides, node, platform):
             info = tarfile.TarInfo(entry.path)
             info.uid = info.gid = 0
             info.mtime = 0
@@ -351,7 +378,9 @@ def _tar(faults: Sequence[str], overrides: Overrides, node: int | None) -> bytes
     return buf.getvalue()
 
 
-def install_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None) -> Path:
+def install_fake_sysfs(
+    root: Path, faults: Sequence[str] = (), overrides: Overrides | None = None, platform: str | None = None
+) -> Path:
     """Write the node's tree as etc/bringup-lab/sysfs.tar under ``root``; returns its path.
 
     The GUIDs are those of the node the root's identity file names (dispatch.node_number).
@@ -359,6 +388,6 @@ def install_fake_sysfs(root: Path, faults: Sequence[str] = (), overrides: Overri
     path = Path(root) / SYSFS_TAR_SUBPATH
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(fake_sysfs_tar(faults, overrides, node_number(root)))
+    tmp.write_bytes(fake_sysfs_tar(faults, overrides, node_number(root), platform))
     tmp.replace(path)
     return path

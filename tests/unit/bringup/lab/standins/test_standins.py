@@ -39,10 +39,12 @@ DOCKER_L = ("run", "--rm", "--gpus", "all", "nvcr.io/nvidia/cuda:12.2.2-base-ubu
 DF = ("-P", "-k", "-x", "tmpfs", "-x", "devtmpfs", "-x", "squashfs", "-x", "overlay")
 
 
-def _entries():
-    for tool, entries in standins.catalog()["tools"].items():
-        for entry in entries:
-            yield tool, entry
+def _entries(platform: str | None = "*"):
+    """(tool, entry) of one platform's catalog, or of every platform's ("*")."""
+    for name in standins.platforms() if platform == "*" else [platform]:
+        for tool, entries in standins.catalog(name)["tools"].items():
+            for entry in entries:
+                yield tool, entry
 
 
 def _sample_body(name: str) -> str:
@@ -106,9 +108,9 @@ def test_every_entry_references_an_existing_sample_and_skips_its_source_line():
 
 
 def test_every_catalog_fault_is_known_and_used():
-    known = standins.known_faults()
+    known = {f: d for p in standins.platforms() for f, d in standins.known_faults(p).items()}
     used = {f for _, entry in _entries() for f in entry.get("faults", [])}
-    used |= set(standins.catalog()["sysfs"])
+    used |= {f for p in standins.platforms() for f in standins.catalog(p)["sysfs"]}
     used |= {
         f for program in standins.catalog().get("programs", {}).values() for f in program.get("faults", {})
     }
@@ -123,13 +125,17 @@ def test_every_catalog_fault_is_known_and_used():
 
 
 def test_every_faulted_entry_has_a_healthy_twin():
-    """A healthy node must answer every command a faulty node answers (same args list)."""
-    for tool, entry in _entries():
-        if entry.get("faults"):
-            twins = [
-                e for t, e in _entries() if t == tool and e["args"] == entry["args"] and not e.get("faults")
-            ]
-            assert twins, f"{tool} {entry['args']}: recorded only for faulty nodes"
+    """A healthy node must answer every command a faulty node answers (same args list), on every
+    platform."""
+    for platform in standins.platforms():
+        for tool, entry in _entries(platform):
+            if entry.get("faults"):
+                twins = [
+                    e
+                    for t, e in _entries(platform)
+                    if t == tool and e["args"] == entry["args"] and not e.get("faults")
+                ]
+                assert twins, f"{platform}: {tool} {entry['args']}: recorded only for faulty nodes"
 
 
 def test_arg_patterns_compile():
@@ -140,8 +146,8 @@ def test_arg_patterns_compile():
 
 def test_holding_entries_are_complete_and_target_files_of_the_fake_tree(tmp_path):
     tree = sysfs.build_fake_sysfs(tmp_path, ())
-    holding = [entry for tool, entry in _entries() if "hold" in entry]
-    assert holding and {tool for tool, e in _entries() if "hold" in e} == {"burnin-stress"}
+    holding = [entry for tool, entry in _entries(None) if "hold" in entry]
+    assert holding and {tool for tool, e in _entries(None) if "hold" in e} == {"burnin-stress"}
     for entry in holding:
         assert entry["hold"]["seconds_arg"] == "--seconds" and entry["hold"]["min"] > 0
         assert entry.get("render") in dispatch.RENDERERS
@@ -154,7 +160,8 @@ def test_no_orphan_samples():
     used = {p["sample"] for _, e in _entries() for p in e["output"]}
     used |= {  # program stand-ins name the samples they read ({"sample": ...} slices)
         part["sample"]
-        for program in standins.catalog().get("programs", {}).values()
+        for platform in standins.platforms()
+        for program in standins.catalog(platform).get("programs", {}).values()
         for part in program.values()
         if isinstance(part, dict) and "sample" in part
     }
@@ -164,12 +171,15 @@ def test_no_orphan_samples():
 
 @pytest.mark.skipif(not SHARED_SAMPLES.is_dir(), reason="shared sample corpus not present")
 def test_recorded_samples_are_verbatim_and_lab_made_ones_say_so():
-    """Real recordings are byte copies of the corpus; derived/synthetic files say what they are,
-    carry it in their name, and name sources that exist."""
+    """Real recordings are byte copies of the corpus (the shared one or the fixtures);
+    derived/synthetic files say what they are, carry it in their name, and name sources that exist."""
     for sample in standins.SAMPLES_DIR.iterdir():
         first = sample.read_text().split("\n", 1)[0]
         if not LAB_MADE.match(first):
-            assert sample.read_bytes() == (SHARED_SAMPLES / sample.name).read_bytes(), sample.name
+            copies = [
+                d / sample.name for d in (SHARED_SAMPLES, FIXTURE_SAMPLES) if (d / sample.name).is_file()
+            ]
+            assert copies and sample.read_bytes() == copies[0].read_bytes(), sample.name
             continue
         assert re.search(r"_(DERIVED|SYNTHETIC)\.(txt|json)$", sample.name), sample.name
         assert not (SHARED_SAMPLES / sample.name).exists(), f"{sample.name} shadows a corpus file"
@@ -264,7 +274,7 @@ def test_faults_changing_the_same_sysfs_file_conflict(monkeypatch):
     data = json.loads(json.dumps(standins.catalog()))
     data["faults"]["nic-slow"] = "test fault"
     data["sysfs"]["nic-slow"] = {"0000:98:00.0": {"current_link_width": "4"}}
-    monkeypatch.setattr(standins, "catalog", lambda: data)
+    monkeypatch.setattr(standins, "catalog", lambda platform=None: data)
     problems = standins.fault_conflicts(["pcie-nic-downtrained", "nic-slow"])
     assert problems == [
         "faults nic-slow, pcie-nic-downtrained both change sysfs 0000:98:00.0/current_link_width"

@@ -261,3 +261,19 @@ def test_rebuild_replaces_the_tree_and_bad_overrides_are_refused(tmp_path):
         sysfs.build_fake_sysfs(tmp_path, ("x",), {"x": {"0000:01:00.0": {"current_link_width": "8"}}})
     with pytest.raises(ValueError, match="no file"):
         sysfs.build_fake_sysfs(tmp_path, ("x",), {"x": {"0000:53:00.0": {"curent_link_width": "8"}}})
+
+
+def test_a_platforms_pci_section_shapes_the_tree():
+    """A platform's `pci` (standins/catalog_file.py): its GPU buses, ids, and no NVSwitch board."""
+    pci = {"gpu_buses": ["0x0c", "0x22"], "gpu_id": ["0x1002", "0x74a1", "0x038000"], "nvswitches": 0}
+    devices = sysfs.hgx_h100_devices(pci)
+    gpus = [d for d in devices if d.kind == "gpu"]
+    assert [d.bdf for d in gpus] == ["0000:0c:00.0", "0000:22:00.0"]
+    assert (
+        sysfs.device_files(gpus[0])["vendor"] == "0x1002"
+        and sysfs.device_files(gpus[1])["device"] == "0x74a1"
+    )
+    assert [d.kind for d in devices].count("nic") == 2 and "nvswitch" not in {d.kind for d in devices}
+    assert [d.numa_node for d in gpus] == [0, 1]
+    with pytest.raises(ValueError, match="pci.gpu_buses"):
+        sysfs.hgx_h100_devices({"gpu_buses": ["0x01"]})  # no room for its root port and switch
