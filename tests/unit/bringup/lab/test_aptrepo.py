@@ -88,6 +88,23 @@ def test_repository_holds_every_pinned_version_the_roles_ask_for():
     }
 
 
+@pytest.mark.parametrize("profile", ["h200-sxm-8x400g", "b200-sxm-8x400g"])
+def test_repository_holds_the_driver_and_fabric_manager_each_hgx_profile_pins(profile):
+    """A lab rack of another HGX platform (`bringup lab demo --profile P`) installs P's driver
+    branch: the driver and fabric manager packages at its pin, and a second release of the branch."""
+    pins = yaml.safe_load((PROFILE.parent / f"{profile}.yml").read_text())["pins"]
+    branch = pins["driver"].split(".")[0]
+    versions: dict[str, list[str]] = {}
+    for pkg in load_catalog():
+        versions.setdefault(pkg.name, []).append(pkg.version)
+    driver = versions.get(f"nvidia-driver-{branch}", [])
+    fabric_manager = versions.get(f"nvidia-fabricmanager-{branch}", [])
+    assert any(_glob(f"{pins['driver']}-*", v) for v in driver), (profile, driver)
+    assert any(_glob(f"{pins.get('fabric_manager', pins['driver'])}-*", v) for v in fabric_manager)
+    assert len(driver) >= 2
+    assert {upstream_version(v) for v in driver} == {upstream_version(v) for v in fabric_manager}
+
+
 def test_fault_driven_postinst_names_a_declared_fault():
     for pkg in load_catalog():
         if pkg.fail_postinst_on:
