@@ -188,20 +188,36 @@ def node_number(root):
 # an entry's `lab_subnet` prefix is replaced by the node's own /24 and every tray's address in it
 # is that lab node's.
 ROUTE_FILE = "/proc/net/route"  # the kernel's IPv4 routes of the reading process's namespace
+SIOCGIFADDR = 0x8915  # the ioctl that reads an interface's IPv4 address (linux/sockios.h)
 
 
 def node_subnet_prefix(route_file=ROUTE_FILE, iface="eth0"):
-    """'a.b.c' of the /24 the node's `iface` is on (its connected route), None if it has none."""
+    """'a.b.c' of the /24 the node's `iface` is on: its connected route, else (a lab node's /proc
+    shows its processes only, no /proc/net) its address; None if it has neither."""
     try:
         with open(route_file, encoding="ascii") as f:
             rows = [line.split() for line in f.read().splitlines()[1:]]
     except OSError:
-        return None
+        return interface_prefix(iface)
     for row in rows:
         if len(row) >= 8 and row[0] == iface and row[2] == "00000000" and row[7] == "00FFFFFF":
             octets = bytes.fromhex(row[1])[::-1]  # the file holds addresses little-endian
             return ".".join(str(b) for b in octets[:3])
     return None
+
+
+def interface_prefix(iface):
+    """The first three octets of `iface`'s IPv4 address (the lab's subnets are /24s), or None."""
+    import fcntl
+    import socket
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            raw = fcntl.ioctl(sock.fileno(), SIOCGIFADDR, struct.pack("256s", iface.encode()[:15]))
+    except OSError:
+        return None
+    return ".".join(str(b) for b in raw[20:23])  # struct ifreq: the sockaddr_in's address
 
 
 def rewrite_subnet(data, recorded, prefix):

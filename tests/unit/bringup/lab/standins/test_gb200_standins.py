@@ -106,7 +106,9 @@ def test_a_tray_missing_from_the_imex_domain_is_named_by_its_lab_address(node, t
         b"Node #7   - 10.20.3.18      - UNAVAILABLE 110.20.3.1", "10.20.3", prefix
     )
     assert moved == b"Node #7   - 10.13.213.18      - UNAVAILABLE 110.20.3.1"
-    assert dispatch.node_subnet_prefix(str(tmp_path / "absent")) is None
+    # A lab node's /proc has no net/: the interface's own address then (lo: 127.0.0.1)
+    assert dispatch.node_subnet_prefix(str(tmp_path / "absent"), "lo") == "127.0.0"
+    assert dispatch.node_subnet_prefix(str(tmp_path / "absent"), "nosuchif0") is None
 
 
 def test_the_single_node_all_reduce_is_the_trays_four_gpus(node):
