@@ -7,7 +7,9 @@ the rack; the lab has no switch trays to name); this service writes the rack's f
 tray of that rack, ``/etc/bringup-lab/nvlink-rack.json``, which the nccl-tests stand-in reads
 (``programs/all_reduce_perf``: ``nvlink-switch-tray-slow`` slows every rank of the rack while
 ``NCCL_MNNVL_ENABLE=1``). Lab nodes are racked in index order, ``RACK_TRAYS`` a rack
-(node01..node18 are rack r01). docs/lab.md, "GB200 NVL72".
+(node01..node18 are rack r01), and each rack is its own NVLink and IMEX domain: the dispatcher
+gives rack r's trays CliqueId 4026 + r and their own 18 addresses (dispatch.rewrite_clique,
+rewrite_subnet). docs/lab.md, "GB200 NVL72".
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bringup.lab.standins.dispatch import RACK_SUBPATH, RACK_TRAYS
 from bringup.lab.state import LabNode, LabState
 
-NODE_FILE = Path("etc/bringup-lab/nvlink-rack.json")  # in each node's root
-RACK_TRAYS = 18  # compute trays per NVL72 rack
+NODE_FILE = Path(RACK_SUBPATH)  # in each node's root; the stand-ins read it (dispatch.node_rack)
 RACK_FAULTS = ("nvlink-switch-tray-slow",)  # faults of a rack's NVLink fabric, not of one tray
 
 

@@ -156,3 +156,22 @@ def test_the_carrier_alone_is_not_slow_without_its_rack_file(node, monkeypatch):
     monkeypatch.setenv("NCCL_MNNVL_ENABLE", "1")
     assert _program(root).active_faults() == {}
     assert os.path.exists(root / "etc/bringup-lab/faults.json")
+
+
+def test_each_rack_of_18_is_its_own_nvlink_and_imex_domain(node):
+    """Rack r's trays (its nvlink-rack.json) print CliqueId 4026 + r, and the IMEX domain lists the
+    18 addresses of that rack's lab nodes: two racks are two domains for the nccl stage and the
+    golden list's topology blocks."""
+    root = node()
+    (root / NODE_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / NODE_FILE).write_text(json.dumps({"rack": "r02", "tray": 1, "faults": []}))
+    fabric = verdict("gpu_fabric_state", run_tool(root, "nvidia-smi", "-q").stdout)
+    assert fabric.verdict is Verdict.PASS and fabric.metrics["clique_id"] == "4027"
+    assert dispatch.node_rack(str(root)) == 1 and dispatch.node_rack(str(root / "absent")) == 0
+    text = b"Node #0   - 10.20.3.11      - READY\nNode #17  - 10.20.3.28      - READY\n"
+    assert dispatch.rewrite_subnet(text, "10.20.3", "10.213.100", 1) == (
+        b"Node #0   - 10.213.100.29      - READY\nNode #17  - 10.213.100.46      - READY\n"
+    )
+    q = b"        CliqueId                          : 4026\n        ClusterUUID : x\n"
+    assert dispatch.rewrite_clique(q, "4026", 0) == q
+    assert dispatch.rewrite_clique(q, "4026", 2) == q.replace(b"4026", b"4028")
