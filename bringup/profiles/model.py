@@ -90,6 +90,15 @@ class Gpu(Section):
         "nvmlGpuFabricInfo, docs/platforms.md); a GPU in no domain is a tray that did not register. "
         "Default false: an HGX node is its own NVLink domain (CliqueId 0).",
     )
+    xgmi_bit_rate_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="AMD: XGMI bit rate every GPU's links must run at, Gb/s per lane (`amd-smi xgmi` bit_rate; "
+        "MI300X 32), judged by amd_xgmi_links. Unset: not judged.",
+    )
+    xgmi_max_bandwidth_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="AMD: `amd-smi xgmi` max_bandwidth each GPU must show, Gb/s (MI300X 512). Unset: not judged.",
+    )
 
 
 class Link(Section):
@@ -304,6 +313,20 @@ class Diag(Section):
         default=600,
         description="An NCCL iteration with no progress for this many seconds (after its first result "
         "row) is a hang: the watchdog stops it. Default 600.",
+    )
+    rvs_confs: StrList = Field(
+        default=[],
+        description="AMD: ROCm Validation Suite configurations the gpu stage runs, one `rvs -c` each, under "
+        "rvs_conf_dir (MI300X/gst_single.conf GEMM, iet_single.conf power, pebb_single.conf PCIe, "
+        "pbqt_single.conf XGMI, babel.conf HBM). Empty: RVS does not run (docs/platforms.md).",
+    )
+    rvs_conf_dir: Str = Field(
+        default="/opt/rocm/share/rocm-validation-suite/conf",
+        description="Where rocm-validation-suite's confs are.",
+    )
+    rvs_timeout_minutes: PositiveNumber = Field(
+        default=90,
+        description="Minutes all rvs_confs may take; then the run is stopped, UNKNOWN. Default 90.",
     )
     nccl_tests: Annotated[StrList, Field(min_length=1)] = Field(
         default=["all_reduce_perf"],

@@ -14,6 +14,8 @@ from burnin.checks import imex  # noqa: F401
 from burnin.checks import gpu_load  # noqa: F401
 from burnin.checks import gpu_bmc  # noqa: F401
 from burnin.checks import gpu_amd  # noqa: F401
+from burnin.checks import gpu_amd_xgmi  # noqa: F401
+from burnin.checks import gpu_rvs  # noqa: F401
 from burnin.checks import kernel  # noqa: F401
 from burnin.checks import ib  # noqa: F401
 from burnin.checks import host  # noqa: F401

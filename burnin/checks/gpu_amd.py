@@ -13,7 +13,7 @@ error whose handling the hardware put off: judged as one not yet met, a reset an
 from __future__ import annotations
 
 from bringup.profiles.load import Profile
-from burnin.checks.base import Check, CommandOutput, section_mark, sections
+from burnin.checks.base import Check, CommandOutput, Service, section_mark, sections
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.amd_smi import AmdGpu, parse_ecc, parse_static
@@ -53,6 +53,7 @@ def _where(gpu: AmdGpu) -> str:
 class AmdGpuInventory(Check):
     name = "amd_gpu_inventory"
     stages = ("preflight",)
+    service = Service.ALWAYS  # read-only, seconds: `burnin health` reads it beside a running job
     reads = ("amd-smi static",)
     judges = ("gpu.count", "gpu.model")
     timeout_s = 90
@@ -103,6 +104,7 @@ class AmdGpuInventory(Check):
 class AmdGpuEcc(Check):
     name = "amd_gpu_ecc"
     stages = ("preflight",)
+    service = Service.ALWAYS  # counters only, as nvidia-smi's ECC checks in service
     reads = ("amd-smi metric --ecc",)
     judges = ("gpu.count",)
     timeout_s = 90

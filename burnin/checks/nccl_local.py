@@ -8,6 +8,10 @@ and out-of-bounds values are data corruption. The judgement is the nccl stage's
 named, and the culprit: ``nvidia-smi nvlink -s`` is read right after the run, and a GPU with
 NVLinks down or slow is named as the one dragging the all-reduce down.
 
+On AMD (gpu.vendor amd) the same program is rccl-tests' (https://github.com/ROCm/rccl-tests: the
+nccl-tests format, RCCL underneath) and the GPUs talk over XGMI: there is no NVLink reading, and a
+slow all-reduce points at the XGMI links (amd_xgmi_links in the preflight, RVS pbqt in this stage).
+
 A 1-GPU profile runs it too (``-g 1``): an all-reduce of one rank moves nothing between GPUs
 (nccl-tests' busbw factor 2(n-1)/n is 0), so only ``#wrong`` and errors are judged, and the
 result says so.
@@ -28,6 +32,7 @@ from burnin.result import Action, Finding, Result, Verdict, critical, info
 
 SWEEP = "-b 8 -e 8G -f 2"  # 8 B to 8 GiB, doubling: the largest sizes are bandwidth-bound
 SLOW_CAUSE = "a bad NVLink, NVSwitch or GPU in this node"
+SLOW_CAUSE_AMD = "a bad XGMI link or GPU in this node (see amd_xgmi_links and RVS pbqt)"
 SLOW_LINK_FRACTION = 0.5  # a link under half the node's typical speed is degraded (as the nvlink check)
 
 
@@ -75,7 +80,7 @@ class NcclLocal(Check):
         # One rank: busbw is 0 by definition, so no floor (0 is never under a floor of 0). A run on
         # another number of GPUs is not held to this node's floor: only #wrong and errors count.
         floor = 0.0 if single_gpu or shape else profile.floors.nccl_busbw_single_node_gbps
-        result = judge_iteration(run, floor, rc=output.rc, check=self.name, slow_cause=SLOW_CAUSE)
+        result = judge_iteration(run, floor, rc=output.rc, check=self.name, slow_cause=_slow_cause(profile))
         findings = list(result.findings)
         judged_floor = None if single_gpu or shape else floor
         metrics = {**result.metrics, "floor_gbps": judged_floor, "gpus": len(run.ranks)}
@@ -96,6 +101,10 @@ class NcclLocal(Check):
         if judged_floor and isinstance(busbw, (int, float)) and busbw < judged_floor and "nvlink" in parts:
             findings += _culprits(parts["nvlink"], profile.gpu.nvlink_links_per_gpu)
         return Result.judged(self.name, findings, metrics, incomplete="; ".join(reasons))
+
+
+def _slow_cause(profile: Profile) -> str:
+    return SLOW_CAUSE_AMD if profile.gpu.vendor == "amd" else SLOW_CAUSE
 
 
 def _closed(text: str) -> bool:

@@ -1,11 +1,13 @@
 """Which GPU vendor's tools a check uses, so that a profile runs its own vendor's checks only
 (docs/platforms.md, "GPU vendors").
 
-Derived, not declared: a check that reads nvidia-smi, DCGM, NCCL, gpu-burn, nvbandwidth or the
+Derived, not declared: a check that reads nvidia-smi, DCGM, gpu-burn, nvbandwidth or the
 fabric manager's log (``Check.reads``, the tool names of burnin/evaluate/markers.py), or whose
 command runs one of NVIDIA's programs (a check judged from its own record reads no tool by name),
 runs only on a profile whose ``gpu.vendor`` is nvidia; one that reads or runs amd-smi or rocm-smi
-only on an amd profile; any other check (the kernel log, IB, the disks) on both.
+only on an amd profile (and the ROCm Validation Suite, rvs); any other check (the kernel log, IB, the disks) on both.
+The collectives are both vendors': rccl-tests, AMD's port of nccl-tests, builds the same programs
+(all_reduce_perf) and prints the same format (https://github.com/ROCm/rccl-tests).
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from burnin.checks.base import Check
 
 # Tool-name prefixes (burnin/evaluate/markers.py) that only one vendor's GPUs answer.
 VENDOR_TOOLS: dict[str, tuple[str, ...]] = {
-    "nvidia": ("nvidia-smi", "dcgmi", "nccl-tests", "gpu-burn", "nvbandwidth", "nv-fabricmanager"),
-    "amd": ("amd-smi", "rocm-smi"),
+    "nvidia": ("nvidia-smi", "dcgmi", "gpu-burn", "nvbandwidth", "nv-fabricmanager"),
+    "amd": ("amd-smi", "rocm-smi", "rvs"),
 }
 # The programs a check's command runs that only one vendor's GPUs answer.
 VENDOR_COMMANDS: dict[str, re.Pattern[str]] = {
-    "nvidia": re.compile(r"\b(?:nvidia-smi|dcgmi|all_reduce_perf|nvbandwidth|gpu_burn)\b"),
-    "amd": re.compile(r"\b(?:amd-smi|rocm-smi)\b"),
+    "nvidia": re.compile(r"\b(?:nvidia-smi|dcgmi|nvbandwidth|gpu_burn)\b"),
+    "amd": re.compile(r"\b(?:amd-smi|rocm-smi|rvs)\b"),
 }
 
 

@@ -304,6 +304,7 @@ TOOLS: tuple[Tool, ...] = (
         "nccl-tests",
         (
             mark(r"^# nccl-tests version", 3, "'# nccl-tests version'"),
+            mark(r"^rccl-tests: Version ", 3, "'rccl-tests: Version' (AMD's rccl-tests)"),
             mark(r"^# nThread \d+ nGpus \d+", 3, "the '# nThread N nGpus N' line"),
             mark(r"^#?\s+size\s+count\s+type", 3, "the '# size count type' table header"),
             mark(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on", 3, "'# Rank N Group N Pid N on' lines"),
@@ -493,6 +494,26 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "amd-smi xgmi",
         (mark(r"^LINK METRIC TABLE:\s*$", 3, "the 'LINK METRIC TABLE' heading"),),
-        instead="amd-smi static and amd-smi metric --ecc: the XGMI table is parsed but judged by no check yet",
+    ),
+    Tool(  # the ROCm Validation Suite's console output (burnin/parsers/rvs.py)
+        "rvs",
+        (
+            mark(
+                r"^\[RESULT\]\s*\[\s*[\d.]+\s*\] Action name :",
+                3,
+                "RVS's '[RESULT] [ts] Action name :' lines",
+            ),
+            mark(r"ROCm Validation Suite \(RVS\) Summary", 3, "RVS's summary box"),
+            mark(r"\] Target GFLOPS: [\d.]+ met: (?:TRUE|FALSE)", 3, "gst's 'Target GFLOPS: N met:' lines"),
+        ),
+    ),
+    Tool(
+        "amd-smi topology",
+        (
+            mark(r"^LINK TYPE TABLE:\s*$", 3, "the 'LINK TYPE TABLE' heading"),
+            mark(r"^(?:ACCESS|WEIGHT|HOPS|NUMA BW) TABLE:\s*$", 2, "amd-smi topology's other tables"),
+        ),
+        # amd_xgmi_links runs amd-smi xgmi and amd-smi topology as one command: its output holds both.
+        includes=("amd-smi xgmi",),
     ),
 )

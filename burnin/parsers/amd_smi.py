@@ -219,3 +219,67 @@ def parse_xgmi(text: str) -> list[XgmiLink]:
     if not links:
         raise ParseError("amd-smi xgmi: the table has no GPU row")
     return links
+
+
+@dataclass(frozen=True)
+class Topology:
+    """`amd-smi topology`: its tables (ACCESS, WEIGHT, HOPS, LINK TYPE, NUMA BW), each GPU pair's cell
+    by (row BDF, column BDF), and the GPUs in the order the tables list them."""
+
+    bdfs: tuple[str, ...]
+    tables: dict[str, dict[tuple[str, str], str]]
+
+    def cell(self, table: str, a: str, b: str) -> str | None:
+        return self.tables.get(table, {}).get((a, b))
+
+
+_TABLE = re.compile(r"^(?P<name>[A-Z][A-Z0-9 _]*?)[ _]TABLE:\s*$")
+_BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+@parser
+def parse_topology(text: str) -> Topology:
+    """`amd-smi topology` (any of -a -w -o -t -b): each ``NAME TABLE:`` heading, a header row of the
+    GPUs' BDFs, then one row per GPU. A table with fewer rows than columns, or a row with fewer
+    cells than the header, is an output cut short."""
+    tables: dict[str, dict[tuple[str, str], str]] = {}
+    order: tuple[str, ...] | None = None
+    name: str | None = None
+    header: list[str] = []
+    rows = 0
+
+    def close() -> None:
+        if name is not None and rows < len(header):
+            raise ParseError(f"amd-smi topology: {name} TABLE has {rows} row(s) of {len(header)}: cut short")
+
+    for number, line in enumerate(split_lines(text), 1):
+        if not line.strip():
+            continue
+        if m := _TABLE.match(line):
+            close()
+            name, header, rows = m["name"].replace("_", " "), [], 0
+            tables[name] = {}
+            continue
+        if name is None:
+            continue
+        cells = line.split()
+        if not header:
+            if not cells or not all(_BDF.match(c) for c in cells):
+                raise ParseError(f"amd-smi topology: line {number}: {name} TABLE has no header of GPU BDFs")
+            header = [c.lower() for c in cells]
+            if order is None:
+                order = tuple(header)
+            elif tuple(header) != order:
+                raise ParseError(f"amd-smi topology: {name} TABLE lists other GPUs than the first table")
+            continue
+        if not _BDF.match(cells[0]) or len(cells) != len(header) + 1:
+            raise ParseError(
+                f"amd-smi topology: line {number} is not a row of {name} TABLE: {line.strip()[:80]!r}"
+            )
+        row = cells[0].lower()
+        tables[name].update({(row, col): value for col, value in zip(header, cells[1:], strict=True)})
+        rows += 1
+    close()
+    if order is None:
+        raise ParseError("amd-smi topology: no 'NAME TABLE:' with GPUs")
+    return Topology(order, tables)

@@ -126,8 +126,8 @@ _TYPE_BYTES = {
 class NcclTestRun:
     format: str  # 'text' or 'json'
     collective: str | None = None  # 'all_reduce_perf' when the output says (new versions, JSON args)
-    tests_version: str | None = None  # nccl-tests version ('2.19.6')
-    nccl_version: str | None = None  # '2.26.2+cuda12.8'
+    tests_version: str | None = None  # nccl-tests version ('2.19.6'); 'rccl-tests develop:448c4c7' on AMD
+    nccl_version: str | None = None  # '2.26.2+cuda12.8'; 'RCCL 2.22.3-develop:f5b15f2' on AMD
     n_threads: int | None = None
     n_gpus: int | None = None  # GPUs per process
     min_bytes: int | None = None
@@ -208,6 +208,7 @@ _RANK_RE = re.compile(
 )
 _TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION_RE = re.compile(r"\bNCCL version\s+(\d+\.\d+\.\d+\S*)")
+_RCCL_RE = re.compile(r"^(?P<what>rccl-tests: Version|RCCL version\s*:)\s*(?P<v>\S+)")
 _STARTING_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?", re.IGNORECASE)
 _AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?", re.IGNORECASE)
@@ -368,6 +369,10 @@ def _parse_text(text: str) -> NcclTestRun:
             warns.append(
                 NcclWarn(m["host"], m["msg"].strip(), int(m["pid"]), m["dev"], m["src"], line.strip())
             )
+            continue
+        if m := _RCCL_RE.match(line):  # github.com/ROCm/rccl-tests: 'rccl-tests develop:X', 'RCCL 2.22.3'
+            key = "tests_version" if m["what"].startswith("rccl") else "nccl_version"
+            fields[key], seen_marker = f"{m['what'].split()[0].rstrip(':')} {m['v']}", True
             continue
         if m := _NCCL_VERSION_RE.search(line):
             fields.setdefault("nccl_version", m.group(1))

@@ -268,7 +268,9 @@ def run_watch(opts: WatchOptions, stop: Callable[[], bool] = lambda: False) -> W
     watcher = Watcher(opts)
     interval = opts.interval_s
     splitter = LineSplitter()
-    nvlink = NvlinkReader(opts.nvlink_command) if opts.nvlink_command else None
+    gpu = opts.health.profile.gpu  # NVLink counters only where NVIDIA GPUs have NVLinks (not MI300X's XGMI)
+    has_nvlink = gpu.vendor == "nvidia" and gpu.nvlink_links_per_gpu > 0
+    nvlink = NvlinkReader(opts.nvlink_command) if opts.nvlink_command and has_nvlink else None
     proc: subprocess.Popen[bytes] | None = None
     next_read = time.monotonic()
     restart_at = 0.0

@@ -140,9 +140,9 @@ class NcclStage(GroupStage):
     report = ReportSection(SOAK_CHART, "NCCL bus bandwidth over the soak")
 
     def applies(self, profile: Profile) -> bool:
-        # Collectives run over whatever network the nodes have, with nccl-tests: NVIDIA GPUs only
-        # (rccl-tests on AMD is not built yet: docs/platforms.md, "Not built yet").
-        return profile.gpu.vendor == "nvidia"
+        # Collectives run over whatever network the nodes have: nccl-tests on NVIDIA, rccl-tests
+        # (the same programs and output, RCCL's environment: burnin/stages/nccl.py) on AMD.
+        return profile.gpu.vendor in ("nvidia", "amd")
 
     def replay(self, evidence: Mapping[str, str], profiles: Mapping[str, Profile]) -> dict[str, Result | str]:
         """Per soak group, from the group's record each node keeps (burnin.checks.nccl_replay)."""

@@ -62,6 +62,13 @@ from burnin.stages.launch import (
 from burnin.stages.nccl_nvlink import run_nvlink_passes
 
 DEFAULT_TEST_ARGS = "-b 8 -e 16G -f 2 -g 1"  # every size up to 16 GiB; one GPU per rank
+# RCCL's environment on AMD (rccl-tests: the same all_reduce_perf, linked against RCCL), as one
+# cloud's MI300X health check runs it: relaxed PCIe ordering for the HCAs, GPUs in PCI bus order
+# (https://github.com/Azure/azurehpc-health-checks, customTests/azure_rccl_allreduce.nhc). The
+# inventory's burnin_launch_env wins over these.
+VENDOR_ENV: dict[str, dict[str, str]] = {
+    "amd": {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "NCCL_DEBUG": "VERSION"},
+}
 MAX_PARALLEL = 64  # trials run at once
 EVIDENCE_LINES = 60  # head and tail of a run's output kept as evidence
 EVIDENCE_RUNS = 8  # runs of a node kept as evidence (the failing ones first)
@@ -310,6 +317,7 @@ def _run_profile(
         if ctx.settings.get("mpirun_ssh_options"):  # the inventory's own ssh options win
             ssh.pop("ssh_options", None)
         launch = settings_from(ctx.settings, **ssh)
+        launch = replace(launch, env={**VENDOR_ENV.get(profile.gpu.vendor, {}), **launch.env})
         if env:
             launch = replace(launch, env={**launch.env, **env})
     except (LaunchError, ValueError, TypeError) as exc:

@@ -12,6 +12,7 @@ recordings: ``platforms/<profile>.json`` is an overlay on the base, merged by :f
 - ``faults``: the base faults named in ``inherit_faults`` (those whose recordings still fit: the
   fabric, disks, DIMMs, the BMC) and the overlay's own. Base entries and sysfs changes of a fault
   the platform does not have are dropped, so nothing can select them.
+- ``programs``: a program's keys replace the base program's keys of that name, the others stay.
 - ``pci``, ``bmc``, ``demo``: the platform's fake PCI tree, what its BMC lists, its demo defaults.
 
 Its own module so that sysfs.py (the catalog's ``sysfs`` section) and the package, which
@@ -130,7 +131,9 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         )
     sysfs = {f: v for f, v in base.get("sysfs", {}).items() if f in faults}
     sysfs.update(over.get("sysfs", {}))
-    programs = {**copy.deepcopy(base.get("programs", {})), **copy.deepcopy(over.get("programs", {}))}
+    programs = copy.deepcopy(base.get("programs", {}))
+    for program, spec in over.get("programs", {}).items():  # key by key: say only what differs
+        programs[program] = {**programs.get(program, {}), **copy.deepcopy(spec)}
     merged = {k: v for k, v in base.items() if k not in ("faults", "tools", "sysfs", "programs")}
     merged.update(faults=faults, tools=tools, sysfs=sysfs, programs=programs, platform=name)
     for key in ("pci", "bmc", "demo"):

@@ -111,3 +111,14 @@ def test_the_command_marks_its_end_and_keeps_amd_smis_exit_code() -> None:
 def test_the_real_static_is_not_ecc_output() -> None:
     text = load("amd_smi_static_4xmi300a.txt")
     assert judge(AmdGpuEcc(), CommandOutput(text), _mi300x("gpu.count=4")).verdict is Verdict.UNKNOWN
+
+
+def test_burnin_health_on_amd_runs_the_amd_smi_checks_and_no_nvidia_smi() -> None:
+    from burnin.service.health import commands_of, health_checks
+
+    checks = health_checks(_mi300x())
+    names = [c.name for c in checks]
+    assert {"amd_gpu_inventory", "amd_gpu_ecc", "amd_xgmi_links", "kernel_log"} <= set(names)
+    commands = "\n".join(commands_of(checks, _mi300x()))
+    assert "amd-smi static" in commands and "amd-smi metric --ecc" in commands
+    assert "nvidia-smi" not in commands and "dcgmi" not in commands

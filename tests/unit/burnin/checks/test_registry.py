@@ -16,7 +16,7 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from bringup.profiles.load import Profile
+from bringup.profiles.load import Profile, load_profile
 from bringup.profiles.model import Profile as ProfileModel
 from burnin.checks import ALL_CHECKS, EVIDENCE_CHECKS, REGISTRY
 from burnin.checks.base import Check, CommandOutput, Service
@@ -27,7 +27,7 @@ from burnin.evaluate.recognise import TOOLS
 from burnin.result import Result
 from burnin.service.health import HEALTH_CHECKS, health_checks
 from burnin.stages import ALL_STAGES, GROUP_STAGE_NAMES, stage_checks
-from tests.profiles import shipped
+from tests.profiles import SHIPPED_DIR, shipped
 
 # Between them, every registered check applies to one of these (zfs_pool wants a pool, the
 # fabric manager an NVSwitch, imex_domain a multi-node NVLink domain).
@@ -36,6 +36,9 @@ PROFILES = (
     shipped("host.zfs=true"),
     shipped("gpu.nvswitch=false"),
     shipped("gpu.multi_node_nvlink=true"),
+    load_profile("mi300x-8x400g", SHIPPED_DIR)[
+        0
+    ],  # AMD: the amd-smi and RVS checks (burnin/checks/vendor.py)
 )
 
 
@@ -149,7 +152,7 @@ def service_problems(
         plain = {c.name for c in health(profile)}
         asked = {c.name for c in health(profile, container=True)}
         for c in checks:
-            applies = c.applies(profile)
+            applies = c.applies(profile) and fits_vendor(c, profile)  # a profile runs its vendor's checks
             want_plain = applies and c.service is Service.ALWAYS
             want_asked = applies and c.service in (Service.ALWAYS, Service.ON_REQUEST)
             if (c.name in plain) != want_plain or (c.name in asked) != want_asked:
@@ -160,7 +163,7 @@ def service_problems(
             if want_asked and c.command(profile) is None:
                 problems.append(f"{c.name}: declared for service but has no command to run")
     for c in checks:
-        if c.service is not Service.NEVER and not any(c.applies(p) for p in profiles):
+        if c.service is not Service.NEVER and not any(c.applies(p) and fits_vendor(c, p) for p in profiles):
             problems.append(f"{c.name}: declared for service, applies to none of the profiles tried")
     return problems
 
@@ -390,11 +393,12 @@ def _runs_all(registry: Registry) -> Callable[..., list[Check]]:
 
 def test_a_service_check_burnin_health_does_not_run_is_reported() -> None:
     """Declared for service, but health_checks (the real one) does not know it."""
-    problems = service_problems(_real_and_bogus(service=Service.ALWAYS), profiles=(PROFILES[0], PROFILES[3]))
-    assert (
-        problems
-        == ["bogus (always) on h100-sxm-8x400g: run by burnin health False, with --container False"] * 2
-    )
+    profiles = (PROFILES[0], PROFILES[3], PROFILES[4])  # PROFILES[4]: AMD, where the amd-smi checks apply
+    problems = service_problems(_real_and_bogus(service=Service.ALWAYS), profiles=profiles)
+    assert problems == [
+        *["bogus (always) on h100-sxm-8x400g: run by burnin health False, with --container False"] * 2,
+        "bogus (always) on mi300x-8x400g: run by burnin health False, with --container False",
+    ]
 
 
 def test_a_check_burnin_health_runs_undeclared_or_unasked_is_reported() -> None:

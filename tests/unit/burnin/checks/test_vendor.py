@@ -39,6 +39,8 @@ def test_an_amd_profile_runs_no_nvidia_check_and_an_nvidia_one_no_amd_check() ->
     assert not [n for n in on_nvidia if check_vendor(ALL_CHECKS[n]) == "amd"]
 
 
-def test_the_nccl_stage_does_not_apply_to_amd() -> None:
-    assert applies("nccl", shipped()) and not applies("nccl", _mi300x())
+def test_the_nccl_stage_applies_to_both_vendors() -> None:
+    # rccl-tests is nccl-tests' AMD port: the same programs and output (burnin/stages/nccl.py)
+    assert applies("nccl", shipped()) and applies("nccl", _mi300x())
+    assert check_vendor(ALL_CHECKS["nccl_local"], _mi300x()) is None  # no nvidia-smi without NVLinks
     assert applies("ib", _mi300x())  # the ib stage is unchanged

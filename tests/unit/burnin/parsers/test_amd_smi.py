@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from burnin.parsers import ParseError
-from burnin.parsers.amd_smi import parse_ecc, parse_static, parse_xgmi
+from burnin.parsers.amd_smi import parse_ecc, parse_static, parse_topology, parse_xgmi
 from tests.unit.burnin.parsers._samples import load
 
 
@@ -92,3 +92,22 @@ def test_xgmi_refuses_a_row_out_of_layout_and_a_table_without_rows() -> None:
         parse_xgmi("LINK METRIC TABLE:\nGPU0   0000:0c:00.0 fast\n")
     with pytest.raises(ParseError, match="no GPU row"):
         parse_xgmi("LINK METRIC TABLE:\n")
+
+
+def test_topology_reads_every_table_by_gpu_pair() -> None:
+    topology = parse_topology(load("amd_smi_topology_8xmi300.txt"))
+    assert len(topology.bdfs) == 8 and topology.bdfs[0] == "0000:0c:00.0"
+    assert set(topology.tables) == {"ACCESS", "WEIGHT", "HOPS", "LINK TYPE", "NUMA BW"}
+    assert topology.cell("LINK TYPE", "0000:0c:00.0", "0000:df:00.0") == "XGMI"
+    assert topology.cell("LINK TYPE", "0000:22:00.0", "0000:22:00.0") == "SELF"
+    assert topology.cell("HOPS", "0000:38:00.0", "0000:5c:00.0") == "1"
+
+
+def test_topology_refuses_a_table_cut_short_and_a_row_without_every_cell() -> None:
+    text = load("amd_smi_topology_8xmi300.txt")
+    with pytest.raises(ParseError, match="cut short"):
+        parse_topology(text[: text.index("0000:df:00.0 15")])
+    with pytest.raises(ParseError, match="not a row"):
+        parse_topology(text.replace("0000:0c:00.0 SELF         XGMI", "0000:0c:00.0 SELF", 1))
+    with pytest.raises(ParseError, match="no 'NAME TABLE:'"):
+        parse_topology("nothing here\n")

@@ -387,3 +387,20 @@ def test_whether_a_run_is_an_all_reduce_is_read_from_its_rows_when_it_does_not_s
     collective, but its counts do: all_reduce prints the whole buffer's elements, all_gather and
     alltoall one rank's share (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)."""
     assert parse_nccl_tests(load(name)).is_all_reduce is expected
+
+
+def test_rccl_tests_header_names_the_suite_and_rccl_and_reads_the_rows() -> None:
+    run = parse_nccl_tests(load("rccl_tests_all_reduce_8xmi300x_np8_PARTIAL.txt"))
+    assert run.tests_version == "rccl-tests develop:448c4c7"
+    assert run.nccl_version == "RCCL 2.22.3-develop:f5b15f2"
+    assert [r.device_name for r in run.ranks] == ["AMD Instinct MI300X"] * 8 and run.hosts == ("host",)
+    assert run.ranks[7].bus_id == "0000:df:00.0" and run.rows[-1].out_of_place.busbw_gbps == pytest.approx(
+        318.98
+    )
+    assert run.complete and run.avg_busbw_gbps == pytest.approx(116.669)
+
+
+def test_rccl_tests_multi_node_ranks_without_a_group_column() -> None:
+    run = parse_nccl_tests(load("rccl_tests_header_2x8xmi250x_PARTIAL.txt"))
+    assert run.hosts == ("pinoak0003", "pinoak0004") and run.ranks_on("pinoak0004") == (8, 9)
+    assert run.n_gpus == 8 and not run.complete and run.tests_version == "rccl-tests develop:448c4c7"

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from bringup.lab.standins import SAMPLES_DIR
 from burnin.checks import ALL_CHECKS, REGISTRY
 from burnin.checks.base import CommandOutput, Service
+from burnin.checks.vendor import fits_vendor
 from burnin.result import Action, Result, Severity, Verdict, critical, warning
 from burnin.service.health import (
     EXIT_DRAIN,
@@ -42,7 +43,11 @@ def test_the_cheap_checks_run_and_the_container_only_when_asked():
     tests/unit/burnin/checks/test_registry.py)."""
     assert service_problems(REGISTRY) == []
     names = [c.name for c in health_checks(PROFILE)]
-    assert names == [c.name for c in REGISTRY if c.service is Service.ALWAYS and c.applies(PROFILE)]
+    assert names == [
+        c.name
+        for c in REGISTRY
+        if c.service is Service.ALWAYS and c.applies(PROFILE) and fits_vendor(c, PROFILE)
+    ]
     assert "container_gpu" not in names
     assert "container_gpu" in [c.name for c in health_checks(PROFILE, container=True)]
     no_switch = shipped("gpu.nvswitch=false")

@@ -16,7 +16,7 @@ from burnin.result import Verdict
 from burnin.service.health_run import HealthOptions
 from burnin.service.state import LAST_RESULT
 from burnin.service.watch import LineSplitter, NvlinkReader, Watcher, WatchOptions, read_counters
-from tests.profiles import shipped
+from tests.profiles import SHIPPED_DIR, shipped
 from tests.unit.burnin.parsers._samples import load
 
 PROFILE = shipped()
@@ -286,3 +286,26 @@ def test_burnin_watch_reads_the_nvlink_command_every_interval(tmp_path, scontrol
         and "Reason=bringup: error_rates: NVLink GPU 3 link 7: 4500 CRC errors" in updates[0]
     )
     assert "actions: error_rates: drained" in res.output
+
+
+def test_burnin_watch_on_a_profile_without_nvlink_never_runs_nvidia_smi(tmp_path, scontrol):
+    """An MI300X node (gpu.vendor amd, no NVLink): the NVLink command is not run at all, the other
+    counters and the kernel log are still watched."""
+    from click.testing import CliRunner
+
+    from burnin.cli import main as burnin_main
+
+    ran = tmp_path / "ran"
+    command = _command(tmp_path, f"touch {ran}")
+    source = _command(tmp_path, "exec sleep 60", "follow")
+    mi300x = SHIPPED_DIR / "mi300x-8x400g.yml"
+    res = CliRunner().invoke(
+        burnin_main,
+        [
+            *("watch", "--profile", str(mi300x), "--node", "node01"),
+            *("--state-dir", str(tmp_path / "state"), "--source", source, "--sys-root", str(tmp_path)),
+            *("--interval", "1", "--nvlink-command", command, "--for", "1.5"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert not ran.exists()

@@ -195,3 +195,9 @@ def test_a_platforms_demo_takes_its_defaults_and_the_callers_win(x200):
     assert Demo.for_platform("x200", nodes=5, pxe_vms=1).nodes == 5
     h100 = Demo.for_platform()
     assert (h100.nodes, h100.pxe_vms, h100.settings, h100.faults.name) == (6, 2, LAB_SETTINGS, "demo.yml")
+
+
+def test_an_overlays_program_keys_replace_only_those_keys():
+    merged = merge(BASE, {**OVER, "programs": {"all_reduce_perf": {"single_node": "x200_nccl.txt"}}})
+    assert merged["programs"]["all_reduce_perf"] == {"faults": {}, "single_node": "x200_nccl.txt"}
+    assert "single_node" not in BASE["programs"]["all_reduce_perf"]

@@ -147,7 +147,8 @@ def test_a_slow_switch_tray_slows_every_tray_of_the_rack_with_mnnvl_on_only(node
     assert program.active_faults() == {}
     monkeypatch.delenv("NCCL_MNNVL_ENABLE")
     assert program.active_faults() == {}
-    assert program.devices() == ("NVIDIA GB200", ["0008:01:00", "0009:01:00", "0018:01:00", "0019:01:00"])
+    buses = ["0008:01:00", "0009:01:00", "0018:01:00", "0019:01:00"]
+    assert program.node_gpus() == [(bus, "NVIDIA GB200") for bus in buses]
 
 
 def test_the_carrier_alone_is_not_slow_without_its_rack_file(node, monkeypatch):
