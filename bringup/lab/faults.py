@@ -153,6 +153,7 @@ _AT_START_ONLY = {
     "bmc-dimm-missing": "the BMC reads its faults when the lab starts it",
     "bmc-psu-failed": "the BMC reads its faults when the lab starts it",
     "dimm-missing": "the BMC reads its faults (this one implies bmc-dimm-missing) when the lab starts it",
+    "nvlink-switch-tray-slow": "every tray of the rack learns its rack's faults when the lab starts",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bringup.lab.aptrepo import AptRepoService
 from bringup.lab.fabric import FabricService
 from bringup.lab.netfaults import NetFaultService
+from bringup.lab.nvlink_rack import NvlinkRackService
 from bringup.lab.service_hook import LabService
 from bringup.lab.slurm import SlurmService
 
@@ -20,4 +21,5 @@ def lab_services() -> list[LabService]:
         NetFaultService(),  # the `unreachable` fault
         SlurmService(),  # slurmctld/slurmd/munge, mpirun settings
         FabricService(),  # the simulated InfiniBand fabric and its plan
+        NvlinkRackService(),  # the NVL72 racks' NVLink fabric faults, on every tray of a rack
     ]

@@ -41,6 +41,9 @@ IDENTITY_SUBPATH = os.path.join("etc", "bringup-lab", "identity.json")  # writte
 # The node's view of the lab's simulated fabric (bringup/lab/fabric.py); ibstat's ports on it
 # answer from it: their LID, the SM's LID, and Down/Polling where the cable is not laid.
 FABRIC_SUBPATH = os.path.join("etc", "bringup-lab", "fabric.json")
+# The node's NVL72 rack (bringup/lab/nvlink_rack.py): its rack ("r02"), tray and the rack's faults.
+RACK_SUBPATH = os.path.join("etc", "bringup-lab", "nvlink-rack.json")
+RACK_TRAYS = 18  # compute trays per NVL72 rack (lab nodes are racked in index order)
 FABRIC_TOOLS = ("ibstat",)
 EXIT_NO_RECORDING = 2  # like a usage error of the real tool
 EXIT_BROKEN_SETUP = 3  # catalog, faults file or fake sysfs tree missing/invalid
@@ -180,6 +183,78 @@ def node_number(root):
     if type(index) is not int or not 0 <= index < MAX_NODE_NUMBER:
         raise StandinError(f"{path}: index must be an integer 0..{MAX_NODE_NUMBER - 1}, got {index!r}")
     return index + 1
+
+
+# ---- the node's own subnet ---------------------------------------------------------------------
+# A recording that lists the rack's management addresses (`nvidia-imex-ctl -N`: one per tray) is
+# recorded on 10.20.3.11 + k; a lab node i sits at <its /24>.11 + i (bringup/lab/network.py), so
+# an entry's `lab_subnet` prefix is replaced by the node's own /24 and tray k of the node's rack r
+# (r = 0 for node01..node18) is lab node 18r + k. A recorded multi-node NVLink domain is made the
+# rack's own the same way: an entry's `rack_clique` (the recording's CliqueId) + r.
+ROUTE_FILE = "/proc/net/route"  # the kernel's IPv4 routes of the reading process's namespace
+SIOCGIFADDR = 0x8915  # the ioctl that reads an interface's IPv4 address (linux/sockios.h)
+
+
+def node_subnet_prefix(route_file=ROUTE_FILE, iface="eth0"):
+    """'a.b.c' of the /24 the node's `iface` is on: its connected route, else (a lab node's /proc
+    shows its processes only, no /proc/net) its address; None if it has neither."""
+    try:
+        with open(route_file, encoding="ascii") as f:
+            rows = [line.split() for line in f.read().splitlines()[1:]]
+    except OSError:
+        return interface_prefix(iface)
+    for row in rows:
+        if len(row) >= 8 and row[0] == iface and row[2] == "00000000" and row[7] == "00FFFFFF":
+            octets = bytes.fromhex(row[1])[::-1]  # the file holds addresses little-endian
+            return ".".join(str(b) for b in octets[:3])
+    return None
+
+
+def interface_prefix(iface):
+    """The first three octets of `iface`'s IPv4 address (the lab's subnets are /24s), or None."""
+    import fcntl
+    import socket
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            raw = fcntl.ioctl(sock.fileno(), SIOCGIFADDR, struct.pack("256s", iface.encode()[:15]))
+    except OSError:
+        return None
+    return ".".join(str(b) for b in raw[20:23])  # struct ifreq: the sockaddr_in's address
+
+
+def rewrite_subnet(data, recorded, prefix, rack=0):
+    """Every address of the recorded /24 (`recorded`: 'a.b.c') moved to `prefix`, its last octet
+    raised by the trays of the racks before `rack`."""
+    if not prefix:
+        return data
+    pattern = re.compile(r"(?<![0-9.])" + re.escape(recorded) + r"\.([0-9]{1,3})(?![0-9])")
+
+    def moved(m):
+        return f"{prefix}.{int(m.group(1)) + RACK_TRAYS * rack}"
+
+    return pattern.sub(moved, data.decode("latin-1")).encode("latin-1")
+
+
+def rewrite_clique(data, recorded, rack):
+    """The recording's CliqueId made rack `rack`'s own (recorded + rack): each rack a domain."""
+    if not rack:
+        return data
+    pattern = re.compile(r"(?m)^(\s*CliqueId\s*: )" + re.escape(str(recorded)) + r"$")
+    return pattern.sub(lambda m: m.group(1) + str(int(recorded) + rack), data.decode("latin-1")).encode(
+        "latin-1"
+    )
+
+
+def node_rack(root):
+    """The node's rack number (0 for r01) from its nvlink-rack.json; 0 without one."""
+    try:
+        with open(os.path.join(root, RACK_SUBPATH), encoding="utf-8") as f:
+            rack = json.load(f).get("rack", "r01")
+        return max(0, int(str(rack).lstrip("r")) - 1)
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def node_platform(root):
@@ -433,6 +508,12 @@ def main(argv=None):
             if entry.get("render"):
                 data = RENDERERS[entry["render"]](data, asked)
             hold(held, entry.get("sysfs_during", {}), os.path.join(lab_root(lib_dir), SYSFS_SUBPATH))
+        if entry.get("lab_subnet"):
+            data = rewrite_subnet(
+                data, entry["lab_subnet"], node_subnet_prefix(), node_rack(lab_root(lib_dir))
+            )
+        if entry.get("rack_clique"):
+            data = rewrite_clique(data, entry["rack_clique"], node_rack(lab_root(lib_dir)))
         if tool in FABRIC_TOOLS:
             view = load_fabric_view(lab_root(lib_dir))
             if view is not None:

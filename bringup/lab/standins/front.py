@@ -74,7 +74,8 @@ def front_script(
             # dispatch.py decide for every remaining argument string.
             break
         lines.append(f"p='^({'|'.join(f'({p})' for p in patterns)})$'")
-        if any(key in entry for key in ("hold", "render", "sysfs_during")):
+        # held or rendered at run time, or rewritten for the node's subnet or rack (dispatch.main)
+        if any(key in entry for key in ("hold", "render", "sysfs_during", "lab_subnet", "rack_clique")):
             lines.append(f"[[ $a =~ $p ]] && {fallback}")
             continue
         lines.append(

@@ -112,7 +112,10 @@ def test_every_catalog_fault_is_known_and_used():
     used = {f for _, entry in _entries() for f in entry.get("faults", [])}
     used |= {f for p in standins.platforms() for f in standins.catalog(p)["sysfs"]}
     used |= {
-        f for program in standins.catalog().get("programs", {}).values() for f in program.get("faults", {})
+        f
+        for p in standins.platforms()
+        for program in standins.catalog(p).get("programs", {}).values()
+        for f in program.get("faults", {})
     }
     used |= aptrepo.package_faults() | netfaults.FAULTS  # faults of the lab's packages and network
     used |= bmc_inventory.BMC_FAULTS  # what the lab BMC reports
