@@ -2,7 +2,7 @@
 #   make demo        the whole pipeline on the virtual rack: discover -> provision -> configure ->
 #                    burn-in -> golden list + report (DEMO_NODES=6, FAULTS=inventories/faults/demo.yml)
 #   make demo PROFILE=h200-sxm-8x400g   the same on a rack of another platform (docs/lab.md, Platforms:
-#                    h200-sxm-8x400g, b200-sxm-8x400g, gb200-nvl72-tray (18 trays), mi300x-8x400g)
+#                    h200-sxm-8x400g, b200-sxm-8x400g, gb200-nvl72-tray (two racks of 18 trays), mi300x-8x400g)
 #   make demo-service  the in-service loop on the lab's Slurm: one health-check drain, one nightly return
 #   make test        installs what the tests need (apt + pip + PostgreSQL) and runs the whole suite
 #   make unit        fast unit tests only (no root, no lab, no PostgreSQL, no browser)

@@ -289,7 +289,7 @@ def lab_fault(
     "count",
     default=None,
     type=click.IntRange(2, 64),
-    help="Lab nodes (default: the platform's demo, 6 for H100; 18 trays for an NVL72 rack).",
+    help="Lab nodes (default: the platform's demo, 6 for H100; 36 trays, two racks, for NVL72).",
 )
 @click.option(
     "--faults",

@@ -45,6 +45,13 @@ LAB_SETTINGS: tuple[str, ...] = (
 )
 
 
+def override(settings: Sequence[str], more: Sequence[str]) -> tuple[str, ...]:
+    """`key=value` settings with `more`'s values winning, each key once, in first-seen order."""
+    merged = {s.partition("=")[0]: s for s in settings}
+    merged.update({s.partition("=")[0]: s for s in more})
+    return tuple(merged.values())
+
+
 @dataclass
 class Demo:
     name: str = "demo"
@@ -77,7 +84,7 @@ class Demo:
             faults=(faults or (REPO / own["faults"] if "faults" in own else DEFAULT_FAULTS)).resolve(),
             pxe_vms=int(own.get("pxe_vms", DEFAULT_PXE_VMS)) if pxe_vms is None else pxe_vms,
             profile=profile,
-            settings=(*LAB_SETTINGS, *own.get("settings", ())),
+            settings=override(LAB_SETTINGS, own.get("settings", ())),
         )
 
     @property
