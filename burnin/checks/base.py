@@ -80,6 +80,10 @@ class Check(ABC):
     # A check that runs a command and also reads the node's record (the BMC's GPU list beside
     # nvidia-smi): the stage hands it ``with_record(record, stdout)`` instead of the bare output.
     needs_record: ClassVar[bool] = False
+    # The GPU vendors ("nvidia", "amd") whose nodes it serves, declared by a check whose text names
+    # one vendor's tool without using it (a comment of an embedded program); () derives them from
+    # what it reads and runs (burnin/checks/vendor.py).
+    vendors: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,5 +1,10 @@
 """The PCIe stage: link width at idle, link speed under load, AER counters across the load.
 
+Both vendors' GPUs (sysfs is the kernel's; the load is burnin-stress, whose torch.cuda is HIP on
+ROCm builds): NVIDIA's display and 3D controllers, AMD Instinct's processing accelerators (MI300X
+is 1002:74a1, class 0x1200: https://pci-ids.ucw.cz/read/PC/1002/74a1; amdgpu binds every AMD
+device of that class, drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c). Only the profile's vendor's count.
+
 GPUs drop their link speed when idle (normal power saving), so only width is judged at idle;
 speed is judged on the best reading taken while burnin-stress loads the GPUs. NICs and NVMe
 drives do not downclock: both are judged on every reading. Switch ports may read "downgraded"
@@ -22,7 +27,9 @@ from burnin.parsers.kernel_log import parse_kernel_log
 from burnin.parsers.sysfs import parse_aer_counters, parse_link_speed, parse_link_width, speed_to_gen
 from burnin.result import Action, Finding, Result, critical, warning
 
-NVIDIA, MELLANOX = "0x10de", "0x15b3"
+NVIDIA, AMD, MELLANOX = "0x10de", "0x1002", "0x15b3"
+# The PCI vendor and class prefixes of each GPU vendor's GPUs (a profile's gpu.vendor).
+GPU_IDS = {"nvidia": (NVIDIA, ("0x0300", "0x0302")), "amd": (AMD, ("0x1200",))}
 _COLLECT_DELIMITER = "BURNIN_PCIE_COLLECT"
 _AER_FILES = {"aer_dev_correctable": "correctable", "aer_dev_nonfatal": "non-fatal", "aer_dev_fatal": "fatal"}
 
@@ -47,9 +54,10 @@ class Link:
         return f"{self.role} ({self.bdf}{slot}{serial})"
 
 
-def _kind(dev: dict[str, Any]) -> str | None:
+def _kind(dev: dict[str, Any], gpu_vendor: str) -> str | None:
     cls, vendor = str(dev.get("class") or ""), str(dev.get("vendor") or "")
-    if vendor == NVIDIA and cls[:6] in ("0x0300", "0x0302"):
+    gpu_pci_vendor, gpu_classes = GPU_IDS.get(gpu_vendor, ("", ()))
+    if vendor == gpu_pci_vendor and cls[:6] in gpu_classes:
         return "gpu"
     if vendor == MELLANOX and cls[:4] == "0x02":
         return "nic"
@@ -58,11 +66,11 @@ def _kind(dev: dict[str, Any]) -> str | None:
     return None
 
 
-def _links(doc: dict[str, Any]) -> dict[str, Link]:
+def _links(doc: dict[str, Any], gpu_vendor: str) -> dict[str, Link]:
     devices = doc.get("devices")
     if not isinstance(devices, list):
         raise ParseError("no device list in the collector's JSON")
-    typed = [(d, _kind(d)) for d in devices if isinstance(d, dict)]
+    typed = [(d, _kind(d, gpu_vendor)) for d in devices if isinstance(d, dict)]
     gpus = sorted(str(d.get("bdf")) for d, k in typed if k == "gpu")
     links = {}
     for dev, kind in typed:
@@ -71,7 +79,9 @@ def _links(doc: dict[str, Any]) -> dict[str, Link]:
         bdf = str(dev.get("bdf"))
         names = dev.get("names") or {}
         if kind == "gpu":
-            role = f"GPU {gpus.index(bdf)}"  # nvidia-smi numbers GPUs in PCI bus order
+            # nvidia-smi and amd-smi number GPUs in PCI bus order (the real 8x MI300 `amd-smi xgmi`
+            # of https://github.com/ROCm/amdsmi/blob/0ceca28f4139dced5e9b5739a3f393780d7add48/CHANGELOG.md)
+            role = f"GPU {gpus.index(bdf)}"
         else:
             role = next(
                 iter((names.get("infiniband") or []) + (names.get("nvme") or []) + (names.get("net") or [])),
@@ -122,8 +132,10 @@ def _reading(link: Link) -> str:
 class PcieLinks(Check):
     name = "pcie_links"
     stages = ("pcie",)
+    vendors = ("nvidia", "amd")  # sysfs and burnin-stress (module docstring), whatever its text names
     reads = ("burnin PCIe collector (sysfs)",)
     judges = (
+        "gpu.vendor",  # whose GPUs count as GPUs
         "gpu.count",
         "pcie.gpu.gen",
         "pcie.gpu.width",
@@ -172,9 +184,14 @@ class PcieLinks(Check):
         parts = sections(output.stdout)
         if "idle" not in parts:
             raise ParseError("no idle reading in the output")
-        idle = _links(_json_section(parts["idle"], "idle"))
-        loads = [_links(_json_section(text, name)) for name, text in parts.items() if name.startswith("load")]
-        after = _links(_json_section(parts["after"], "after")) if "after" in parts else {}
+        vendor = profile.gpu.vendor
+        idle = _links(_json_section(parts["idle"], "idle"), vendor)
+        loads = [
+            _links(_json_section(text, name), vendor)
+            for name, text in parts.items()
+            if name.startswith("load")
+        ]
+        after = _links(_json_section(parts["after"], "after"), vendor) if "after" in parts else {}
         findings: list[Finding] = []
         # The command prints every mark, the kernel one last: an output that ends before it was
         # cut, and the AER counters or the kernel lines it lost may hold a failure.
@@ -183,7 +200,7 @@ class PcieLinks(Check):
         links = {"gpu": profile.pcie.gpu, "nic": profile.pcie.nic, "nvme": profile.pcie.nvme}
         expected = {kind: (link.gen, link.width) for kind, link in links.items()}
         if not any(link.kind == "gpu" for link in idle.values()) and profile.gpu.count > 0:
-            findings.append(critical("no NVIDIA GPU on the PCIe bus", Action.RESEAT))
+            findings.append(critical(f"no {vendor.upper()} GPU on the PCIe bus", Action.RESEAT))
         readings = []
         for bdf, link in sorted(idle.items(), key=lambda kv: (kv[1].kind, kv[1].role)):
             gen, width = expected.get(link.kind, (None, None))

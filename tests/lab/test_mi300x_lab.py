@@ -2,8 +2,8 @@
 mi300x-8x400g` to a burn-in verdict by the operator's commands: discovery suggests the MI300X
 profile from the BMC's GPUs, configure installs AMD's driver at the profile's release (no NVIDIA
 package), and the preflight fails the node with an uncorrectable HBM error, blaming GPU 3 in its
-ECC counts and its kernel log, while the healthy node passes it and the gpu stage (RVS and the
-single-node rccl-tests all-reduce)."""
+ECC counts and its kernel log, while the healthy node passes it, the gpu stage (RVS and the
+single-node rccl-tests all-reduce) and the pcie stage (its GPUs' links read under burnin-stress)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.lab
 PROFILE = "mi300x-8x400g"
 
 
-def test_an_mi300x_rack_from_lab_up_to_its_preflight_and_gpu_stage_verdicts(tmp_path) -> None:
+def test_an_mi300x_rack_from_lab_up_to_its_preflight_gpu_and_pcie_stage_verdicts(tmp_path) -> None:
     require_root()
     from bringup.lab.rack import VirtualRack
     from bringup.lab.services import lab_services
@@ -34,9 +34,8 @@ def test_an_mi300x_rack_from_lab_up_to_its_preflight_and_gpu_stage_verdicts(tmp_
     try:
         lab.up(2, spec, PROFILE)
         base, store = configured_by_the_cli(name, inv, tmp_path / "fleet.db")
-        res = CliRunner().invoke(
-            burnin_main, [*base, "run", "--rack", name, "--stages", "preflight,gpu", "--json"]
-        )
+        stages = ["--stages", "preflight,gpu,pcie", "--set", "diag.pcie_load_seconds=5"]
+        res = CliRunner().invoke(burnin_main, [*base, "run", "--rack", name, *stages, "--json"])
     finally:
         lab.down()
     assert res.exit_code == 1, res.output  # node02 fails
@@ -53,6 +52,10 @@ def test_an_mi300x_rack_from_lab_up_to_its_preflight_and_gpu_stage_verdicts(tmp_
     }
     assert {"amd_gpu_inventory", "amd_gpu_ecc", "amd_xgmi_links", "kernel_log"} <= set(results["node01"])
     assert {"amd_rvs", "nccl_local"} <= set(results["node01"])  # the gpu stage on AMD
+    pcie = results["node01"]["pcie_links"]  # sysfs under burnin-stress, on both vendors
+    gpus = [r for r in pcie["metrics"]["links"] if r["role"].startswith("GPU")]
+    assert pcie["verdict"] == "PASS" and len(gpus) == 8, pcie
+    assert {r["best_speed_gts"] for r in gpus} == {32.0}, gpus
     assert [s["stage"] for s in outcomes["node02"]["stages"]] == ["preflight"]  # stopped there
     assert not {"gpu_inventory", "nvlink", "dcgm_diag"} & set(results["node01"])  # NVIDIA's checks
     assert outcomes["node01"]["verdict"] == "PASS", results["node01"]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bringup.lab import bmc_inventory
-from bringup.lab.standins import catalog, install_standins, sysfs
-from bringup.profiles.load import find_profile
+from bringup.lab.standins import SAMPLES_DIR, catalog, install_standins, sysfs
+from bringup.profiles.load import apply_overrides, find_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.result import Verdict
@@ -63,7 +63,8 @@ def test_an_mi300x_node_has_amd_smi_and_none_of_nvidias_tools(node):
     root = node()
     tools = {p.name for p in (root / "usr/local/bin").iterdir()}
     assert "amd-smi" in tools and "dmesg" in tools and "ibstat" in tools
-    assert not tools & {"nvidia-smi", "dcgmi", "nvbandwidth", "burnin-stress", "docker", "lspci"}
+    assert not tools & {"nvidia-smi", "dcgmi", "nvbandwidth", "docker", "lspci"}
+    assert "burnin-stress" in tools  # the product's own program: torch on ROCm (docs/burnin.md, pcie)
 
 
 def test_the_gpus_of_amd_smi_are_those_of_the_fake_tree_and_the_bmc(node):
@@ -148,3 +149,38 @@ def test_the_gpu_stage_passes_rvs_and_rccl_tests_on_the_node(node):
     assert "rccl-tests: Version" in done.stdout and "AMD Instinct MI300X" in done.stdout
     assert "NVIDIA" not in done.stdout and "Hostname     : host" not in done.stdout  # this node's name
     assert on_node(root, "nccl_local") == (Verdict.PASS, [])
+
+
+def test_the_stress_program_answers_with_the_mi300x_gpus_and_raises_their_links(node):
+    (entry,) = catalog(PLATFORM)["tools"]["burnin-stress"]
+    report = json.loads((SAMPLES_DIR / entry["output"][0]["sample"]).read_text().split("\n", 1)[1])
+    assert [g["name"] for g in report["gpus"]] == ["AMD Instinct MI300X"] * 8
+    assert [g["pci_bus_id"].replace("00000000", "0000") for g in report["gpus"]] == BDFS
+    gpus = [d for d in sysfs.hgx_h100_devices(catalog(PLATFORM)["pci"]) if d.kind == "gpu"]
+    assert {d.bdf for d in gpus} | {d.parent for d in gpus} == set(entry["sysfs_during"])
+
+
+def test_the_pcie_stage_passes_a_healthy_node_and_reads_its_gpus_under_load(node):
+    """pcie_links' own command against the node's stand-ins: its collector reads the node's fake
+    tree (the only change: where sysfs is), burnin-stress raises the GPU links, dmesg answers."""
+    root = node()
+    tree = sysfs.build_fake_sysfs(root, (), platform=PLATFORM)  # what the node's init unpacks
+    profile = apply_overrides(PROFILE, ["diag.pcie_load_seconds=4"])  # two readings, not 20 s
+    c = ALL_CHECKS["pcie_links"]
+    command = c.command(profile)
+    assert command.count('SYS = "/sys/bus/pci"') == 1
+    command = command.replace('SYS = "/sys/bus/pci"', f'SYS = "{tree}/bus/pci"')
+    done = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": f"{root}/usr/local/bin:/usr/bin:/bin"},
+    )
+    result = judge(c, CommandOutput(done.stdout, done.stderr, done.returncode), profile)
+    assert result.verdict is Verdict.PASS, (result.reason, result.findings, done.stderr[-2000:])
+    links = {r["role"]: r for r in result.metrics["links"]}
+    assert [links[f"GPU {i}"]["bdf"] for i in range(8)] == BDFS
+    assert all(links[f"GPU {i}"]["best_speed_gts"] == 32.0 for i in range(8))
+    assert {f"mlx5_{i}" for i in range(8)} <= set(links) and {"nvme0", "nvme1"} <= set(links)
+    assert result.metrics["load_readings"] >= 1
