@@ -60,6 +60,16 @@ def lab() -> None:
     """The virtual rack: fake nodes, fake BMCs and stand-in hardware tools."""
 
 
+# The rack's platform: every node replays that profile's recordings (docs/lab.md, "Platforms").
+profile_option = click.option(
+    "--profile",
+    default=BASE_PLATFORM,
+    show_default=True,
+    type=click.Choice(platforms()),
+    help="Hardware profile of the lab nodes: the platform whose recordings they replay (docs/lab.md).",
+)
+
+
 @lab.command("up")
 @click.option("--nodes", "count", default=4, show_default=True, type=click.IntRange(1, 250))
 @click.option(
@@ -68,13 +78,7 @@ def lab() -> None:
     default=None,
     help="Fault spec YAML: which stand-in faults each node carries.",
 )
-@click.option(
-    "--profile",
-    default=BASE_PLATFORM,
-    show_default=True,
-    type=click.Choice(platforms()),
-    help="Hardware profile of the lab nodes: the platform whose recordings they replay.",
-)
+@profile_option
 @name_option
 @dir_option
 @click.pass_context
@@ -277,13 +281,7 @@ def lab_fault(
 
 
 @lab.command("demo")
-@click.option(
-    "--profile",
-    default=BASE_PLATFORM,
-    show_default=True,
-    type=click.Choice(platforms()),
-    help="Hardware platform of the rack: its stand-in recordings, BMC and profile (docs/lab.md).",
-)
+@profile_option
 @click.option(
     "--nodes",
     "count",

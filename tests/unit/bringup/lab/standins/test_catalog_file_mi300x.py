@@ -4,6 +4,7 @@ a node, judge its faults at the right GPU (docs/lab.md, "Platforms")."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -12,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from bringup.lab import bmc_inventory
-from bringup.lab.standins import SAMPLES_DIR, catalog, install_standins, sysfs
+from bringup.lab.standins import SAMPLES_DIR, catalog, sysfs
 from bringup.profiles.load import apply_overrides, find_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.result import Verdict
-from tests.conftest import unavailable
 from tests.paths import REPO
 
 PLATFORM = "mi300x-8x400g"
@@ -27,19 +27,8 @@ BDFS += ["0000:9f:00.0", "0000:af:00.0", "0000:bf:00.0", "0000:df:00.0"]
 
 
 @pytest.fixture
-def node(tmp_path: Path):
-    if not Path("/usr/bin/python3").exists():
-        unavailable("needs /usr/bin/python3 (the python a lab node has)")
-
-    def make(*faults: str) -> Path:
-        root = tmp_path / ("node-" + "-".join(faults or ("healthy",)))
-        (root / "etc" / "bringup-lab").mkdir(parents=True)
-        identity = {"index": 1, "platform": PLATFORM}
-        (root / "etc" / "bringup-lab" / "identity.json").write_text(json.dumps(identity))
-        install_standins(root, faults, PLATFORM)
-        return root
-
-    return make
+def node(lab_node):
+    return functools.partial(lab_node, PLATFORM, index=1)
 
 
 def on_node(root: Path, check: str) -> tuple[Verdict, list[str]]:

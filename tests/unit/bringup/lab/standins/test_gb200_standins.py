@@ -4,6 +4,7 @@ fabric fault is caught by its own check (docs/lab.md, "GB200 NVL72")."""
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import importlib.util
 import json
@@ -13,32 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from bringup.lab import standins
 from bringup.lab.nvlink_rack import NODE_FILE
 from bringup.lab.standins import dispatch
 from bringup.profiles.load import load_profile
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.result import Action, Verdict
-from tests.conftest import unavailable
 from tests.profiles import SHIPPED_DIR
 
 PLATFORM = "gb200-nvl72-tray"
 PROFILE, _ = load_profile(PLATFORM, SHIPPED_DIR)
-SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 
 @pytest.fixture
-def node(tmp_path: Path):
-    if not SYSTEM_PYTHON.exists():
-        unavailable("needs /usr/bin/python3 (the python a lab node has)")
-
-    def make(*faults: str) -> Path:
-        root = tmp_path / ("node-" + "-".join(faults or ("healthy",)))
-        standins.install_standins(root, faults, PLATFORM)
-        return root
-
-    return make
+def node(lab_node):
+    return functools.partial(lab_node, PLATFORM)
 
 
 def run_tool(root: Path, tool: str, *args: str) -> subprocess.CompletedProcess:

@@ -4,36 +4,26 @@ fault is caught by its own check and no other."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from bringup.lab import standins
 from burnin.checks import ALL_CHECKS
 from burnin.checks.base import CommandOutput, judge
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.result import Verdict
-from tests.conftest import unavailable
 from tests.profiles import shipped
 
-SYSTEM_PYTHON = Path("/usr/bin/python3")
 PROFILE = shipped()
 ALL_REDUCE = ("-b", "8", "-e", "8G", "-f", "2", "-g", "8")
 NVBANDWIDTH = ("-t", "host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
 
 
 @pytest.fixture
-def node(tmp_path: Path):
-    if not SYSTEM_PYTHON.exists():
-        unavailable("needs /usr/bin/python3 (the python a lab node has)")
-
-    def make(*faults: str) -> Path:
-        root = tmp_path / ("node-" + "-".join(faults or ("healthy",)))
-        standins.install_standins(root, faults)
-        return root
-
-    return make
+def node(lab_node):
+    return functools.partial(lab_node, None)
 
 
 def run_tool(
