@@ -257,20 +257,6 @@ def node_rack(root):
         return 0
 
 
-def node_platform(root):
-    """The node's platform (a profile name) from its identity file, or None (the base, H100).
-
-    The node's catalog.json is already its platform's; programs that are not recordings
-    (programs/*) ask this to behave as the platform does."""
-    try:
-        with open(os.path.join(root, IDENTITY_SUBPATH), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    platform = data.get("platform") if isinstance(data, dict) else None
-    return platform if isinstance(platform, str) else None
-
-
 def lab_root(here):
     """The node root this dispatcher is installed in ("/" inside a node)."""
     here = os.path.realpath(here)
