@@ -41,6 +41,7 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         return getattr(profile.pins, key) or None  # an empty pin is no pin
 
     driver = pin("driver")
+    mnnvl = bool(profile.gpu.multi_node_nvlink)
     out: dict[str, Any] = {
         "bringup_profile": profile.name,
         # Whose driver and tools the roles install (playbooks/site.yml): the pin is NVIDIA's
@@ -48,8 +49,12 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         "gpu_vendor": profile.gpu.vendor,
         "nvidia_driver_version": (driver or "") if profile.gpu.vendor == "nvidia" else "",
         "amdgpu_driver_version": (driver or "") if profile.gpu.vendor == "amd" else "",
-        "fabric_manager_enabled": profile.gpu.nvswitch,
+        # A multi-node NVLink tray (GB200/GB300 NVL72) leaves the fabric to the switch trays and
+        # runs the IMEX daemon at the driver's version instead (role nvidia_imex).
+        "fabric_manager_enabled": profile.gpu.nvswitch and not mnnvl,
         "fabric_manager_version": pin("fabric_manager") or driver or "",
+        "imex_enabled": mnnvl,
+        "imex_version": driver or "",
         "doca_ofed_enabled": pin("doca_ofed") is not None,
         "storage_enabled": profile.host.zfs,
     }

@@ -106,3 +106,23 @@ def test_build_inventory_groups_the_rack():
     assert list(hosts) == ["a", "b"]
     assert group_name("rack-7.b") == "rack_7_b"
     assert group_name("7a") == "rack_7a"
+
+
+def test_an_nvl72_tray_runs_imex_not_the_fabric_manager():
+    """On a multi-node NVLink tray the switch trays manage the fabric; each compute tray runs
+    the IMEX daemon at the driver's version instead (docs/configure.md)."""
+    from bringup.profiles.load import find_profile
+    from tests.paths import REPO
+
+    for name in ("gb200-nvl72-tray", "gb300-nvl72-tray"):
+        profile = find_profile(name, REPO / "inventories" / "profiles")
+        v = profile_vars(profile)
+        assert v["fabric_manager_enabled"] is False, name
+        assert v["imex_enabled"] is True, name
+        assert v["imex_version"] == profile.pins.driver, name
+
+
+def test_an_hgx_node_runs_the_fabric_manager_not_imex(rack):
+    v = profile_vars(rack.profiles["h100-sxm-8x400g"])
+    assert v["fabric_manager_enabled"] is True
+    assert v["imex_enabled"] is False
