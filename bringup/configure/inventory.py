@@ -53,8 +53,8 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         # runs the IMEX daemon at the driver's version instead (role nvidia_imex).
         "fabric_manager_enabled": profile.gpu.nvswitch and not mnnvl,
         "fabric_manager_version": pin("fabric_manager") or driver or "",
-        "imex_enabled": mnnvl,
-        "imex_version": driver or "",
+        "nvidia_imex_enabled": mnnvl,
+        "nvidia_imex_version": driver or "",
         "doca_ofed_enabled": pin("doca_ofed") is not None,
         "storage_enabled": profile.host.zfs,
     }

@@ -118,11 +118,11 @@ def test_an_nvl72_tray_runs_imex_not_the_fabric_manager():
         profile = find_profile(name, REPO / "inventories" / "profiles")
         v = profile_vars(profile)
         assert v["fabric_manager_enabled"] is False, name
-        assert v["imex_enabled"] is True, name
-        assert v["imex_version"] == profile.pins.driver, name
+        assert v["nvidia_imex_enabled"] is True, name
+        assert v["nvidia_imex_version"] == profile.pins.driver, name
 
 
 def test_an_hgx_node_runs_the_fabric_manager_not_imex(rack):
     v = profile_vars(rack.profiles["h100-sxm-8x400g"])
     assert v["fabric_manager_enabled"] is True
-    assert v["imex_enabled"] is False
+    assert v["nvidia_imex_enabled"] is False
