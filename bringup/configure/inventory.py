@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.core.credentials import SECRET_KEY
+from bringup.inventory.rack import Rack
 from bringup.profiles.load import Profile
 
 # Rack inventory variables that are bringup's own business, not Ansible's.
@@ -75,6 +76,22 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
     return out
 
 
+def address(name: str, inventory_vars: dict[str, Any], ip: str | None) -> str:
+    """Where a host is reached: the fleet store's ``ip``, else the inventory's, else its name."""
+    return ip or str(inventory_vars.get("ansible_host") or name)
+
+
+def imex_domain(rack: Rack, ips: dict[str, str | None]) -> list[str]:
+    """The addresses of the rack's multi-node NVLink trays, in name order: the IMEX node list
+    (role nvidia_imex). One rack inventory is one NVLink domain (docs/configure.md); every tray
+    of it is listed, also those a run does not configure, so a partial run keeps the domain."""
+    return [
+        address(h.name, h.vars, ips.get(h.name))
+        for h in sorted(rack.hosts, key=lambda h: h.name)
+        if rack.profiles[h.profile].gpu.multi_node_nvlink
+    ]
+
+
 def _ansible_safe(name: str, value: Any) -> bool:
     """False for variables Ansible must not receive: BMC access and secrets."""
     return not (name.startswith("bmc_") or name in BRINGUP_ONLY or SECRET_KEY.search(name))
@@ -112,7 +129,7 @@ def host_vars(
         for k, v in inventory_vars.items()
         if _ansible_safe(k, v) and _plain(v)
     }
-    out["ansible_host"] = ip or str(inventory_vars.get("ansible_host") or name)
+    out["ansible_host"] = address(name, inventory_vars, ip)
     out.update(profile_vars(profile))
     return out
 

@@ -105,3 +105,12 @@ def test_site_yml_runs_imex_on_imex_enabled_and_reports_its_package():
     names = [r["role"] for r in play["roles"]]
     assert names.index("nvidia_driver") < names.index("nvidia_imex")  # IMEX checks the driver
     assert "[nvidia_imex_package] if nvidia_imex_enabled | bool" in site
+
+
+def test_the_list_bringup_configure_gives_wins_over_the_group(tmp_path):
+    """bringup configure passes the whole rack (also trays this run leaves out) as nvidia_imex_nodes."""
+    extra = base_vars(tmp_path) | {"nvidia_imex_nodes": ["10.1.0.11", "10.1.0.12", "10.1.0.13"]}
+    proc = run_role(tmp_path, {"tray02": "10.1.0.12"}, extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    nodes = (tmp_path / "etc/nvidia-imex/nodes_config.cfg").read_text()
+    assert nodes == "10.1.0.11\n10.1.0.12\n10.1.0.13\n"

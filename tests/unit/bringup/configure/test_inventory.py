@@ -126,3 +126,23 @@ def test_an_hgx_node_runs_the_fabric_manager_not_imex(rack):
     v = profile_vars(rack.profiles["h100-sxm-8x400g"])
     assert v["fabric_manager_enabled"] is True
     assert v["nvidia_imex_enabled"] is False
+
+
+def test_the_imex_domain_is_every_tray_of_the_rack_inventory(tmp_path):
+    """The node list of every tray holds the whole rack, also the trays a run does not configure
+    (`--nodes`, refused by the gate): a partial run must not shrink the NVLink domain."""
+    from bringup.configure.inventory import imex_domain
+
+    hosts = {
+        "tray02": {"bmc_address": "10.0.0.12", "rack_unit": 2, "ansible_host": "10.1.0.12"},
+        "tray01": {"bmc_address": "10.0.0.11", "rack_unit": 1},
+        "tray03": {"bmc_address": "10.0.0.13", "rack_unit": 3},
+        "login01": {"bmc_address": "10.0.0.14", "rack_unit": 4, "profile": "h100-sxm-8x400g"},
+    }
+    inv = write_rack(tmp_path / "inventories", "nvl01", hosts, profile="gb200-nvl72-tray")
+    loaded, problems = load_rack("nvl01", inv)
+    assert loaded is not None, problems
+    # The fleet store's address wins, then the inventory's, then the name; a host on a profile
+    # without multi-node NVLink is no member.
+    domain = imex_domain(loaded, {"tray01": "10.9.0.11", "tray02": None})
+    assert domain == ["10.9.0.11", "10.1.0.12", "tray03"]
