@@ -22,6 +22,7 @@ ROLES = (
     "base",
     "nvidia_driver",
     "fabric_manager",
+    "nvidia_imex",
     "doca_ofed",
     "dcgm",
     "container_toolkit",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.core.credentials import SECRET_KEY
+from bringup.inventory.rack import Rack
 from bringup.profiles.load import Profile
 
 # Rack inventory variables that are bringup's own business, not Ansible's.
@@ -41,6 +42,7 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         return getattr(profile.pins, key) or None  # an empty pin is no pin
 
     driver = pin("driver")
+    mnnvl = bool(profile.gpu.multi_node_nvlink)
     out: dict[str, Any] = {
         "bringup_profile": profile.name,
         # Whose driver and tools the roles install (playbooks/site.yml): the pin is NVIDIA's
@@ -48,8 +50,12 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
         "gpu_vendor": profile.gpu.vendor,
         "nvidia_driver_version": (driver or "") if profile.gpu.vendor == "nvidia" else "",
         "amdgpu_driver_version": (driver or "") if profile.gpu.vendor == "amd" else "",
-        "fabric_manager_enabled": profile.gpu.nvswitch,
+        # A multi-node NVLink tray (GB200/GB300 NVL72) leaves the fabric to the switch trays and
+        # runs the IMEX daemon at the driver's version instead (role nvidia_imex).
+        "fabric_manager_enabled": profile.gpu.nvswitch and not mnnvl,
         "fabric_manager_version": pin("fabric_manager") or driver or "",
+        "nvidia_imex_enabled": mnnvl,
+        "nvidia_imex_version": driver or "",
         "doca_ofed_enabled": pin("doca_ofed") is not None,
         "storage_enabled": profile.host.zfs,
     }
@@ -68,6 +74,22 @@ def profile_vars(profile: Profile) -> dict[str, Any]:
     if "max_clock_offset_s" in profile.host.model_fields_set:
         out["base_max_clock_offset_s"] = profile.host.max_clock_offset_s
     return out
+
+
+def address(name: str, inventory_vars: dict[str, Any], ip: str | None) -> str:
+    """Where a host is reached: the fleet store's ``ip``, else the inventory's, else its name."""
+    return ip or str(inventory_vars.get("ansible_host") or name)
+
+
+def imex_domain(rack: Rack, ips: dict[str, str | None]) -> list[str]:
+    """The addresses of the rack's multi-node NVLink trays, in name order: the IMEX node list
+    (role nvidia_imex). One rack inventory is one NVLink domain (docs/configure.md); every tray
+    of it is listed, also those a run does not configure, so a partial run keeps the domain."""
+    return [
+        address(h.name, h.vars, ips.get(h.name))
+        for h in sorted(rack.hosts, key=lambda h: h.name)
+        if rack.profiles[h.profile].gpu.multi_node_nvlink
+    ]
 
 
 def _ansible_safe(name: str, value: Any) -> bool:
@@ -107,7 +129,7 @@ def host_vars(
         for k, v in inventory_vars.items()
         if _ansible_safe(k, v) and _plain(v)
     }
-    out["ansible_host"] = ip or str(inventory_vars.get("ansible_host") or name)
+    out["ansible_host"] = address(name, inventory_vars, ip)
     out.update(profile_vars(profile))
     return out
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bringup.configure.hostkeys import pinned_hosts
-from bringup.configure.inventory import build_inventory, host_vars
+from bringup.configure.inventory import build_inventory, host_vars, imex_domain
 from bringup.configure.outcome import HostOutcome
 from bringup.configure.record import ConfigureResult, record_outcomes
 from bringup.configure.runner import DEFAULT_BATCH, DEFAULT_TASK_TIMEOUT, run_playbook
@@ -77,6 +77,13 @@ def configure_rack(store: FleetStore, req: ConfigureRequest, watch: Watch | None
         a.name: host_vars(a.name, a.host.vars, rack.path.parent, rack.profiles[a.host.profile], a.node.ip)
         for a in targets
     }
+    if any(h["nvidia_imex_enabled"] for h in hosts.values()):
+        # IMEX's node list is the whole rack, not this run's nodes (role nvidia_imex).
+        ips = {n.name: n.ip for n in store.list_nodes(rack=rack.name)}
+        domain = imex_domain(rack, ips)
+        for h in hosts.values():
+            if h["nvidia_imex_enabled"]:
+                h["nvidia_imex_nodes"] = domain
     params = {
         "nodes": names,
         "tags": req.tags,

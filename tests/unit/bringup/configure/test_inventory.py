@@ -106,3 +106,43 @@ def test_build_inventory_groups_the_rack():
     assert list(hosts) == ["a", "b"]
     assert group_name("rack-7.b") == "rack_7_b"
     assert group_name("7a") == "rack_7a"
+
+
+def test_an_nvl72_tray_runs_imex_not_the_fabric_manager():
+    """On a multi-node NVLink tray the switch trays manage the fabric; each compute tray runs
+    the IMEX daemon at the driver's version instead (docs/configure.md)."""
+    from bringup.profiles.load import find_profile
+    from tests.paths import REPO
+
+    for name in ("gb200-nvl72-tray", "gb300-nvl72-tray"):
+        profile = find_profile(name, REPO / "inventories" / "profiles")
+        v = profile_vars(profile)
+        assert v["fabric_manager_enabled"] is False, name
+        assert v["nvidia_imex_enabled"] is True, name
+        assert v["nvidia_imex_version"] == profile.pins.driver, name
+
+
+def test_an_hgx_node_runs_the_fabric_manager_not_imex(rack):
+    v = profile_vars(rack.profiles["h100-sxm-8x400g"])
+    assert v["fabric_manager_enabled"] is True
+    assert v["nvidia_imex_enabled"] is False
+
+
+def test_the_imex_domain_is_every_tray_of_the_rack_inventory(tmp_path):
+    """The node list of every tray holds the whole rack, also the trays a run does not configure
+    (`--nodes`, refused by the gate): a partial run must not shrink the NVLink domain."""
+    from bringup.configure.inventory import imex_domain
+
+    hosts = {
+        "tray02": {"bmc_address": "10.0.0.12", "rack_unit": 2, "ansible_host": "10.1.0.12"},
+        "tray01": {"bmc_address": "10.0.0.11", "rack_unit": 1},
+        "tray03": {"bmc_address": "10.0.0.13", "rack_unit": 3},
+        "login01": {"bmc_address": "10.0.0.14", "rack_unit": 4, "profile": "h100-sxm-8x400g"},
+    }
+    inv = write_rack(tmp_path / "inventories", "nvl01", hosts, profile="gb200-nvl72-tray")
+    loaded, problems = load_rack("nvl01", inv)
+    assert loaded is not None, problems
+    # The fleet store's address wins, then the inventory's, then the name; a host on a profile
+    # without multi-node NVLink is no member.
+    domain = imex_domain(loaded, {"tray01": "10.9.0.11", "tray02": None})
+    assert domain == ["10.9.0.11", "10.1.0.12", "tray03"]

@@ -105,6 +105,24 @@ def test_repository_holds_the_driver_and_fabric_manager_each_hgx_profile_pins(pr
     assert {upstream_version(v) for v in driver} == {upstream_version(v) for v in fabric_manager}
 
 
+def test_repository_holds_imex_at_the_driver_the_gb200_profile_pins():
+    """A GB200 lab rack installs IMEX (role nvidia_imex, its glob checked here) at the driver's
+    version, a second release of the branch too, with a unit the lab's systemctl can start."""
+    pins = yaml.safe_load((PROFILE.parent / "gb200-nvl72-tray.yml").read_text())["pins"]
+    branch = pins["driver"].split(".")[0]
+    assert (
+        _role_default("nvidia_imex", "nvidia_imex_package")
+        == "nvidia-imex-{{ nvidia_imex_version.split('.')[0] }}"
+    )
+    assert _role_default("nvidia_imex", "nvidia_imex_package_version") == "{{ nvidia_imex_version }}-*"
+    imex = [pkg for pkg in load_catalog() if pkg.name == f"nvidia-imex-{branch}"]
+    assert any(_glob(f"{pins['driver']}-*", pkg.version) for pkg in imex), [p.version for p in imex]
+    driver = {upstream_version(p.version) for p in load_catalog() if p.name == f"nvidia-driver-{branch}"}
+    assert {upstream_version(pkg.version) for pkg in imex} == driver
+    for pkg in imex:
+        assert pkg.units["nvidia-imex.service"]["exec"] in pkg.files
+
+
 def test_repository_holds_the_amd_driver_release_the_amd_profile_pins():
     """amdgpu_driver's glob for the MI300X profile's pins.driver (an AMD GPU Driver release),
     rendered as Ansible would, matches one lab amdgpu-dkms and not the other release."""
