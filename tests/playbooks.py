@@ -13,23 +13,18 @@ from tests.paths import REPO
 BIN = Path(sys.executable).parent
 
 
-def run_play(tmp_path: Path, play: str, extra: dict) -> subprocess.CompletedProcess:
-    """``play`` (YAML text) on localhost with ``extra`` as extra vars; HOME is ``tmp_path``."""
+def run_play(
+    tmp_path: Path, play: str, extra: dict, inventory: Path | None = None
+) -> subprocess.CompletedProcess:
+    """``play`` (YAML text) with ``extra`` as extra vars; HOME is ``tmp_path``. On localhost
+    (connection local), or on the hosts of ``inventory`` (which say their own connection)."""
     playbook = tmp_path / "play.yml"
     playbook.write_text(play)
     vars_file = tmp_path / "vars.json"
     vars_file.write_text(json.dumps(extra))
+    hosts = ["-i", str(inventory)] if inventory else ["-i", "localhost,", "-c", "local"]
     return subprocess.run(
-        [
-            str(BIN / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            str(playbook),
-            "-e",
-            f"@{vars_file}",
-        ],
+        [str(BIN / "ansible-playbook"), *hosts, str(playbook), "-e", f"@{vars_file}"],
         cwd=REPO / "playbooks",
         capture_output=True,
         text=True,

@@ -5,14 +5,13 @@ switched off here; the site playbook's wiring is checked on its text."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import yaml
 
 from tests.paths import REPO
-from tests.playbooks import BIN
+from tests.playbooks import run_play
 
 PLAY = "- hosts: tray02\n  gather_facts: false\n  roles:\n    - role: nvidia_imex\n"
 
@@ -23,28 +22,9 @@ def run_role(tmp_path: Path, trays: dict[str, str | None], extra: dict) -> subpr
         name: {"ansible_connection": "local"} | ({"ansible_host": ip} if ip else {})
         for name, ip in trays.items()
     }
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"r07": {"hosts": hosts}}}}))
-    (tmp_path / "play.yml").write_text(PLAY)
-    (tmp_path / "vars.json").write_text(json.dumps(extra))
-    return subprocess.run(
-        [
-            str(BIN / "ansible-playbook"),
-            "-i",
-            str(tmp_path / "inventory.yml"),
-            str(tmp_path / "play.yml"),
-            "-e",
-            f"@{tmp_path / 'vars.json'}",
-        ],
-        cwd=REPO / "playbooks",
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp_path),
-        },
-    )
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"r07": {"hosts": hosts}}}}))
+    return run_play(tmp_path, PLAY, extra, inventory)
 
 
 def base_vars(tmp_path: Path) -> dict:
