@@ -29,9 +29,9 @@ _FRAME = re.compile(
 TIMEOUT_RCS = (124, 137)
 # How long what is left of a command's process group has between TERM and KILL, and how long the
 # batch waits for the output of a command whose process outside its group still holds it open.
-# 15 s, not 5: on a node whose cores are all busy (a burn-in load, or the lab's 2-core machine
-# running four test workers) the output's own readers were seen taking over 5 s to be scheduled
-# and finish, and a command that had ended cleanly came back UNKNOWN as "held".
+# 15 s, not 5: on the lab's 2-core machine running four test workers, commands that had nothing
+# left running (copy_bandwidth, clock_offset, ib_ports) came back UNKNOWN as "held" after 5 s,
+# most likely their output's own readers not yet scheduled to finish on the overloaded cores.
 GRACE_S = 15
 HELD = (
     f"a process that left its process group still held its output open {GRACE_S} s after it ended: "
