@@ -219,8 +219,10 @@ def slurm_nodes(state) -> dict:
     return {n.name: n for n in cluster_nodes(state.inventory_vars["slurm_conf"])}
 
 
-def wait_for(what: str, probe, timeout: float, poll: float = 0.2):
-    """``probe()``'s first truthy answer within ``timeout`` seconds, else the test fails."""
+def wait_for(what: str, probe, timeout: float, poll: float = 0.2, context=None):
+    """``probe()``'s first truthy answer within ``timeout`` seconds, else the test fails; its
+    message then ends with what ``context()`` says (a log, a report: what a reader of a failed
+    run needs to tell a slow lab from a wrong product)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -228,4 +230,5 @@ def wait_for(what: str, probe, timeout: float, poll: float = 0.2):
         if last:
             return last
         time.sleep(poll)
-    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+    seen = f"\n{context()}" if context is not None else ""
+    pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r}){seen}")

@@ -37,8 +37,8 @@ WAIT_S = 90
 OPERATOR_REASON = "PSU swap, ticket 4711"
 
 
-def wait_for(what: str, probe, timeout: float = WAIT_S):
-    return conftest.wait_for(what, probe, timeout, poll=1)
+def wait_for(what: str, probe, timeout: float = WAIT_S, context=None):
+    return conftest.wait_for(what, probe, timeout, poll=1, context=context)
 
 
 def last_health(state, node: str) -> dict | None:
@@ -277,6 +277,7 @@ def test_a_hung_nvidia_smi_drains_after_its_streak(service_lab):
             "node02 drained after its UNKNOWN streak",
             lambda: (n := slurm_nodes(state)["node02"]).drain and "runs in a row" in n.reason and n,
             180,
+            context=lambda: f"node02's last health report: {last_health(state, 'node02')!r}",
         )
         took = time.time() - hung
         print(f"\nhung nvidia-smi -> DRAIN in {took:.0f} s: {drained.reason}")

@@ -52,7 +52,19 @@ def test_an_xid_79_drains_through_burnin_watch_in_seconds(tmp_path):
             f"--source 'tail -n0 -F {KMSG}' > /var/log/bringup-watch.out 2>&1 < /dev/null &",
         )
         assert rc == 0, err
-        time.sleep(5)  # the watcher's start (python, imports) and its source's
+
+        def watch_log() -> str:
+            return node_ssh(state, node, "cat /var/log/bringup-watch.out")[1][-2000:]
+
+        # `tail -n0 -F` sees only what is written after it opened the file, and the watcher starts
+        # it after python and its imports (8 s on two loaded cores): wait until it holds the file
+        wait_for(
+            f"the watcher on {node} following {KMSG}",
+            lambda: node_ssh(state, node, f"find /proc/[0-9]*/fd -lname {KMSG} 2>/dev/null")[1].strip(),
+            60,
+            poll=0.5,
+            context=watch_log,
+        )
         times: list[float] = []
         for _ in range(TRIES):
             if slurm_nodes(state)[node].drain:
@@ -64,7 +76,10 @@ def test_an_xid_79_drains_through_burnin_watch_in_seconds(tmp_path):
             assert rc == 0, err
             written = float(out.split()[0])
             drained = wait_for(
-                f"{node} drained by burnin watch", lambda: (n := slurm_nodes(state)[node]).drain and n, 60
+                f"{node} drained by burnin watch",
+                lambda: (n := slurm_nodes(state)[node]).drain and n,
+                60,
+                context=watch_log,
             )
             times.append(time.time() - written)
             assert drained.reason.startswith(WANT) and "Xid 79" in drained.reason, drained.reason
@@ -72,7 +87,6 @@ def test_an_xid_79_drains_through_burnin_watch_in_seconds(tmp_path):
             f"\nburnin watch: Xid 79 written -> DRAIN in Slurm, {TRIES} tries: median {statistics.median(times):.2f} s, "
             f"max {max(times):.2f} s (each: {', '.join(f'{t:.2f}' for t in times)})"
         )
-        _, log, _ = node_ssh(state, node, "cat /var/log/bringup-watch.out")
-        print(log[-2000:])
+        print(watch_log())
     finally:
         rack.down()
