@@ -494,6 +494,22 @@ TOOLS: tuple[Tool, ...] = (
         "amd-smi xgmi",
         (mark(r"^LINK METRIC TABLE:\s*$", 3, "the 'LINK METRIC TABLE' heading"),),
     ),
+    # AMD's older rocm-smi, the fallback of the amd-smi checks (burnin/parsers/rocm_smi.py): a log
+    # between 'ROCm System Management Interface' and 'End of ROCm SMI Log' spacers.
+    Tool(
+        "rocm-smi --showproductname",
+        (
+            mark(r"^GPU\[\d+\]\s*: Card [Ss]eries:", 3, "rocm-smi's 'GPU[N] : Card Series:' lines"),
+            mark(r"^=+ ?Product Info ?=+\s*$", 2, "its 'Product Info' heading"),
+        ),
+    ),
+    Tool(
+        "rocm-smi --showrasinfo",
+        (
+            mark(r"^GPU\[\d+\]:\s+RAS INFO\s*$", 3, "rocm-smi's 'GPU[N]: RAS INFO' tables"),
+            mark(r"^=+ ?RAS Info ?=+\s*$", 2, "its 'RAS Info' heading"),
+        ),
+    ),
     Tool(  # the ROCm Validation Suite's console output (burnin/parsers/rvs.py)
         "rvs",
         (
