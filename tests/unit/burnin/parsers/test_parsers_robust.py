@@ -40,6 +40,7 @@ from burnin.parsers.nvidia_smi import (
     parse_throttle_samples,
     parse_topology,
 )
+from burnin.parsers.rocm_smi import parse_product, parse_ras
 from burnin.parsers.sacct import parse_node_events, parse_sacct
 from burnin.parsers.sysbench import parse_sysbench_memory
 from burnin.parsers.sysfs import (
@@ -87,6 +88,8 @@ PARSERS = [
     parse_static,
     parse_ecc,
     parse_xgmi,
+    parse_product,
+    parse_ras,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name not in NOT_SAMPLES]
