@@ -29,7 +29,7 @@ from burnin.parsers.kernel_log import (
     XidEvent,
     read_kernel_log,
 )
-from burnin.parsers.xid_catalog import CATALOG_VERSION, XID_CATALOG
+from burnin.parsers.xid_catalog import CATALOG_VERSION, XID_CATALOG, judged
 from burnin.result import Action, Finding, Result, Severity, critical, info, warning
 
 
@@ -59,10 +59,11 @@ BUILTIN_ALLOWLIST = (
 FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" in 24 h (docs/reference.md, InfiniBand)
 
 
-def xid_rule(xid: int) -> XidRule:
-    """What NVIDIA's catalog, mapped by burnin/parsers/xid_catalog.py, says about an Xid; one it
-    does not list is still a finding."""
-    if (info := XID_CATALOG.get(xid)) is not None:
+def xid_rule(xid: int, fatal: bool | None = None) -> XidRule:
+    """What NVIDIA's catalog, mapped by burnin/parsers/xid_catalog.py, says about an Xid whose
+    message printed ``fatal`` ('Fatal'/'Nonfatal', None: neither); one it does not list is still a
+    finding."""
+    if (info := judged(xid, fatal)) is not None:
         return XidRule(info.severity, info.action, info.advice)
     return XidRule(
         Severity.WARNING, Action.MONITOR, f"not in NVIDIA's Xid catalog of {CATALOG_VERSION[:10]}: look it up"
@@ -110,7 +111,8 @@ class KernelLog(Check):
         for e in events:
             if isinstance(e, XidEvent):
                 xids[e.xid] += 1
-                add(("xid", e.xid, e.bdf), lambda e=e: _xid_finding(e))
+                # A fatal NVLink5 Xid after a non-fatal one on the same GPU is a finding of its own.
+                add(("xid", e.xid, e.bdf, e.fatal), lambda e=e: _xid_finding(e))
             elif isinstance(e, SxidEvent) and (e.fatal is not None or (e.sxid, e.switch) not in classified):
                 # An SXid prints three lines; only the Fatal/Non-fatal one says which it is.
                 add(("sxid", e.sxid, e.switch), lambda e=e: _sxid_finding(e))
@@ -194,8 +196,10 @@ def _counted(finding: Finding, count: int) -> Finding:
 
 
 def _xid_finding(e: XidEvent) -> Finding:
-    rule = xid_rule(e.xid)
+    rule = xid_rule(e.xid, e.fatal)
     name = XID_CATALOG[e.xid].mnemonic if e.xid in XID_CATALOG else "Xid"
+    if e.nvlink_unit is not None:
+        name += f" ({e.nvlink_unit}, {'fatal' if e.fatal else 'non-fatal'})"
     cause = f" (caused by Xid {e.caused_by_xid})" if e.caused_by_xid else ""
     subject = f"GPU {e.bdf}" if e.bdf else "GPU"
     return Finding(
