@@ -249,9 +249,11 @@ _XID_RE = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
     r"(?P<xid>\d+)\b,?\s*(?P<rest>.*)$"
 )
-# The NVLink5 shape: unit (or unit/sub-unit), 'Nonfatal' or 'Fatal', then the XC field.
+# The NVLink5 shape: unit (or unit/sub-unit), 'Nonfatal' or 'Fatal', then the XC field; or a message
+# that ends inside the word (a line cut short), whose first letters still say which word it is.
 _NVLINK5_RE = re.compile(
-    r"^(?P<unit>[A-Z][A-Z0-9_]*(?:/[A-Z][A-Z0-9_]*)?)\s+(?P<sev>Nonfatal|Fatal)\s+XC\d\b"
+    r"^(?P<unit>[A-Z][A-Z0-9_]*(?:/[A-Z][A-Z0-9_]*)?)\s+"
+    r"(?:(?P<sev>Nonfatal|Fatal)\s+XC\d\b|(?P<part>N(?:o(?:n(?:f(?:a(?:t(?:al?)?)?)?)?)?)?|F(?:a(?:t(?:al?)?)?)?)$)"
 )
 _SXID_RE = re.compile(
     r"(?P<switch>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f:.]+)\): (?P<sxid>\d+)\b,?\s*(?P<rest>.*)$"
@@ -397,7 +399,7 @@ def _classify(msg: str, drv: str | None, bdf: str | None, low: str, ascii: bool)
             detail=detail.strip(),
             caused_by_xid=int(cause.group(1)) if cause else None,
             nvlink_unit=nv.group("unit") if nv else None,
-            fatal=(nv.group("sev") == "Fatal") if nv else None,
+            fatal=(nv.group("sev") or nv.group("part")).startswith("F") if nv else None,
         )
     if "SXid (" in msg and (m := _SXID_RE.search(msg)):
         detail = m.group("rest").strip()

@@ -184,6 +184,9 @@ class PrintedSeverity:
     why: str  # the reason, with its public source
     fatal: Rule
     nonfatal: Rule
+    # A log's last line, which may be cut (docs/burnin.md, "A cut output"), ending before the word:
+    # it cannot fail where the whole line might not.
+    unseen: Rule
 
 
 # NVIDIA's spreadsheet on https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html has a
@@ -205,6 +208,11 @@ PRINTED_SEVERITY: dict[str, PrintedSeverity] = {
             _W,
             Action.MONITOR,
             "non-fatal NVLink5 error (NVIDIA: no immediate action, or the Xid 154 it raises); repeats go to NVIDIA",
+        ),
+        unseen=Rule(
+            _W,
+            Action.MONITOR,
+            "NVLink5 error whose line ends before 'Fatal'/'Nonfatal' (cut?): read the whole line in the log",
         ),
     ),
 }
@@ -342,14 +350,20 @@ CATALOG_VERSION: str = _SHIPPED.version
 CATALOG_SOURCE: str = _SHIPPED.source
 
 
-def judged(xid: int, fatal: bool | None = None) -> XidInfo | None:
+def judged(xid: int, fatal: bool | None = None, may_be_cut: bool = False) -> XidInfo | None:
     """The catalog's row for an Xid, judged by the severity its message printed (``fatal``: True for
-    'Fatal', False for 'Nonfatal', None when it printed none) where ``PRINTED_SEVERITY`` covers its
-    bucket; None for an Xid the catalog does not list."""
+    'Fatal', False for 'Nonfatal', None when it printed none; ``may_be_cut``: its line is a log's
+    last, without a newline) where ``PRINTED_SEVERITY`` covers its bucket; None for an Xid the
+    catalog does not list."""
     info = XID_CATALOG.get(xid)
-    if info is None or fatal is None or (printed := PRINTED_SEVERITY.get(info.bucket)) is None:
+    if info is None or (printed := PRINTED_SEVERITY.get(info.bucket)) is None:
         return info
-    rule = printed.fatal if fatal else printed.nonfatal
+    if fatal is None:
+        if not may_be_cut:
+            return info
+        rule = printed.unseen
+    else:
+        rule = printed.fatal if fatal else printed.nonfatal
     return info._replace(
         severity=rule.severity, action=rule.action, advice=rule.advice, rule=f"printed: {printed.why}"
     )

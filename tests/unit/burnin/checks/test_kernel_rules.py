@@ -106,3 +106,18 @@ def test_an_nvlink5_xid_that_prints_no_severity_keeps_the_catalog_verdict() -> N
 def test_the_printed_word_counts_only_for_the_nvlink5_xids() -> None:
     line = "NVRM: Xid (PCI:0000:9b:00): 79, pid=1, name=x, Nonfatal GPU has fallen off the bus.\n"
     assert [(f.severity, f.action) for f in judged(line).findings] == [(Severity.CRITICAL, Action.REBOOT)]
+
+
+def test_an_nvlink5_line_cut_before_its_severity_word_is_no_failure() -> None:
+    # The last line without a newline may be cut (docs/burnin.md, "A cut output"): cut before
+    # 'Nonfatal' it cannot fail, as the whole line would not.
+    boot = "[    0.000000] Linux version 6.8.0-138-generic\n"
+    whole = NVLINK5_NONFATAL.rstrip("\n")
+    for cut in (whole[: whole.index("Nonfatal") + 3], whole[: whole.index("RLW_RXPIPE") + 4]):
+        result = judged(boot + cut)
+        assert result.verdict.value == "WARN", (cut, result.to_dict())
+    # A whole line that prints no severity keeps the catalog's verdict: a GPU reset.
+    assert judged(boot + whole[: whole.index(" Nonfatal")] + "\n").verdict.value == "FAIL"
+    # Cut after 'F' of 'Fatal' it shows the failure.
+    fatal = NVLINK5_FATAL.rstrip("\n")
+    assert judged(boot + fatal[: fatal.index("Fatal") + 2]).verdict.value == "FAIL"

@@ -312,3 +312,10 @@ def test_nvlink5_xid_with_pid_and_name_keeps_its_unit(sample):
     events = of(parse_kernel_log(sample("dmesg_blackwell_xid145_149_nvlink5_nonfatal_PARTIAL.txt")), XidEvent)
     assert events[1].process == "ray::WorkerDict" and events[1].nvlink_unit == "RLW_RXPIPE"
     assert {e.fatal for e in events} == {False}
+
+
+def test_an_nvlink5_message_ending_inside_its_severity_word_says_which_word():
+    head = "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE "
+    assert [e.fatal for e in parse_kernel_log(head + "Non")] == [False]
+    assert [e.fatal for e in parse_kernel_log(head + "Fa")] == [True]
+    assert [(e.nvlink_unit, e.fatal) for e in parse_kernel_log(head.rstrip())] == [(None, None)]

@@ -174,5 +174,7 @@ def test_the_printed_severity_judges_only_its_buckets_and_names_its_source():
         assert (judged(xid, False).severity, judged(xid, False).action) == (Severity.WARNING, Action.MONITOR)
         assert (judged(xid, True).severity, judged(xid, True).action) == (Severity.CRITICAL, Action.RESET_GPU)
         assert judged(xid, None) == XID_CATALOG[xid]
+        cut = judged(xid, None, may_be_cut=True)  # a last line that ends before the word
+        assert (cut.severity, cut.action) == (Severity.WARNING, Action.MONITOR)
     assert judged(79, False) == XID_CATALOG[79]  # the word counts only where the bucket says so
     assert judged(999, True) is None
