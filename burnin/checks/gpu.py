@@ -436,7 +436,16 @@ class Nvlink(Check):
                 )
                 continue
             if g.all_inactive or len(up) < want:
-                down = sorted({link.number for link in g.links if link.inactive or not link.speed_gbps})
+                # Slots numbered past the profile's links are idle, not down: NVML's bound is 36
+                # indices, 18 of them a B200/B300's links, the rest rejected by its state query
+                # (https://github.com/NVIDIA/TensorRT-LLM/pull/19210).
+                down = sorted(
+                    {
+                        link.number
+                        for link in g.links
+                        if (link.inactive or not link.speed_gbps) and link.number < want
+                    }
+                )
                 findings.append(
                     critical(
                         f"{subject}: {len(up)} of {want} NVLinks active"

@@ -1,5 +1,6 @@
 """Each GPU's NVLink fabric registration (preflight and in service), from the Fabric section of the
-`nvidia-smi -q` the other GPU checks read (burnin/checks/gpu.py)."""
+`nvidia-smi -q` the other GPU checks read (burnin/checks/gpu.py), or of a bare Fabric excerpt of
+it handed to `burnin evaluate` (judged as shown, never a pass: the other GPUs are unseen)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from burnin.checks.base import CommandOutput, Service
 from burnin.checks.gpu import SmiQueryCheck, _query, _where
 from burnin.checks.gpu_smi_failure import smi_failure_result
 from burnin.checks.registry import register
-from burnin.parsers.nvidia_smi import GpuQuery
+from burnin.parsers.nvidia_smi import FabricBlock, GpuQuery, parse_fabric_excerpt
 from burnin.result import Action, Finding, Result, critical, warning
 
+FABRIC_EXCERPT = "nvidia-smi -q (Fabric excerpt)"  # the tool's name in burnin/evaluate/markers.py
 # Health summaries and bandwidth states that are no finding: NVML's healthy ones, and what a driver
 # prints for a GPU that does not report fabric health (HGX H100, drivers before 550).
 FABRIC_FINE = {"Healthy", "Full", "Not Supported"}
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+WHOLE_STATES = ("Completed", "Success")  # a registered GPU's State and Status
 
 
 @register
@@ -31,6 +34,7 @@ class GpuFabricState(SmiQueryCheck):
 
     name = "gpu_fabric_state"
     service = Service.ALWAYS
+    reads = (*SmiQueryCheck.reads, FABRIC_EXCERPT)
     judges = ("gpu.nvswitch", "gpu.multi_node_nvlink")
     description = (
         "every GPU registered with the NVLink fabric: Completed with Success, one NVLink domain, healthy"
@@ -42,14 +46,25 @@ class GpuFabricState(SmiQueryCheck):
     def evaluate(self, output: CommandOutput, profile: Profile) -> Result:
         if failed := smi_failure_result(self.name, output):
             return failed  # nvidia-smi answered only an error (burnin/checks/gpu_smi_failure.py)
-        gpus = _query(output).gpus
+        # A bare Fabric excerpt shows some GPUs' blocks, not which GPUs, nor the others: what it
+        # shows is judged, a failure stands, and it cannot pass (docs/burnin.md, "A cut output").
+        excerpt = _excerpt_blocks(output.stdout)
+        gpus: list[GpuQuery] | list[FabricBlock]
+        if excerpt is not None:
+            gpus = list(excerpt)
+            places = [f"the GPU of Fabric block {i + 1}" for i in range(len(gpus))]
+            cut = "a bare Fabric excerpt of nvidia-smi -q: the node's other GPUs are unseen"
+        else:
+            gpus = list(_query(output).gpus)
+            places = [_where(i, g) for i, g in enumerate(gpus)]
+            cut = ""
         if not any(g.fabric_state for g in gpus):
             return Result.unknown(self.name, "no GPU reports a fabric state (N/A or no Fabric section)")
         findings: list[Finding] = []
         unreported: list[str] = []
         domains: Counter[tuple[str, str]] = Counter()
-        for i, gpu in enumerate(gpus):
-            where, state, status = _where(i, gpu), gpu.fabric_state, gpu.fabric_status
+        for where, gpu in zip(places, gpus, strict=True):
+            state, status = gpu.fabric_state, gpu.fabric_status
             shown = f"Fabric State: {state or 'N/A'}, Status: {status or 'N/A'}"
             if state is None:
                 unreported.append(where)
@@ -96,11 +111,32 @@ class GpuFabricState(SmiQueryCheck):
         metrics: dict = {"states": dict(Counter(g.fabric_state or "N/A" for g in gpus))}
         if len(domains) == 1 and ("none", ZERO_UUID) not in domains:
             ((metrics["clique_id"], metrics["cluster_uuid"]),) = domains
-        incomplete = f"no fabric state reported for {', '.join(unreported)}" if unreported else ""
+        incomplete = "; ".join(
+            why
+            for why in (f"no fabric state reported for {', '.join(unreported)}" if unreported else "", cut)
+            if why
+        )
         return Result.judged(self.name, findings, metrics, incomplete=incomplete)
 
 
-def _fabric_domain(where: str, gpu: GpuQuery, domains: Counter[tuple[str, str]]) -> list[Finding]:
+def _excerpt_blocks(text: str) -> tuple[FabricBlock, ...] | None:
+    """The Fabric blocks of a bare excerpt (None: not one). An excerpt has no end of its own, so
+    its last line without a newline may be cut: one whose value begins a value that is no finding
+    ('Summary : Heal' of 'Healthy') is left out, lest a cut word fail a healthy GPU; any other
+    value is judged (a cut 'Unhe' of 'Unhealthy' fails as the whole word would)."""
+    blocks = parse_fabric_excerpt(text)
+    if blocks is None or text.endswith("\n"):
+        return blocks
+    head, _, last = text.rpartition("\n")
+    value = last.partition(":")[2].strip()
+    if value and any(fine != value and fine.startswith(value) for fine in (*FABRIC_FINE, *WHOLE_STATES)):
+        return parse_fabric_excerpt(head + "\n")
+    return blocks
+
+
+def _fabric_domain(
+    where: str, gpu: GpuQuery | FabricBlock, domains: Counter[tuple[str, str]]
+) -> list[Finding]:
     """Count the NVLink domain the GPU joined. CliqueId 0 with a zero ClusterUUID is what NVML
     reports for a GPU outside any multi-node NVLink domain (an HGX H100 or H200 on drivers 550+:
     https://github.com/meta-pytorch/torchcomms/pull/1385), so it is a domain of its own here,
@@ -126,7 +162,7 @@ def _fabric_domain(where: str, gpu: GpuQuery, domains: Counter[tuple[str, str]])
     return []
 
 
-def _fabric_health(where: str, gpu: GpuQuery) -> list[Finding]:
+def _fabric_health(where: str, gpu: GpuQuery | FabricBlock) -> list[Finding]:
     summary, bandwidth = gpu.fabric_health, gpu.fabric_bandwidth
     found: list[Finding] = []
     if summary is not None and summary not in FABRIC_FINE:
@@ -150,7 +186,7 @@ def _fabric_health(where: str, gpu: GpuQuery) -> list[Finding]:
     return found
 
 
-def _no_domain_shown(gpus: list[GpuQuery]) -> Finding | None:
+def _no_domain_shown(gpus: list[GpuQuery] | list[FabricBlock]) -> Finding | None:
     """On a profile that requires a multi-node NVLink domain, registered GPUs that print no CliqueId
     and no ClusterUUID (drivers before 550: docs/burnin.md): nothing shows they joined the rack's
     domain, so they fail as a tray in none would."""

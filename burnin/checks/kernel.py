@@ -29,7 +29,7 @@ from burnin.parsers.kernel_log import (
     XidEvent,
     read_kernel_log,
 )
-from burnin.parsers.xid_catalog import CATALOG_VERSION, XID_CATALOG
+from burnin.parsers.xid_catalog import CATALOG_VERSION, XID_CATALOG, judged
 from burnin.result import Action, Finding, Result, Severity, critical, info, warning
 
 
@@ -59,10 +59,11 @@ BUILTIN_ALLOWLIST = (
 FLAP_LIMIT = 5  # lost-carrier events that make a port "flapping" in 24 h (docs/reference.md, InfiniBand)
 
 
-def xid_rule(xid: int) -> XidRule:
-    """What NVIDIA's catalog, mapped by burnin/parsers/xid_catalog.py, says about an Xid; one it
-    does not list is still a finding."""
-    if (info := XID_CATALOG.get(xid)) is not None:
+def xid_rule(xid: int, fatal: bool | None = None, may_be_cut: bool = False) -> XidRule:
+    """What NVIDIA's catalog, mapped by burnin/parsers/xid_catalog.py, says about an Xid whose
+    message printed ``fatal`` ('Fatal'/'Nonfatal', None: neither) on a line that ``may_be_cut`` (the
+    log's last, without a newline); one it does not list is still a finding."""
+    if (info := judged(xid, fatal, may_be_cut)) is not None:
         return XidRule(info.severity, info.action, info.advice)
     return XidRule(
         Severity.WARNING, Action.MONITOR, f"not in NVIDIA's Xid catalog of {CATALOG_VERSION[:10]}: look it up"
@@ -101,6 +102,8 @@ class KernelLog(Check):
         shapes: dict[str, str | None] = {}
         xid79 = {e.bdf for e in events if isinstance(e, XidEvent) and e.xid == 79}
         classified = {(e.sxid, e.switch) for e in events if isinstance(e, SxidEvent) and e.fatal is not None}
+        # The last line without a newline may be cut short (burnin.checks.base judge).
+        partial = "" if output.stdout.endswith("\n") else output.stdout.rpartition("\n")[2]
 
         def add(key: tuple, finding: Callable[[], Finding]) -> None:
             # The finding is made once per key: a log repeats the same error thousands of times.
@@ -110,7 +113,9 @@ class KernelLog(Check):
         for e in events:
             if isinstance(e, XidEvent):
                 xids[e.xid] += 1
-                add(("xid", e.xid, e.bdf), lambda e=e: _xid_finding(e))
+                # A fatal NVLink5 Xid after a non-fatal one on the same GPU is a finding of its own.
+                cut = bool(partial) and e.raw.endswith(partial)
+                add(("xid", e.xid, e.bdf, e.fatal, cut), lambda e=e, cut=cut: _xid_finding(e, cut))
             elif isinstance(e, SxidEvent) and (e.fatal is not None or (e.sxid, e.switch) not in classified):
                 # An SXid prints three lines; only the Fatal/Non-fatal one says which it is.
                 add(("sxid", e.sxid, e.switch), lambda e=e: _sxid_finding(e))
@@ -193,9 +198,11 @@ def _counted(finding: Finding, count: int) -> Finding:
     return finding if count == 1 else replace(finding, message=f"{finding.message} (x{count})")
 
 
-def _xid_finding(e: XidEvent) -> Finding:
-    rule = xid_rule(e.xid)
+def _xid_finding(e: XidEvent, may_be_cut: bool = False) -> Finding:
+    rule = xid_rule(e.xid, e.fatal, may_be_cut)
     name = XID_CATALOG[e.xid].mnemonic if e.xid in XID_CATALOG else "Xid"
+    if e.nvlink_unit is not None:
+        name += f" ({e.nvlink_unit}, {'fatal' if e.fatal else 'non-fatal'})"
     cause = f" (caused by Xid {e.caused_by_xid})" if e.caused_by_xid else ""
     subject = f"GPU {e.bdf}" if e.bdf else "GPU"
     return Finding(

@@ -15,6 +15,7 @@ import re
 from burnin.evaluate.markers_fabric import FABRIC_TOOLS
 from burnin.evaluate.tool_marks import Tool, mark
 from burnin.parsers.kernel_log import kernel_line_counts
+from burnin.parsers.nvidia_smi import parse_fabric_excerpt
 
 
 def _kernel_lines(text: str) -> list[tuple[int, str]]:
@@ -30,6 +31,14 @@ def _one_section(text: str) -> list[tuple[int, str]]:
     if "NVSMI LOG" in text and not re.search(r"^\s+Product Name\s+:", text, re.MULTILINE):
         return [(1, "no 'Product Name' (a -d section)")]
     return []
+
+
+def _bare_fabric(text: str) -> list[tuple[int, str]]:
+    # Only a text without the banner, 'Attached GPUs' and GPU blocks of a whole -q: never a
+    # rival of nvidia-smi -q on its own output.
+    if "Fabric" not in text or (blocks := parse_fabric_excerpt(text)) is None:
+        return []
+    return [(3, f"{len(blocks)} bare 'Fabric' block(s) of nvidia-smi -q (State, Status), no GPU block")]
 
 
 _SYSTEMCTL_STATES = {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown"}
@@ -130,6 +139,11 @@ TOOLS: tuple[Tool, ...] = (
             ),
         ),
         detect=_one_section,
+    ),
+    Tool(
+        # `nvidia-smi -q | grep -A7 Fabric`: the fabric check judges what it shows; it cannot pass.
+        "nvidia-smi -q (Fabric excerpt)",
+        detect=_bare_fabric,
     ),
     Tool(
         "nvidia-smi nvlink -s",

@@ -47,6 +47,10 @@ class XidEvent(KernelEvent):
     process: str | None = None
     detail: str = ""  # text after 'pid=..., name=..., '
     caused_by_xid: int | None = None  # '... caused by previous Xid 149'
+    # NVLink5 Xids (144-150) name the unit and say whether the error is fatal:
+    # '145, RLW_REMAP Nonfatal XC0 i0 Link 00 (0x... 0x...)' -> 'RLW_REMAP', False. None elsewhere.
+    nvlink_unit: str | None = None
+    fatal: bool | None = None
 
     @property
     def root_xid(self) -> int:
@@ -245,6 +249,12 @@ _XID_RE = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
     r"(?P<xid>\d+)\b,?\s*(?P<rest>.*)$"
 )
+# The NVLink5 shape: unit (or unit/sub-unit), 'Nonfatal' or 'Fatal', then the XC field; or a message
+# that ends inside the word (a line cut short), whose first letters still say which word it is.
+_NVLINK5_RE = re.compile(
+    r"^(?P<unit>[A-Z][A-Z0-9_]*(?:/[A-Z][A-Z0-9_]*)?)\s+"
+    r"(?:(?P<sev>Nonfatal|Fatal)\s+XC\d\b|(?P<part>N(?:o(?:n(?:f(?:a(?:t(?:al?)?)?)?)?)?)?|F(?:a(?:t(?:al?)?)?)?)$)"
+)
 _SXID_RE = re.compile(
     r"(?P<switch>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bdf>[0-9A-Fa-f:.]+)\): (?P<sxid>\d+)\b,?\s*(?P<rest>.*)$"
 )
@@ -380,6 +390,7 @@ def _classify(msg: str, drv: str | None, bdf: str | None, low: str, ascii: bool)
             process = None if nm.group(1) in ("<unknown>", "'<unknown>'") else nm.group(1)
             detail = detail[nm.end() :]
         cause = re.search(r"caused by previous Xid (\d+)", detail)
+        nv = _NVLINK5_RE.match(detail)
         return XidEvent, dict(
             bdf=normalize_bdf(m.group("bdf")),
             xid=int(m.group("xid")),
@@ -387,6 +398,8 @@ def _classify(msg: str, drv: str | None, bdf: str | None, low: str, ascii: bool)
             process=process,
             detail=detail.strip(),
             caused_by_xid=int(cause.group(1)) if cause else None,
+            nvlink_unit=nv.group("unit") if nv else None,
+            fatal=(nv.group("sev") or nv.group("part")).startswith("F") if nv else None,
         )
     if "SXid (" in msg and (m := _SXID_RE.search(msg)):
         detail = m.group("rest").strip()

@@ -25,7 +25,7 @@ from burnin.parsers._common import (
 )
 from burnin.parsers.errors import ParseError
 from burnin.parsers.nvidia_smi_xml import looks_like_xml, query_tree
-from burnin.parsers.smi_tree import LazyNode, Node, read_once, read_tree
+from burnin.parsers.smi_tree import LazyNode, Node, read_once, read_tree, tree
 
 # ---------------------------------------------------------------------------------------------
 # nvidia-smi -q
@@ -1018,3 +1018,42 @@ def parse_table(text: str) -> SmiTable:
         whole=whole,
         lists_processes=lists_processes,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# A bare Fabric block of `nvidia-smi -q` (`nvidia-smi -q | grep -A7 Fabric`, pasted in a ticket)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FabricBlock:
+    """One ``Fabric`` block without the GPU block around it: the fields named as GpuQuery's, so
+    that the fabric check reads either."""
+
+    fabric_state: str | None
+    fabric_status: str | None
+    fabric_clique_id: str | None
+    fabric_cluster_uuid: str | None
+    fabric_health: str | None
+    fabric_bandwidth: str | None
+
+
+_FABRIC_LINE = re.compile(r"^[ \t]*Fabric[ \t]*$", re.MULTILINE)
+_WHOLE_QUERY = re.compile(
+    r"^(?:=+NVSMI LOG=+|Attached GPUs\s*:|GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:)", re.MULTILINE
+)
+
+
+@parser
+def parse_fabric_excerpt(text: str) -> tuple[FabricBlock, ...] | None:
+    """The Fabric blocks of a text that holds them bare: no NVSMI LOG banner, no 'Attached GPUs',
+    no GPU block (those are a whole or cut `nvidia-smi -q`, which parse_query reads). None when the
+    text is not such an excerpt, or holds no Fabric block with a State line."""
+    if _WHOLE_QUERY.search(text) or not _FABRIC_LINE.search(text):
+        return None
+    blocks = tuple(
+        FabricBlock(*_fabric(node))
+        for node in tree(split_lines(text)).walk()
+        if node.key.lower() == "fabric" and node.value is None and node.find("State") is not None
+    )
+    return blocks or None

@@ -31,6 +31,11 @@ clean-up after an abort (WORKFLOW_XID_45). ``OVERRIDES`` corrects the rule for a
 with its reason and source; the table's ``rule`` column names them. ``ADVICE`` words a few
 findings more precisely without changing their verdict. An Xid not in the catalog is still a
 finding (burnin/checks/kernel.py).
+
+Some Xids say in their message whether the error is fatal: the NVLink5 Xids 144-150 print
+'Nonfatal' or 'Fatal' after the unit. ``PRINTED_SEVERITY`` judges such a message by that word, per
+resolution bucket, with its source; ``judged`` applies it. A message without the word keeps its
+row's verdict (for NVLink5 the worst outcome, a GPU reset).
 """
 
 from __future__ import annotations
@@ -174,6 +179,45 @@ OVERRIDES: dict[int, Override] = {
 }
 
 
+@dataclass(frozen=True)
+class PrintedSeverity:
+    why: str  # the reason, with its public source
+    fatal: Rule
+    nonfatal: Rule
+    # A log's last line, which may be cut (docs/burnin.md, "A cut output"), ending before the word:
+    # it cannot fail where the whole line might not.
+    unseen: Rule
+
+
+# NVIDIA's spreadsheet on https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html has a
+# sheet "XID 144-150 Decode" (read as leptonai/gpud@4a8de33a3f02e207f39e9023d67125592d599731's
+# components/accelerator/nvidia/xid/catalog_generated.go, nvlinkRules): per unit and error status,
+# a severity and an immediate resolution. Of its 94 rows, the 51 "Non-fatal" ones resolve IGNORE
+# (3 with a GPU reset as a second action) or XID_154_EVAL, never RESET_GPU at once; 40 of the 43
+# "Fatal"/"Link Fatal" ones resolve RESET_GPU. The driver prints that severity in the message.
+PRINTED_SEVERITY: dict[str, PrintedSeverity] = {
+    "WORKFLOW_NVLINK5_ERR": PrintedSeverity(
+        "NVIDIA's Xid 144-150 decode: non-fatal NVLink5 errors resolve IGNORE or by the Xid 154 they "
+        "raise, fatal ones RESET_GPU (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html)",
+        fatal=Rule(
+            _C,
+            Action.RESET_GPU,
+            "fatal NVLink5 error: reset the GPU (NVIDIA: RESET_GPU); repeats go to NVIDIA",
+        ),
+        nonfatal=Rule(
+            _W,
+            Action.MONITOR,
+            "non-fatal NVLink5 error (NVIDIA: no immediate action, or the Xid 154 it raises); repeats go to NVIDIA",
+        ),
+        unseen=Rule(
+            _W,
+            Action.MONITOR,
+            "NVLink5 error whose line ends before 'Fatal'/'Nonfatal' (cut?): read the whole line in the log",
+        ),
+    ),
+}
+
+
 # -- the upstream table -> the shipped table -------------------------------------------------------
 
 _GO_STRING = r'"(?:[^"\\]|\\.)*"'
@@ -304,6 +348,25 @@ _SHIPPED = load(resources.files("burnin.parsers").joinpath(_TABLE).read_text(enc
 XID_CATALOG: dict[int, XidInfo] = _SHIPPED.entries
 CATALOG_VERSION: str = _SHIPPED.version
 CATALOG_SOURCE: str = _SHIPPED.source
+
+
+def judged(xid: int, fatal: bool | None = None, may_be_cut: bool = False) -> XidInfo | None:
+    """The catalog's row for an Xid, judged by the severity its message printed (``fatal``: True for
+    'Fatal', False for 'Nonfatal', None when it printed none; ``may_be_cut``: its line is a log's
+    last, without a newline) where ``PRINTED_SEVERITY`` covers its bucket; None for an Xid the
+    catalog does not list."""
+    info = XID_CATALOG.get(xid)
+    if info is None or (printed := PRINTED_SEVERITY.get(info.bucket)) is None:
+        return info
+    if fatal is None:
+        if not may_be_cut:
+            return info
+        rule = printed.unseen
+    else:
+        rule = printed.fatal if fatal else printed.nonfatal
+    return info._replace(
+        severity=rule.severity, action=rule.action, advice=rule.advice, rule=f"printed: {printed.why}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -247,6 +247,7 @@ WITH_AN_END = sorted(
         "nvidia-smi nvlink -e",  # GPU blocks, no count of them and no end
         "nvidia-smi --query-gpu CSV",
         "nvidia-smi -L",
+        "nvidia-smi -q (Fabric excerpt)",  # a grep's lines: never a pass, whole at every line end
         "ofed_info -s",
         "systemctl is-active",
         "zpool status -x",

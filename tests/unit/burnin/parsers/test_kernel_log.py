@@ -295,3 +295,27 @@ def test_an_empty_record_among_real_ones_is_still_a_log() -> None:
 
     text = "[    0.000000] Linux version 6.1.0\n[    0.000001] \n[    0.000002] Command line: ro\n"
     assert require_kernel_log(text) == 2
+
+
+def test_nvlink5_xids_carry_their_printed_severity(sample):
+    events = parse_kernel_log(sample("dmesg_blackwell_xid145_149_nvlink5_fatal_PARTIAL.txt"))
+    assert [(e.xid, e.bdf, e.nvlink_unit, e.fatal) for e in of(events, XidEvent)] == [
+        (145, "0008:01:00.0", "RLW_SRC_TRACK", False),
+        (149, "0008:01:00.0", "NETIR", True),
+        (149, "0008:01:00.0", "NETIR_LINK_EVT", True),
+    ]
+    other = parse_kernel_log("NVRM: Xid (PCI:0000:9b:00): 94, pid=1, name=python3, Contained: SM (0x1).\n")
+    assert [(e.nvlink_unit, e.fatal) for e in other] == [(None, None)]
+
+
+def test_nvlink5_xid_with_pid_and_name_keeps_its_unit(sample):
+    events = of(parse_kernel_log(sample("dmesg_blackwell_xid145_149_nvlink5_nonfatal_PARTIAL.txt")), XidEvent)
+    assert events[1].process == "ray::WorkerDict" and events[1].nvlink_unit == "RLW_RXPIPE"
+    assert {e.fatal for e in events} == {False}
+
+
+def test_an_nvlink5_message_ending_inside_its_severity_word_says_which_word():
+    head = "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE "
+    assert [e.fatal for e in parse_kernel_log(head + "Non")] == [False]
+    assert [e.fatal for e in parse_kernel_log(head + "Fa")] == [True]
+    assert [(e.nvlink_unit, e.fatal) for e in parse_kernel_log(head.rstrip())] == [(None, None)]

@@ -160,3 +160,21 @@ def test_a_row_with_an_action_the_product_lacks_is_refused():
     lines[at] = "\t".join(fields)
     with pytest.raises(ValueError, match="RESET_NODE"):
         xid_catalog.load("".join(lines))
+
+
+def test_the_printed_severity_judges_only_its_buckets_and_names_its_source():
+    from burnin.parsers.xid_catalog import PRINTED_SEVERITY, judged
+
+    for bucket, printed in PRINTED_SEVERITY.items():
+        assert "https://" in printed.why, bucket
+        assert any(i.bucket == bucket for i in XID_CATALOG.values()), bucket
+    nvlink5 = [x for x, i in XID_CATALOG.items() if i.bucket == "WORKFLOW_NVLINK5_ERR"]
+    assert nvlink5 == list(range(144, 151))
+    for xid in nvlink5:
+        assert (judged(xid, False).severity, judged(xid, False).action) == (Severity.WARNING, Action.MONITOR)
+        assert (judged(xid, True).severity, judged(xid, True).action) == (Severity.CRITICAL, Action.RESET_GPU)
+        assert judged(xid, None) == XID_CATALOG[xid]
+        cut = judged(xid, None, may_be_cut=True)  # a last line that ends before the word
+        assert (cut.severity, cut.action) == (Severity.WARNING, Action.MONITOR)
+    assert judged(79, False) == XID_CATALOG[79]  # the word counts only where the bucket says so
+    assert judged(999, True) is None
