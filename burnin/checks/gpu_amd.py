@@ -57,19 +57,28 @@ def _either(amd: str, rocm: str) -> str:
             "else",
             '  why="amd-smi is not installed"',
             "fi",
-            section_mark(NO_AMD_SMI),
-            'echo "$why"',
-            section_mark(ROCM_SMI),
-            "if command -v rocm-smi >/dev/null 2>&1; then",
-            f"  {rocm}",
-            "  rc=$?",
-            f"  {section_mark(END)}",
-            "  exit $rc",
-            "fi",
-            'echo "neither amd-smi nor rocm-smi answers: $why, and rocm-smi is not installed" >&2',
-            "exit 127",
+            *rocm_smi_instead(rocm),
         ]
     )
+
+
+def rocm_smi_instead(rocm: str) -> list[str]:
+    """The shell lines that run rocm-smi where amd-smi did not answer ($why says why): the reason
+    and rocm-smi's output in sections of their own, its exit status the command's; neither
+    installed: exit 127, the reason naming both."""
+    return [
+        section_mark(NO_AMD_SMI),
+        'echo "$why"',
+        section_mark(ROCM_SMI),
+        "if command -v rocm-smi >/dev/null 2>&1; then",
+        f"  {rocm}",
+        "  rc=$?",
+        f"  {section_mark(END)}",
+        "  exit $rc",
+        "fi",
+        'echo "neither amd-smi nor rocm-smi answers: $why, and rocm-smi is not installed" >&2',
+        "exit 127",
+    ]
 
 
 @dataclass(frozen=True)

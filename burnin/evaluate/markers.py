@@ -524,6 +524,20 @@ TOOLS: tuple[Tool, ...] = (
             mark(r"^=+ ?RAS Info ?=+\s*$", 2, "its 'RAS Info' heading"),
         ),
     ),
+    Tool(
+        "rocm-smi --showtopo",
+        (
+            mark(
+                r"^=+ ?Link Type between two GPUs ?=+\s*$", 3, "rocm-smi's 'Link Type between two GPUs' table"
+            ),
+            mark(r"^=+ ?(?:Weight|Hops) between two GPUs ?=+\s*$", 2, "its weight and hops tables"),
+            # a row of its link types (nvidia-smi topo -m's header row is alike, its cells are not)
+            mark(r"^GPU\d+(?:\s+(?:0|XGMI|PCIE|XXXX))+\s*$", 2, "rows of XGMI/PCIE link types"),
+        ),
+        # Its matrices' header row ('       GPU0         GPU1') is the line nvidia-smi topo -m's
+        # header marker reads: a line it prints, not another tool's output in the file.
+        includes=("nvidia-smi topo -m",),
+    ),
     Tool(  # the ROCm Validation Suite's console output (burnin/parsers/rvs.py)
         "rvs",
         (

@@ -1,5 +1,6 @@
 """AMD's older `rocm-smi` outputs (pure): `rocm-smi --showproductname --showbus` (inventory) and
-`rocm-smi --showrasinfo` (ECC counts per RAS block), the text form of ROCm before amd-smi.
+`rocm-smi --showrasinfo` (ECC counts per RAS block) and `rocm-smi --showtopo` (the link type
+between each two GPUs), the text form of ROCm before amd-smi.
 
 rocm-smi prints one log (ROCm/rocm_smi_lib, python_smi_tools/rocm_smi.py): a header spacer
 ``=== ROCm System Management Interface ===``, then each section the options ask for, opened by a
@@ -233,3 +234,76 @@ def parse_ras(text: str) -> list[GpuRas]:
     if len(set(indexes)) != len(indexes):
         raise ParseError(f"{tool}: a GPU's table appears twice: outputs run together")
     return gpus
+
+
+# `rocm-smi --showtopo` prints, after the header, one matrix per titled section ('Weight between
+# two GPUs', 'Hops between two GPUs', 'Link Type between two GPUs'; --showtopoaccess adds 'Link
+# accessibility between two GPUs'), then 'Numa Nodes' key lines (showHwTopology of
+# python_smi_tools/rocm_smi.py). A matrix is a row of GPU names, then one row per GPU: its name and
+# a cell per GPU ('0' on the diagonal). A link type cell is XGMI or PCIE, XXXX where the library
+# could not read it; a weight or hop count may be N/A (ROCm/rocm_smi_lib commit 03fab6b2b63a).
+_MATRIX = re.compile(r"^(?P<name>.+?) between two GPUs$")
+_GPU_NAME = re.compile(r"^GPU(\d{1,4})$")
+LINK_TYPE = "Link Type"
+UNREAD = frozenset({"XXXX", NA})  # a cell rocm-smi could not read
+
+
+@dataclass(frozen=True)
+class RocmTopology:
+    """`rocm-smi --showtopo`: the GPUs as its matrices list them, and each matrix's cells by
+    (row GPU, column GPU), under its name ('Weight', 'Hops', 'Link Type', 'Link accessibility')."""
+
+    gpus: tuple[int, ...]
+    tables: dict[str, dict[tuple[int, int], str]]
+
+    def cell(self, table: str, a: int, b: int) -> str | None:
+        return self.tables.get(table, {}).get((a, b))
+
+
+def _matrix(name: str, lines: list[tuple[int, str]], tool: str) -> tuple[tuple[int, ...], dict]:
+    """One matrix: its header of GPU names, then a row per GPU with a cell per column, rows in the
+    header's order; a matrix with a row missing or short was not printed whole."""
+    if not lines:
+        raise ParseError(f"{tool}: the {name!r} table is empty")
+    number, header = lines[0]
+    names = header.split()
+    if not names or not all(_GPU_NAME.match(n) for n in names):
+        raise ParseError(f"{tool}: line {number}: the {name!r} table has no header of GPU names")
+    gpus = tuple(int(n[3:]) for n in names)
+    if len(set(gpus)) != len(gpus):
+        raise ParseError(f"{tool}: line {number}: a GPU twice in the {name!r} header")
+    cells: dict[tuple[int, int], str] = {}
+    rows = lines[1:]
+    for (number, line), gpu in zip(rows, gpus, strict=False):
+        row = line.split()
+        if len(row) != len(gpus) + 1 or row[0] != f"GPU{gpu}":
+            raise ParseError(
+                f"{tool}: line {number} is not GPU{gpu}'s row of {name!r}: {line.strip()[:80]!r}"
+            )
+        cells.update({(gpu, col): value for col, value in zip(gpus, row[1:], strict=True)})
+    if len(rows) != len(gpus):
+        raise ParseError(f"{tool}: the {name!r} table has {len(rows)} row(s) for {len(gpus)} GPUs")
+    return gpus, cells
+
+
+@parser
+def parse_showtopo(text: str) -> RocmTopology:
+    """`rocm-smi --showtopo` (or --showtopotype, any other --showtopo* beside it): every matrix
+    it printed, whole. A log without the Link Type table is refused (not this output), and so is
+    one whose matrices list other GPUs than each other."""
+    tool = "rocm-smi --showtopo"
+    log = _log(text, tool)
+    tables: dict[str, dict[tuple[int, int], str]] = {}
+    order: tuple[int, ...] | None = None
+    for title, lines in log.items():
+        m = _MATRIX.match(title)
+        if m is None:
+            continue  # 'Numa Nodes', or another option's section: not read here
+        gpus, cells = _matrix(title, lines, tool)
+        if order is not None and gpus != order:
+            raise ParseError(f"{tool}: the {title!r} table lists other GPUs than the first table")
+        order = gpus
+        tables[m["name"]] = cells
+    if LINK_TYPE not in tables or order is None:
+        raise ParseError(f"{tool}: no 'Link Type between two GPUs' table: run rocm-smi with --showtopo")
+    return RocmTopology(order, tables)

@@ -40,7 +40,7 @@ from burnin.parsers.nvidia_smi import (
     parse_throttle_samples,
     parse_topology,
 )
-from burnin.parsers.rocm_smi import parse_product, parse_ras
+from burnin.parsers.rocm_smi import parse_product, parse_ras, parse_showtopo
 from burnin.parsers.sacct import parse_node_events, parse_sacct
 from burnin.parsers.sysbench import parse_sysbench_memory
 from burnin.parsers.sysfs import (
@@ -90,6 +90,7 @@ PARSERS = [
     parse_xgmi,
     parse_product,
     parse_ras,
+    parse_showtopo,
 ]
 
 SAMPLES = [load(p.name) for p in sorted(SAMPLES_DIR.iterdir()) if p.is_file() and p.name not in NOT_SAMPLES]
@@ -174,6 +175,13 @@ TOKENS = [
     "kernel: ",
     "2024-11-15T05:39:15,491363+00:00 ",
     "[Sun Feb 23 16:24:18 2025] ",
+    "=== ROCm System Management Interface ===\n",
+    "=== Link Type between two GPUs ===\n",
+    "=== End of ROCm SMI Log ===\n",
+    "       GPU0         GPU1\n",
+    "GPU1   XGMI         0\n",
+    "PCIE",
+    "XXXX",
 ]
 
 FAST = settings(

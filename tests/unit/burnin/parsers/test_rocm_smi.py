@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from burnin.parsers import ParseError
-from burnin.parsers.rocm_smi import RocmGpu, is_rocm_smi, parse_product, parse_ras
+from burnin.parsers.rocm_smi import RocmGpu, is_rocm_smi, parse_product, parse_ras, parse_showtopo
 from tests.unit.burnin.parsers._samples import load, names
 
 HEADER = "=" * 28 + " ROCm System Management Interface " + "=" * 28
@@ -81,7 +81,7 @@ def test_rocm_smis_logging_lines_pasted_with_it_are_skipped() -> None:
 @pytest.mark.parametrize("name", names("rocm_smi_"))
 def test_every_sample_cut_before_its_end_line_is_refused(name: str) -> None:
     """rocm-smi's end line tells a whole log from a cut one: without it, nothing is read."""
-    parse = parse_ras if "rasinfo" in name else parse_product
+    parse = parse_ras if "rasinfo" in name else parse_showtopo if "showtopo" in name else parse_product
     lines = load(name).splitlines(keepends=True)
     ended = any("End of ROCm SMI Log" in line for line in lines)
     if ended:
@@ -163,3 +163,62 @@ def test_a_log_is_told_from_amd_smis_output_by_its_header_or_end() -> None:
     assert is_rocm_smi(load("rocm_smi_showrasinfo_mi50_gpu0_PARTIAL.txt"))
     assert is_rocm_smi("GPU[0]\t\t: Card Series: x\n" + END)
     assert not is_rocm_smi(load("amd_smi_static_4xmi300a.txt"))
+
+
+def _topo(title: str, cells: list[list[str]], width: int = 90) -> list[str]:
+    """A matrix as rocm-smi prints it (printTableRow: '%-6s ' then '%-12s ' per cell)."""
+    n = len(cells)
+    spacer = f" {title} between two GPUs "
+    spacer += "=" * (len(spacer) % 2)
+    fill = "=" * ((width - len(spacer)) // 2)
+    head = "       " + "".join(f"{f'GPU{i}':<12} " for i in range(n))
+    rows = [f"{f'GPU{i}':<6} " + "".join(f"{c:<12} " for c in row) for i, row in enumerate(cells)]
+    return [fill + spacer + fill, head, *rows, ""]
+
+
+def _types(n: int, down: set[frozenset[int]] = frozenset()) -> list[list[str]]:
+    return [["0" if a == b else ("PCIE" if {a, b} in down else "XGMI") for b in range(n)] for a in range(n)]
+
+
+def test_showtopo_reads_every_matrix_by_its_name_and_skips_the_numa_lines() -> None:
+    topo = parse_showtopo(load("rocm_smi_showtopo_8xmi308x.txt"))
+    assert topo.gpus == tuple(range(8)) and set(topo.tables) == {"Weight", "Hops", "Link Type"}
+    assert topo.cell("Link Type", 2, 5) == "XGMI" and topo.cell("Weight", 0, 7) == "15"
+    assert topo.cell("Hops", 3, 3) == "0" and topo.cell("Link Type", 0, 8) is None
+
+
+def test_showtopo_reads_the_pair_a_derived_fault_puts_over_pcie() -> None:
+    topo = parse_showtopo(load("rocm_smi_showtopo_8xmi308x_gpu2_gpu5_pcie_DERIVED.txt"))
+    pcie = sorted((a, b) for (a, b), v in topo.tables["Link Type"].items() if v == "PCIE")
+    assert pcie == [(2, 5), (5, 2)]
+
+
+def _showtopo(lines: list[str]) -> str:
+    return "\n\n" + "\n".join([HEADER, *lines, END]) + "\n"
+
+
+def test_showtopo_keeps_the_cells_rocm_smi_could_not_read() -> None:
+    cells = _types(3)
+    cells[0][2] = cells[2][0] = "XXXX"
+    topo = parse_showtopo(_showtopo(_topo("Link Type", cells)))
+    assert topo.cell("Link Type", 0, 2) == "XXXX" and topo.cell("Link Type", 0, 1) == "XGMI"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [],  # no table
+        _topo("Weight", [["0", "15"], ["15", "0"]]),  # no link type table
+        _topo("Link Type", _types(3))[:-2],  # a row missing
+        [
+            line.rsplit(maxsplit=1)[0] if line.startswith("GPU1") else line
+            for line in _topo("Link Type", _types(3))
+        ],
+        _topo("Link Type", _types(3)) + _topo("Hops", [["0", "1"], ["1", "0"]]),  # other GPUs
+        ["=" * 30 + " Link Type between two GPUs " + "=" * 30, "GPU0 GPU0", "GPU0 0 0", "GPU0 0 0"],
+        ["=" * 30 + " Link Type between two GPUs " + "=" * 30, "GPU0 0 XGMI", "GPU1 XGMI 0"],  # no header
+    ],
+)
+def test_showtopo_refuses_what_is_not_its_whole_matrices(lines: list[str]) -> None:
+    with pytest.raises(ParseError):
+        parse_showtopo(_showtopo(lines))
