@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,22 @@ def last_health(state, node: str) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def started_at(report: dict) -> float:
+    """When a health run started (its report says it to the second, rounded down)."""
+    return datetime.fromisoformat(report["started_at"]).timestamp()
+
+
+def wait_passing_since(state, node: str, cleared: float) -> None:
+    """Wait for a health run of ``node`` that started after its fault was cleared to pass. One
+    that read the fault before may still be ending (tens of seconds on two loaded cores) and
+    would drain the node again after a resume, with the fault's reason: resume after this."""
+    wait_for(
+        f"{node} passing a health run started after its fault was cleared",
+        lambda: (r := last_health(state, node)) and r["verdict"] == "PASS" and started_at(r) > cleared,
+        context=lambda: f"{node}'s last health report: {last_health(state, node)!r}",
+    )
 
 
 def wire_health_checks(state, root: Path) -> None:
@@ -238,10 +255,12 @@ def test_a_gpu_failing_in_service_again_after_its_repair_is_named_by_lemons(serv
         assert res.exit_code == 0, res.output
         rc, _, err = node_ssh(state, "node01", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
         assert rc == 0, err
+        cleared = time.time()
         code, out = burnin("run", "--rack", lab["rack"], "--nodes", "node01", "--stages", "preflight")
         assert code == 0, out
         code, out = burnin("golden", "--rack", lab["rack"], "--stages", "preflight")
         assert store.get_node("node01").state == "golden", out
+        wait_passing_since(state, "node01", cleared)
         slurm(state, "scontrol", "update", "NodeName=node01", "State=RESUME")
         wait_for("node01 resumed", lambda: not slurm_nodes(state)["node01"].drain)
     health = [r for r in store.latest_results("node01") if r.stage == "health"]
@@ -264,6 +283,7 @@ def test_a_hung_nvidia_smi_drains_after_its_streak(service_lab):
     state = service_lab["state"]
     rc, _, err = node_ssh(state, "node02", "echo '{\"faults\": []}' > /etc/bringup-lab/faults.json")
     assert rc == 0, err
+    wait_passing_since(state, "node02", time.time())
     if slurm_nodes(state)["node02"].drain:
         slurm(state, "scontrol", "update", "NodeName=node02", "State=RESUME")
     wait_for("node02 in service", lambda: not slurm_nodes(state)["node02"].drain)
