@@ -54,9 +54,11 @@ system-deps:
 # --dist loadscope: each test module runs on one worker, in its order (the nightly and service
 # lab tests walk one rack through a sequence: fail, repair, nightly), and a lab module brings its
 # rack up once. (--dist loadgroup does not group here: xdist 3.8 under pytest 9 ignores the mark.)
+# --durations: the slowest tests are printed at the end, so a run near the 30-minute budget shows
+# where its time went.
 test: system-deps dev
 	BRINGUP_TEST_PG_URL=$$(bash scripts/start-postgres.sh) BRINGUP_REQUIRE_ALL=1 \
-		$(BIN)/pytest -n $(WORKERS) --dist loadscope $(PYTEST_ARGS)
+		$(BIN)/pytest -n $(WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)
 
 unit: dev
 	$(BIN)/pytest -n $(WORKERS) -m "not lab and not postgres and not gpu and not browser" $(PYTEST_ARGS)
