@@ -142,6 +142,8 @@ def _dimm(head: str, fields: dict[str, str]) -> Dimm:
     last = _last_field(length)
     if last not in fields and not (last == "Configured Memory Speed" and "Configured Clock Speed" in fields):
         raise ParseError(f"dmidecode: {locator}: no {last!r} line in a {length}-byte record: cut short")
+    if "Size" not in fields:  # every Memory Device record prints it, "No Module Installed" for an empty slot
+        raise ParseError(f"dmidecode: {locator}: no 'Size' line: not a whole record")
     rated = fields.get("Speed")
     configured = fields.get("Configured Memory Speed") or fields.get("Configured Clock Speed")
     speed = _speed(rated)

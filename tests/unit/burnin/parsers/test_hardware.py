@@ -37,6 +37,13 @@ def test_dmidecode_empty_slot_is_a_slot_of_size_zero() -> None:
     assert dimms[0].size_mib == 64 * 1024
 
 
+def test_dmidecode_a_record_without_its_size_line_is_a_parse_error_naming_the_slot() -> None:
+    text = load("dmidecode_t_memory_qemu_1dimm.txt")
+    lines = [line for line in text.splitlines(keepends=True) if not line.strip().startswith("Size:")]
+    with pytest.raises(ParseError, match="DIMM 0.*Size"):
+        parse_dmidecode_memory("".join(lines))
+
+
 def test_lscpu_text_and_json_agree() -> None:
     text = parse_lscpu(load("lscpu_amd_epyc_kvm_2cpu.txt"))
     js = parse_lscpu(load("lscpu_J_amd_epyc_kvm_2cpu.json"))
