@@ -113,8 +113,10 @@ def _answer(output: CommandOutput) -> _Answer:
 
 def model_name(name: str) -> str:
     """A model as amd-smi's MARKET_NAME spells it across releases ('MI300X', 'AMD Instinct
-    MI300X'), or rocm-smi's Card Series ('[Instinct MI300A]'): compared without the brand."""
-    return name.removeprefix("AMD ").removeprefix("Instinct ").strip()
+    MI300X'), or rocm-smi's Card Series ('[Instinct MI300A]', 'AMD Instinct MI300X OAM'): compared
+    without the brand and the form factor (OAM, the OCP Accelerator Module the MI300X comes as:
+    https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html)."""
+    return name.removeprefix("AMD ").removeprefix("Instinct ").strip().removesuffix(" OAM")
 
 
 @dataclass(frozen=True)

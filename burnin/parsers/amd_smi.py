@@ -233,14 +233,15 @@ class Topology:
         return self.tables.get(table, {}).get((a, b))
 
 
-_TABLE = re.compile(r"^(?P<name>[A-Z][A-Z0-9 _]*?)[ _]TABLE:\s*$")
+_TABLE = re.compile(r"^(?P<name>[A-Z][A-Z0-9 _-]*?)[ _]TABLE:\s*$")  # 'BI-DIRECTIONAL TABLE:' too
 _BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 @parser
 def parse_topology(text: str) -> Topology:
     """`amd-smi topology` (any of -a -w -o -t -b): each ``NAME TABLE:`` heading, a header row of the
-    GPUs' BDFs, then one row per GPU. A table with fewer rows than columns, or a row with fewer
+    GPUs' BDFs, then one row per GPU; after the tables, -c/-n/-d/-z print a 'Legend:' (amdsmi's
+    CHANGELOG, 'amd-smi topology -cndz'). A table with fewer rows than columns, or a row with fewer
     cells than the header, is an output cut short."""
     tables: dict[str, dict[tuple[str, str], str]] = {}
     order: tuple[str, ...] | None = None
@@ -259,6 +260,10 @@ def parse_topology(text: str) -> Topology:
             close()
             name, header, rows = m["name"].replace("_", " "), [], 0
             tables[name] = {}
+            continue
+        if line.strip() == "Legend:":  # the tables are over
+            close()
+            name = None
             continue
         if name is None:
             continue

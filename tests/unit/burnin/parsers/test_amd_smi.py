@@ -103,6 +103,14 @@ def test_topology_reads_every_table_by_gpu_pair() -> None:
     assert topology.cell("HOPS", "0000:38:00.0", "0000:5c:00.0") == "1"
 
 
+def test_topology_reads_the_p2p_capability_tables_and_stops_at_the_legend() -> None:
+    """`amd-smi topology -cndz`: a heading with a hyphen (BI-DIRECTIONAL), then amd-smi's legend."""
+    topology = parse_topology(load("amd_smi_topology_cndz_8xmi300.txt"))
+    assert set(topology.tables) == {"CACHE COHERANCY", "ATOMICS", "DMA", "BI-DIRECTIONAL"}
+    assert topology.cell("BI-DIRECTIONAL", "0000:0c:00.0", "0000:22:00.0") == "T"
+    assert topology.cell("ATOMICS", "0000:0c:00.0", "0000:5c:00.0") == "64"
+
+
 def test_topology_refuses_a_table_cut_short_and_a_row_without_every_cell() -> None:
     text = load("amd_smi_topology_8xmi300.txt")
     with pytest.raises(ParseError, match="cut short"):
