@@ -192,7 +192,8 @@ class XgmiLink:
 
 
 _XGMI_ROW = re.compile(
-    r"^GPU(?P<gpu>\d+)\s+(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+"
+    # Some releases print the BDF without its PCI domain ('05:00.0': AMD's amd-smi blog, 8x MI300X).
+    r"^GPU(?P<gpu>\d+)\s+(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+"
     r"(?P<rate>N/A|\d+(?:\.\d+)? Gb/s)\s+(?P<max>N/A|\d+(?:\.\d+)? Gb/s)\s+(?P<type>\S+)\s*$"
 )
 

@@ -94,6 +94,15 @@ def test_xgmi_refuses_a_row_out_of_layout_and_a_table_without_rows() -> None:
         parse_xgmi("LINK METRIC TABLE:\n")
 
 
+def test_xgmi_reads_rows_whose_bdf_has_no_pci_domain() -> None:
+    """An 8x MI300X's amd-smi xgmi in AMD's amd-smi blog prints '05:00.0', not '0000:05:00.0'."""
+    links = parse_xgmi(load("amd_smi_xgmi_8xmi300x_short_bdf_PARTIAL.txt"))
+    assert [(x.gpu, x.bdf, x.bit_rate_gbps, x.max_bandwidth_gbps, x.link_type) for x in links] == [
+        (0, "05:00.0", 32.0, 512.0, "XGMI"),
+        (1, "26:00.0", 32.0, 512.0, "XGMI"),
+    ]
+
+
 def test_topology_reads_every_table_by_gpu_pair() -> None:
     topology = parse_topology(load("amd_smi_topology_8xmi300.txt"))
     assert len(topology.bdfs) == 8 and topology.bdfs[0] == "0000:0c:00.0"
