@@ -113,8 +113,11 @@ def _answer(output: CommandOutput) -> _Answer:
 
 def model_name(name: str) -> str:
     """A model as amd-smi's MARKET_NAME spells it across releases ('MI300X', 'AMD Instinct
-    MI300X'), or rocm-smi's Card Series ('[Instinct MI300A]'): compared without the brand."""
-    return name.removeprefix("AMD ").removeprefix("Instinct ").strip()
+    MI300X', 'MI300X-O'), or rocm-smi's Card Series ('[Instinct MI300A]', 'AMD Instinct MI300X OAM'):
+    compared without the brand and the form factor (OAM, the OCP Accelerator Module the MI300X comes
+    as: https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html; amd-smi's '-O' on a
+    GPU whose SLOT_TYPE is OAM, AMD's amd-smi blog on rocm.blogs.amd.com)."""
+    return name.removeprefix("AMD ").removeprefix("Instinct ").strip().removesuffix(" OAM").removesuffix("-O")
 
 
 @dataclass(frozen=True)

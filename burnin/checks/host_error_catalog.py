@@ -24,6 +24,7 @@ _OOPS = "https://www.kernel.org/doc/html/latest/admin-guide/bug-hunting.html"
 _AMDGPU_RAS = "https://docs.kernel.org/gpu/amdgpu/ras.html"
 _AMDGPU_JOB = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdgpu/amdgpu_job.c"
 _AMDGPU_RESET = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdgpu/amdgpu_device.c"
+_AMDGPU_KMS = "https://github.com/torvalds/linux/blob/master/drivers/gpu/drm/amd/amdgpu/amdgpu_kms.c"
 _NV_PROBE = "https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/kernel-open/nvidia/nv.c"
 
 
@@ -162,6 +163,17 @@ HOST_ERRORS: dict[str, HostErrorRule] = {
         Action.RESET_GPU,
         "the driver resets the GPU; a hang again under the burn-in load points at the GPU",
         _AMDGPU_JOB,
+    ),
+    # A GPU amdgpu could not bring up is missing from the node. AMD's first step when the hardware
+    # errs at init: reseat it (https://github.com/ROCm/legacy-rocm-build/issues/1552, an MI50's
+    # 'Fatal error during GPU init').
+    "amdgpu_init_failed": HostErrorRule(
+        "AMD GPU failed to initialise (amdgpu probe failed)",
+        Severity.CRITICAL,
+        Action.RESEAT,
+        "the driver gave up on the GPU, the node runs without it: reseat it; the same error after a reseat "
+        "points at its firmware (IFWI), then an RMA",
+        _AMDGPU_KMS,
     ),
     "amdgpu_reset": HostErrorRule(
         "AMD GPU reset",

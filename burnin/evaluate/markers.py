@@ -554,7 +554,18 @@ TOOLS: tuple[Tool, ...] = (
         "amd-smi topology",
         (
             mark(r"^LINK TYPE TABLE:\s*$", 3, "the 'LINK TYPE TABLE' heading"),
-            mark(r"^(?:ACCESS|WEIGHT|HOPS|NUMA BW) TABLE:\s*$", 2, "amd-smi topology's other tables"),
+            mark(
+                r"^(?:ACCESS|WEIGHT|HOPS|NUMA BW|ATOMICS|DMA) TABLE:\s*$",
+                2,
+                "amd-smi topology's other tables",
+            ),
+            # -c and -z's P2P capability tables (amdsmi's CHANGELOG, 'amd-smi topology -cndz'): their
+            # 'Legend:' is amd-smi's own, not nvidia-smi topo -m's.
+            mark(
+                r"^(?:CACHE COHER[AE]NCY|BI-DIRECTIONAL) TABLE:\s*$",
+                3,
+                "amd-smi topology's P2P capability tables",
+            ),
         ),
         # amd_xgmi_links runs amd-smi xgmi and amd-smi topology as one command: its output holds both.
         includes=("amd-smi xgmi",),

@@ -192,7 +192,8 @@ class XgmiLink:
 
 
 _XGMI_ROW = re.compile(
-    r"^GPU(?P<gpu>\d+)\s+(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+"
+    # Some releases print the BDF without its PCI domain ('05:00.0': AMD's amd-smi blog, 8x MI300X).
+    r"^GPU(?P<gpu>\d+)\s+(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+"
     r"(?P<rate>N/A|\d+(?:\.\d+)? Gb/s)\s+(?P<max>N/A|\d+(?:\.\d+)? Gb/s)\s+(?P<type>\S+)\s*$"
 )
 
@@ -233,14 +234,15 @@ class Topology:
         return self.tables.get(table, {}).get((a, b))
 
 
-_TABLE = re.compile(r"^(?P<name>[A-Z][A-Z0-9 _]*?)[ _]TABLE:\s*$")
+_TABLE = re.compile(r"^(?P<name>[A-Z][A-Z0-9 _-]*?)[ _]TABLE:\s*$")  # 'BI-DIRECTIONAL TABLE:' too
 _BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 @parser
 def parse_topology(text: str) -> Topology:
     """`amd-smi topology` (any of -a -w -o -t -b): each ``NAME TABLE:`` heading, a header row of the
-    GPUs' BDFs, then one row per GPU. A table with fewer rows than columns, or a row with fewer
+    GPUs' BDFs, then one row per GPU; after the tables, -c/-n/-d/-z print a 'Legend:' (amdsmi's
+    CHANGELOG, 'amd-smi topology -cndz'). A table with fewer rows than columns, or a row with fewer
     cells than the header, is an output cut short."""
     tables: dict[str, dict[tuple[str, str], str]] = {}
     order: tuple[str, ...] | None = None
@@ -259,6 +261,10 @@ def parse_topology(text: str) -> Topology:
             close()
             name, header, rows = m["name"].replace("_", " "), [], 0
             tables[name] = {}
+            continue
+        if line.strip() == "Legend:":  # the tables are over
+            close()
+            name = None
             continue
         if name is None:
             continue

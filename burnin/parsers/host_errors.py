@@ -31,7 +31,9 @@ wording each pattern reads is the kernel's own:
 - amdgpu (drivers/gpu/drm/amd/amdgpu in the kernel): amdgpu_ras.c, ``amdgpu 0000:1c:00.0:
   uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!``; amdgpu_job.c
   ``amdgpu_job_timedout``, ``ring gfx_0.0.0 timeout, signaled seq=..., emitted seq=...`` (older
-  kernels behind ``[drm:amdgpu_job_timedout [amdgpu]] *ERROR*``); amdgpu_device.c, ``GPU reset begin!``.
+  kernels behind ``[drm:amdgpu_job_timedout [amdgpu]] *ERROR*``); amdgpu_device.c, ``GPU reset begin!``;
+  amdgpu_kms.c, ``Fatal error during GPU init`` when amdgpu_device_init fails, and the driver
+  core's ``amdgpu: probe of 0000:05:00.0 failed with error -22`` (drivers/base/dd.c) after it.
 - mlx5: drivers/net/ethernet/mellanox/mlx5/core/health.c, ``print_health_info``: ``Health issue
   observed, firmware internal error, severity(3) ERROR:``, ``assert_var[0] 0x...``, ``synd 0x1:
   firmware internal error``, ``ext_synd 0x035e``; ``poll_health``: ``device's health compromised
@@ -74,6 +76,9 @@ _AMDGPU = re.compile(
 )
 _AMDGPU_UE = re.compile(r"^(?:\{\d+\})?uncorrectable hardware error\((?P<event>\w+)\) detected")
 _AMDGPU_RING = re.compile(r"\bring (?P<ring>\S+) timeout, signaled seq=\d+, emitted seq=\d+")
+_AMDGPU_PROBE = re.compile(
+    r"^amdgpu: probe of (?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) failed"
+)
 _MLX5 = re.compile(r"^mlx5_core (?P<bdf>[0-9a-fA-F:.]+): (?P<rest>.*)$")
 _MLX5_SYND = re.compile(r"\bsynd 0x(?P<synd>[0-9a-fA-F]+)\b")
 # The lines of a kernel crash that say it is one: what the CPU could not do, the Oops itself, and a
@@ -152,6 +157,10 @@ def _amdgpu(message: str) -> HostError | None:
         return HostError("amdgpu_ring_timeout", bdf or f"ring {ring['ring']}", detail=f"ring {ring['ring']}")
     if rest.startswith("GPU reset begin!"):
         return HostError("amdgpu_reset", bdf, detail=rest)
+    if rest.startswith("Fatal error during GPU init"):
+        return HostError("amdgpu_init_failed", bdf, detail=rest)
+    if probe := _AMDGPU_PROBE.match(message):
+        return HostError("amdgpu_init_failed", probe["bdf"].lower(), detail=message)
     return None
 
 

@@ -23,6 +23,10 @@ def _gpu_block(index: int, market: str) -> str:
 
 def test_the_model_is_compared_without_amds_brand() -> None:
     assert model_name("AMD Instinct MI300X") == model_name("MI300X") == "MI300X"
+    # rocm-smi's Card series names the form factor too (ROCm's fine-tuning guide, an MI300X OAM)
+    assert model_name("AMD Instinct MI300X OAM") == "MI300X"
+    # amd-smi's MARKET_NAME on an 8x MI300X in AMD's amd-smi blog: 'MI300X-O' (device id 0x74a1, OAM)
+    assert model_name("MI300X-O") == "MI300X"
     text = "".join(_gpu_block(i, "AMD Instinct MI300X") for i in range(8))
     assert judge(AmdGpuInventory(), CommandOutput(text), _mi300x()).verdict is Verdict.PASS
 

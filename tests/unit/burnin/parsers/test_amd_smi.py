@@ -94,6 +94,15 @@ def test_xgmi_refuses_a_row_out_of_layout_and_a_table_without_rows() -> None:
         parse_xgmi("LINK METRIC TABLE:\n")
 
 
+def test_xgmi_reads_rows_whose_bdf_has_no_pci_domain() -> None:
+    """An 8x MI300X's amd-smi xgmi in AMD's amd-smi blog prints '05:00.0', not '0000:05:00.0'."""
+    links = parse_xgmi(load("amd_smi_xgmi_8xmi300x_short_bdf_PARTIAL.txt"))
+    assert [(x.gpu, x.bdf, x.bit_rate_gbps, x.max_bandwidth_gbps, x.link_type) for x in links] == [
+        (0, "05:00.0", 32.0, 512.0, "XGMI"),
+        (1, "26:00.0", 32.0, 512.0, "XGMI"),
+    ]
+
+
 def test_topology_reads_every_table_by_gpu_pair() -> None:
     topology = parse_topology(load("amd_smi_topology_8xmi300.txt"))
     assert len(topology.bdfs) == 8 and topology.bdfs[0] == "0000:0c:00.0"
@@ -101,6 +110,14 @@ def test_topology_reads_every_table_by_gpu_pair() -> None:
     assert topology.cell("LINK TYPE", "0000:0c:00.0", "0000:df:00.0") == "XGMI"
     assert topology.cell("LINK TYPE", "0000:22:00.0", "0000:22:00.0") == "SELF"
     assert topology.cell("HOPS", "0000:38:00.0", "0000:5c:00.0") == "1"
+
+
+def test_topology_reads_the_p2p_capability_tables_and_stops_at_the_legend() -> None:
+    """`amd-smi topology -cndz`: a heading with a hyphen (BI-DIRECTIONAL), then amd-smi's legend."""
+    topology = parse_topology(load("amd_smi_topology_cndz_8xmi300.txt"))
+    assert set(topology.tables) == {"CACHE COHERANCY", "ATOMICS", "DMA", "BI-DIRECTIONAL"}
+    assert topology.cell("BI-DIRECTIONAL", "0000:0c:00.0", "0000:22:00.0") == "T"
+    assert topology.cell("ATOMICS", "0000:0c:00.0", "0000:5c:00.0") == "64"
 
 
 def test_topology_refuses_a_table_cut_short_and_a_row_without_every_cell() -> None:

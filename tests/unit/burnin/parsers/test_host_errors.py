@@ -123,6 +123,11 @@ def test_healthy_lines_are_no_host_error(message: str) -> None:
             "ring gfx",
         ),
         ("amdgpu 0000:0a:00.0: amdgpu: GPU reset begin!", "amdgpu_reset", "0000:0a:00.0"),
+        # A GPU the driver could not bring up (an MI300X's dmesg in
+        # https://github.com/ROCm/legacy-rocm-build/issues/3856): amdgpu's own line, and the driver
+        # core's for the failed probe, name the same GPU.
+        ("amdgpu 0000:05:00.0: amdgpu: Fatal error during GPU init", "amdgpu_init_failed", "0000:05:00.0"),
+        ("amdgpu: probe of 0000:05:00.0 failed with error -22", "amdgpu_init_failed", "0000:05:00.0"),
     ],
 )
 def test_amdgpu_ras_errors_ring_timeouts_and_resets(line: str, error: str, part: str) -> None:
