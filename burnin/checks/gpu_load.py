@@ -76,6 +76,10 @@ class DcgmDiag(Check):
             **{k: v for k, v in counts.items()},
         }
         reasons = [f"DCGM reported: {diag.runtime_error}"] if diag.runtime_error else []
+        if gpus and len(gpus) < profile.gpu.count:
+            # The GPUs DCGM did not see were not diagnosed: their absence is gpu_inventory's
+            # finding, and this run cannot pass them.
+            reasons.append(f"DCGM tested {len(gpus)} GPU(s), the profile has {profile.gpu.count}")
         if missing:
             reasons.append(
                 f"the profile's level {level} (diag.dcgm_level) needs every test of it, the output is "
