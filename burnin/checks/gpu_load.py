@@ -30,7 +30,7 @@ class DcgmDiag(Check):
     name = "dcgm_diag"
     stages = ("gpu",)
     reads = ("dcgmi diag",)
-    judges = ("diag.dcgm_level", "diag.dcgm_not_applicable")
+    judges = ("diag.dcgm_level", "diag.dcgm_not_applicable", "gpu.count")
     description = "DCGM diagnostics at the profile's level (dcgmi diag -r N -j)"
     judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
 
