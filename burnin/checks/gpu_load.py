@@ -30,7 +30,7 @@ class DcgmDiag(Check):
     name = "dcgm_diag"
     stages = ("gpu",)
     reads = ("dcgmi diag",)
-    judges = ("diag.dcgm_level", "diag.dcgm_not_applicable")
+    judges = ("diag.dcgm_level", "diag.dcgm_not_applicable", "gpu.count")
     description = "DCGM diagnostics at the profile's level (dcgmi diag -r N -j)"
     judge_any_rc = True  # dcgmi exits non-zero when a test fails; the JSON says which
 
@@ -76,6 +76,10 @@ class DcgmDiag(Check):
             **{k: v for k, v in counts.items()},
         }
         reasons = [f"DCGM reported: {diag.runtime_error}"] if diag.runtime_error else []
+        if gpus and len(gpus) < profile.gpu.count:
+            # The GPUs DCGM did not see were not diagnosed: their absence is gpu_inventory's
+            # finding, and this run cannot pass them.
+            reasons.append(f"DCGM tested {len(gpus)} GPU(s), the profile has {profile.gpu.count}")
         if missing:
             reasons.append(
                 f"the profile's level {level} (diag.dcgm_level) needs every test of it, the output is "

@@ -111,6 +111,8 @@ def _closed(text: str) -> bool:
     """nccl-tests prints '#' after its 'Avg bus bandwidth' footer (and, from 2.19, '# Collective
     test concluded'): without it the output was cut between the two."""
     tail = text[text.rfind("Avg bus bandwidth") :].splitlines()[1:]
+    if "# Collective test starting" in text:  # announced: its '#' precedes the concluding line
+        return any(line.startswith("# Collective test concluded") for line in tail)
     return any(line.strip() == "#" or line.startswith("# Collective test concluded") for line in tail)
 
 

@@ -6,7 +6,8 @@ through the CPU's host bridge or across the CPU interconnect, at a fraction of t
 AzNHC checks the same topology before its GPUDirect bandwidth test
 (https://github.com/Azure/azurehpc-health-checks). Two faults are told apart and named: a NIC in
 the wrong slot (the GPU has another NIC beside it, and the profile's NIC is elsewhere), and a GPU
-whose nearest NIC is across the CPU link (no NIC at PIX or PXB at all).
+whose nearest NIC is across the CPU link (no NIC at PIX or PXB at all). A row whose cells are not
+the legend's links (a copy whose tabs were lost) is not read: its GPU is UNKNOWN, not blamed.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def judge_affinity(topo: Topology, expected: tuple[str, ...]) -> tuple[list[Find
     for index, want in enumerate(expected):
         gpu = f"GPU{index}"
         if want == NONE:
+            continue
+        if gpu in topo.damaged:  # a saved copy whose cells ran together: no link can be read
+            missing.append(f"{gpu}'s row cannot be read ({topo.damaged[gpu]})")
             continue
         if gpu not in gpus:
             missing.append(f"{gpu} is not in the matrix")

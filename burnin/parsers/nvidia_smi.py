@@ -804,12 +804,18 @@ class Topology:
     numa_affinity: dict[str, str | None]
     gpu_numa_id: dict[str, str | None]
     nic_legend: dict[str, str]  # 'NIC0' -> 'mlx5_0'
+    # Rows not read as links, with why: cut short, or a cell that is no link of the legend (a
+    # saved copy whose tabs ran cells together: 'PXBNODE', 'SYSSYS'; its cells shift left).
+    damaged: dict[str, str] = field(default_factory=dict)
 
     def link(self, a: str, b: str) -> str | None:
         return self.matrix.get(a, {}).get(b)
 
 
 _AFFINITY_COLUMNS = ("cpu affinity", "numa affinity", "gpu numa id")
+# The matrix's cells, as its Legend names them (X, SYS, NODE, PHB, PXB, PIX, NV#); SOC is the
+# older drivers' name for SYS (nvidia-smi topo -m, NVIDIA's nvidia-smi manual).
+_LINK_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 
 @parser
@@ -839,6 +845,7 @@ def parse_topology(text: str) -> Topology:
     matrix: dict[str, dict[str, str]] = {}
     affinity: dict[str, dict[str, str | None]] = {c: {} for c in _AFFINITY_COLUMNS}
     legend: dict[str, str] = {}
+    damaged: dict[str, str] = {}
     for line in lines[header_idx + 1 :]:
         if m := re.match(r"^\s*(NIC\d+|[A-Za-z]+\d+):\s*(\S+)\s*$", line):
             legend[m.group(1)] = m.group(2)
@@ -850,6 +857,10 @@ def parse_topology(text: str) -> Topology:
         cells = [c.strip() for c in cells]
         row = cells[: len(devices)]
         if len(row) < len(devices):
+            damaged[label] = f"{len(row)} of {len(devices)} cells"
+            continue
+        if bad := [c for c in row if not _LINK_CELL.fullmatch(c)]:
+            damaged[label] = f"cells that are no link: {', '.join(repr(c) for c in bad)}"
             continue
         matrix[label] = dict(zip(devices, row, strict=False))
         rest = cells[len(devices) :]
@@ -871,6 +882,7 @@ def parse_topology(text: str) -> Topology:
         numa_affinity=affinity["numa affinity"],
         gpu_numa_id=affinity["gpu numa id"],
         nic_legend=legend,
+        damaged=damaged,
     )
 
 

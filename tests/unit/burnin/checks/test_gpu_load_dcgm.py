@@ -246,3 +246,14 @@ def test_a_warning_row_under_a_passing_test_in_a_text_table_is_read():
     result = _judge(text, "diag.dcgm_level=2")
     assert result.verdict is Verdict.WARN, result.to_dict()
     assert [f.subject for f in result.findings] == ["GPU 1"]
+
+
+def test_a_run_that_saw_fewer_gpus_than_the_profile_does_not_pass_the_node():
+    """A real HGX B300 whose driver saw 7 of its 8 GPUs passed DCGM level 3 on those 7: the
+    eighth was never diagnosed, so the run is UNKNOWN on the 8-GPU profile (its absence is
+    gpu_inventory's finding), and a pass held to the 7 GPUs it saw."""
+    statuses = {name: {g: "Pass" for g in range(7)} for name in LEVEL_TESTS[3]}
+    short = _judge(_json4(statuses), "diag.dcgm_level=3")
+    assert short.verdict is Verdict.UNKNOWN, short.to_dict()
+    assert "7 GPU(s), the profile has 8" in short.to_dict()["reason"]
+    assert _judge(_json4(statuses), "diag.dcgm_level=3", "gpu.count=7").verdict is Verdict.PASS

@@ -101,3 +101,14 @@ def test_nics_numbered_without_their_legend_are_unknown_not_missing():
         "GPU0: mlx5_0 cannot be found: NIC0, NIC1, NIC2, NIC3, NIC4, NIC5 without the NIC Legend"
     )
     assert run(H20, "[NIC0]").verdict is Verdict.PASS  # named by the label itself: found
+
+
+def test_a_row_the_paste_damaged_is_unknown_not_a_nic_in_the_wrong_slot():
+    """A real 8x B200 matrix whose paste ran cells together ('PXBNODE', 'SYSSYS'): the shifted
+    rows once read the CPU affinity as GPU7's link and blamed five GPUs' NICs (RESEAT). The
+    intact pairs pass; the damaged ones cannot be read: UNKNOWN, no hardware blamed."""
+    pairs = "[mlx5_4, mlx5_7, mlx5_8, mlx5_9, mlx5_10, mlx5_13, mlx5_14, mlx5_15]"
+    result = run("nvidia_smi_topo_m_8xb200_16nic_paste_damaged_PARTIAL.txt", pairs)
+    assert result.verdict is Verdict.UNKNOWN, result.to_dict()
+    assert not [f for f in result.findings if f.severity is Severity.CRITICAL]
+    assert "GPU2" in result.to_dict()["reason"] and "GPU7" in result.to_dict()["reason"]

@@ -16,6 +16,8 @@ from tests.unit.burnin.parsers._samples import load, names
 
 DEGRADED = "nccl_tests_all_reduce_2x8xh100_ndr_degraded_89GBps.txt"
 GB200_RACK = "nccl_tests_all_reduce_gb200_nvl72_rack_72gpu_PARTIAL.txt"
+GB300_TRAY = "nccl_tests_all_reduce_perf_4xgb300_tray_nccl2287_PARTIAL.txt"
+GB300_RACK = "nccl_tests_all_reduce_perf_64xgb300_16_trays_nvl72_PARTIAL.txt"
 
 
 def test_every_nccl_sample_is_covered():
@@ -26,6 +28,8 @@ def test_every_nccl_sample_is_covered():
         DEGRADED,
         "nccl_tests_all_reduce_8xh100_cuda_system_not_initialized.txt",
         GB200_RACK,
+        GB300_TRAY,
+        GB300_RACK,
         "nccl_tests_all_reduce_perf_8xa100_ok.txt",
         "nccl_tests_alltoall_perf_8gpu_ok.txt",
         "nccl_tests_message_formats_from_source.txt",
@@ -44,6 +48,20 @@ def test_a_whole_nvl72_racks_all_reduce_excerpt(sample):
     last = run.rows[-1]
     assert (last.out_of_place.busbw_gbps, last.in_place.busbw_gbps) == (834.57, 846.82)
     assert (run.out_of_bounds, run.avg_busbw_gbps) == (0, 745.53)
+
+
+def test_gb300_runs_whose_authors_cut_the_small_sizes_and_the_middle_ranks(sample):
+    """Real GB300 runs (NCCL 2.28.7) with '# Truncated  smaller message sizes' and, across 16
+    trays, '...' for ranks 2-61: the rows and ranks shown are read, the elisions skipped, and the
+    run ends at '# Collective test concluded'."""
+    tray = parse_nccl_tests(sample(GB300_TRAY))
+    assert tray.complete and tray.collective == "all_reduce_perf" and tray.nccl_version == "2.28.7+cuda13.0"
+    assert [r.bus_id for r in tray.ranks] == ["0008:06:00", "0009:06:00", "0018:06:00", "0019:06:00"]
+    assert [row.size for row in tray.rows] == [2**33, 2**34]
+    assert tray.rows[-1].in_place.busbw_gbps == 685.27 and tray.avg_busbw_gbps == 446.673
+    rack = parse_nccl_tests(sample(GB300_RACK))
+    assert [r.rank for r in rack.ranks] == [0, 1, 62, 63] and rack.hosts == ("GPU-5705", "GPU-6569")
+    assert rack.rows[-1].out_of_place.busbw_gbps == 930.48 and rack.avg_busbw_gbps == 455.539
 
 
 def test_new_format_two_nodes_degraded(sample):

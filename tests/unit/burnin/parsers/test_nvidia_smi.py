@@ -575,3 +575,17 @@ def test_a_d_view_whose_unterminated_last_line_stopped_inside_it_is_cut(end, cut
         assert q.problems and "cut short" in q.problems[0], q.problems
     else:
         assert q.problems == () and q.gpus[-1].retired_pages.pending is False
+
+
+def test_topology_sets_apart_the_rows_a_paste_ran_together(sample):
+    """A real 8x B200 matrix pasted into a public issue lost a tab in 12 rows ('PXBNODE', 'SYSSYS',
+    ' X NODE'): their cells shift left and the CPU affinity lands in a NIC column. Such a row is
+    not read as links; the intact rows still are."""
+    t = parse_topology(sample("nvidia_smi_topo_m_8xb200_16nic_paste_damaged_PARTIAL.txt"))
+    assert set(t.damaged) == {"GPU2", "GPU4", "GPU5", "GPU6", "GPU7", "NIC8"} | {
+        f"NIC{i}" for i in range(10, 16)
+    }
+    assert "PXBNODE" in t.damaged["GPU2"] and "SYSSYS" in t.damaged["GPU4"]
+    assert not set(t.damaged) & set(t.matrix)
+    assert (t.link("GPU0", "NIC4"), t.link("GPU1", "NIC7"), t.link("GPU3", "NIC9")) == ("PXB", "PXB", "PXB")
+    assert t.nic_legend["NIC15"] == "mlx5_15"
