@@ -431,3 +431,16 @@ def node_results(
         else:
             out[node] = Result.unknown(check, "localisation did not finish", counts)
     return out
+
+
+def text_closed(text: str) -> bool:
+    """Whether a text output reached its end: nccl-tests prints a lone '#' after the 'Avg bus
+    bandwidth' footer, and from 2.19 '# Collective test concluded' after that (src/common.cu).
+    A run that announced itself ('# Collective test starting') is whole only with the concluding
+    line; an older one with either. Without them the capture stopped at or before the footer."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last_footer = max((i for i, line in enumerate(lines) if "Avg bus bandwidth" in line), default=None)
+    after = lines[last_footer + 1 :] if last_footer is not None else []
+    if any(line.startswith("# Collective test starting") for line in lines):
+        return any(line.startswith("# Collective test concluded") for line in after)
+    return any(line == "#" or line.startswith("# Collective test concluded") for line in after)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput
-from burnin.checks.nccl import busbw_floor, judge_iteration
+from burnin.checks.nccl import busbw_floor, judge_iteration, text_closed
 from burnin.checks.registry import register
 from burnin.parsers.nccl_tests import parse_nccl_tests
 from burnin.result import Result, Verdict
@@ -41,7 +41,7 @@ class NcclTestsOutput(Check):
         floor = busbw_floor(profile, len(hosts)) if hosts and not other else None
         result = judge_iteration(run, floor, rc=output.rc, check=self.name)
         metrics = {**result.metrics, "nodes": len(hosts) or None, "floor": _floor_name(len(hosts))}
-        if run.format == "text" and run.complete and not _closed(output.stdout):
+        if run.format == "text" and run.complete and not text_closed(output.stdout):
             return Result.judged(
                 self.name,
                 result.findings,
@@ -67,16 +67,3 @@ def _floor_name(nodes: int) -> str | None:
     if not nodes:
         return None
     return "single-node (NVLink)" if nodes == 1 else f"multi-node ({nodes} nodes)"
-
-
-def _closed(text: str) -> bool:
-    """nccl-tests ends its text output with a lone '#' (or '# Collective test concluded') after
-    the 'Avg bus bandwidth' footer: without it the capture stopped at the footer's line."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    last_footer = max((i for i, line in enumerate(lines) if "Avg bus bandwidth" in line), default=None)
-    after = lines[last_footer + 1 :] if last_footer is not None else []
-    if any(line.startswith("# Collective test starting") for line in lines):
-        # 2.19+ announce the run and close it with '# Collective test concluded', printed after
-        # the lone '#' (src/common.cu): a capture cut between the two is not whole.
-        return any(line.startswith("# Collective test concluded") for line in after)
-    return any(line == "#" or line.startswith("# Collective test concluded") for line in after)

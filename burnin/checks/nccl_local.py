@@ -23,7 +23,7 @@ import statistics
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, section_mark, sections
-from burnin.checks.nccl import judge_iteration
+from burnin.checks.nccl import judge_iteration, text_closed
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, parse_nccl_tests
@@ -93,7 +93,7 @@ class NcclLocal(Check):
                 )
             )
         reasons += shape
-        if run.complete and not _closed(text):
+        if run.complete and not text_closed(text):
             reasons.append(
                 "the output stops after 'Avg bus bandwidth', before nccl-tests' closing '#': cut short"
             )
@@ -105,15 +105,6 @@ class NcclLocal(Check):
 
 def _slow_cause(profile: Profile) -> str:
     return SLOW_CAUSE_AMD if profile.gpu.vendor == "amd" else SLOW_CAUSE
-
-
-def _closed(text: str) -> bool:
-    """nccl-tests prints '#' after its 'Avg bus bandwidth' footer (and, from 2.19, '# Collective
-    test concluded'): without it the output was cut between the two."""
-    tail = text[text.rfind("Avg bus bandwidth") :].splitlines()[1:]
-    if "# Collective test starting" in text:  # announced: its '#' precedes the concluding line
-        return any(line.startswith("# Collective test concluded") for line in tail)
-    return any(line.strip() == "#" or line.startswith("# Collective test concluded") for line in tail)
 
 
 def _shape_problems(run: NcclTestRun, count: int) -> list[str]:

@@ -303,3 +303,14 @@ def test_the_steadiness_a_soak_is_held_to_is_the_profiles():
         judge_soak([_it(0.19), _it(0.198), _it(0.09), _it(0.198)], steady_fraction=0.5).verdict
         is Verdict.WARN
     )
+
+
+def test_text_closed_needs_the_concluding_line_once_the_run_announced_itself() -> None:
+    from burnin.checks.nccl import text_closed
+
+    footer = "# Avg bus bandwidth    : 480.1\n"
+    assert text_closed(f"{footer}#\n")  # before 2.19: the lone '#'
+    assert not text_closed(footer)  # stopped at the footer
+    started = "# Collective test starting: all_reduce_perf\n"
+    assert not text_closed(f"{started}{footer}#\n")  # 2.19+: cut between '#' and its conclusion
+    assert text_closed(f"{started}{footer}#\n# Collective test concluded: all_reduce_perf\n")
