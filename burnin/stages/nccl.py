@@ -464,8 +464,12 @@ def _launcher_broken(names: list[str], runs: list[TestRun]) -> GroupResults:
     first = runs[0] if runs else None
     why = "no rank of any group printed anything: the launcher could not start the test"
     if first is not None:
-        tail = (first.outcome.stderr.strip() or first.outcome.stdout.strip()).splitlines()[-3:]
-        why += f" ({' | '.join(tail)})" if tail else ""
+        lines = (first.outcome.stderr.strip() or first.outcome.stdout.strip()).splitlines()
+        # The launcher's first error is the cause (srun: "task 0: Exited with exit code 1"); the
+        # lines after it are mostly the ranks it took down with it ("task 2: Terminated").
+        cause = next((line for line in lines if "error" in line.lower()), None)
+        shown = [cause, *lines[-2:]] if cause is not None and cause not in lines[-2:] else lines[-3:]
+        why += f" ({' | '.join(shown)})" if shown else ""
     evidence = "\n\n".join(r.evidence() for r in runs[:EVIDENCE_RUNS])
     return {n: [(Result.unknown(SOAK_CHECK, why), evidence)] for n in names}
 

@@ -68,6 +68,16 @@ print("ORTE was unable to reliably start one or more daemons.", file=sys.stderr)
 sys.exit(1)
 """
 
+# srun's lines when rank 0 dies at start: the cause first, then the ranks it took down with it.
+DYING_SRUN = r"""
+import os, sys
+open(os.environ["FAKE_LOG"], "a").write("dying\n")
+for line in ["srun: error: node01: task 0: Exited with exit code 1", "srun: error: node03: task 2: Terminated",
+             "srun: error: node02: task 1: Terminated", "srun: Force Terminated StepId=1.0"]:
+    print(line, file=sys.stderr)
+sys.exit(1)
+"""
+
 
 def _profile(**diag):
     sets = [f"diag.{k}={v}" for k, v in {"nccl_soak_minutes": 0, **diag}.items()]
@@ -253,6 +263,18 @@ def test_a_launcher_that_starts_nothing_is_unknown_not_a_culprit(fake, tmp_path)
     assert "launcher could not start" in result.reason and "ORTE was unable" in result.reason
     assert launches() == [["broken"], ["broken"]]  # tried once more before giving up
     assert "ORTE was unable" in evidence
+
+
+def test_a_launch_that_died_at_start_names_its_first_error_not_only_the_terminations(fake, tmp_path):
+    run, _, _ = fake
+    dying = tmp_path / "dying-mpirun"
+    dying.write_text(f"#!{sys.executable}\n{DYING_SRUN}")
+    dying.chmod(0o755)
+    results = run(_jobs(4), mpirun=dying)
+    result, _ = results["node01"][0]
+    assert "launcher could not start" in result.reason
+    assert "task 0: Exited with exit code 1" in result.reason, result.reason
+    assert "Force Terminated" in result.reason, result.reason
 
 
 def test_local_jobs_and_bad_settings_are_unknown(fake):
