@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +78,13 @@ for line in ["srun: error: node01: task 0: Exited with exit code 1", "srun: erro
     print(line, file=sys.stderr)
 sys.exit(1)
 """
+
+
+def _launcher(path: Path, body: str) -> Path:
+    """A launcher stand-in: ``body`` run by this Python."""
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
 
 
 def _profile(**diag):
@@ -254,10 +262,7 @@ def test_a_node_that_stalls_every_start_is_the_culprit(fake):
 
 def test_a_launcher_that_starts_nothing_is_unknown_not_a_culprit(fake, tmp_path):
     run, launches, _ = fake
-    broken = tmp_path / "broken-mpirun"
-    broken.write_text(f"#!{sys.executable}\n{BROKEN_MPIRUN}")
-    broken.chmod(0o755)
-    results = run(_jobs(4), mpirun=broken)
+    results = run(_jobs(4), mpirun=_launcher(tmp_path / "broken-mpirun", BROKEN_MPIRUN))
     assert set(_verdicts(results).values()) == {"UNKNOWN"}
     result, evidence = results["node01"][0]
     assert "launcher could not start" in result.reason and "ORTE was unable" in result.reason
@@ -267,10 +272,7 @@ def test_a_launcher_that_starts_nothing_is_unknown_not_a_culprit(fake, tmp_path)
 
 def test_a_launch_that_died_at_start_names_its_first_error_not_only_the_terminations(fake, tmp_path):
     run, _, _ = fake
-    dying = tmp_path / "dying-mpirun"
-    dying.write_text(f"#!{sys.executable}\n{DYING_SRUN}")
-    dying.chmod(0o755)
-    results = run(_jobs(4), mpirun=dying)
+    results = run(_jobs(4), mpirun=_launcher(tmp_path / "dying-mpirun", DYING_SRUN))
     result, _ = results["node01"][0]
     assert "launcher could not start" in result.reason
     assert "task 0: Exited with exit code 1" in result.reason, result.reason
