@@ -51,12 +51,19 @@ def still_in(nodes: Sequence[str], rows: Iterable[ResultRow], out_of_run: Iterab
     return [n for n in nodes if n not in gone]
 
 
-def should_continue(plan: SoakPlan, now: datetime, finished_soak_iterations: int) -> bool:
-    """Another iteration starts while the soak lasts; a soak runs at least one iteration, even
-    when a restart comes after its end (a soak with nothing recorded proves nothing)."""
+def should_continue(plan: SoakPlan, now: datetime, done: Sequence[IterationRecord]) -> bool:
+    """Another iteration starts while the soak lasts. A restart after the end still runs one
+    when no soak iteration finished (a soak with nothing recorded proves nothing), and runs
+    again the iteration a killed controller began before the end: an iteration that starts
+    before the end runs to its end (docs/acceptance.md)."""
     if plan.soak_s <= 0:
         return False
-    return now < plan.end or finished_soak_iterations == 0
+    if now < plan.end:
+        return True
+    number = next_iteration(done)
+    if number == 1:
+        return True
+    return any(i.iteration == number and not i.finished and i.started_at < plan.end for i in done)
 
 
 def run_soak(
@@ -73,8 +80,7 @@ def run_soak(
     ran = 0
     while True:
         done, nodes = load()
-        finished = sum(1 for i in done if i.finished and i.iteration >= 1)
-        if not nodes or not should_continue(plan, now(), finished):
+        if not nodes or not should_continue(plan, now(), done):
             return ran
         number = next_iteration(done)
         if on_iteration is not None:

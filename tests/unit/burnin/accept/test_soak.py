@@ -48,7 +48,8 @@ class Ledger:
         run_id = 1000 + len(self.ran)
         self.clock.now += self.step
         if self.kill_after is not None and len(self.ran) > self.kill_after:
-            self.done.append(IterationRecord(number, run_id, "abandoned", T0, None, tuple(nodes)))
+            started = self.clock.now - self.step
+            self.done.append(IterationRecord(number, run_id, "abandoned", started, None, tuple(nodes)))
             raise KeyboardInterrupt("controller killed")
         for n in nodes:
             bad = n in self.fail_at and number >= self.fail_at[n]
@@ -80,10 +81,23 @@ def test_a_node_that_failed_or_could_not_be_judged_is_out():
 
 def test_no_soak_runs_nothing_and_a_late_restart_still_runs_one_iteration():
     plan = SoakPlan(T0, 3600, ("gpu",))
-    assert not should_continue(SoakPlan(T0, 0, ("gpu",)), T0, 0)
-    assert should_continue(plan, T0 + timedelta(hours=2), 0)  # nothing soaked yet
-    assert not should_continue(plan, T0 + timedelta(hours=2), 1)
-    assert should_continue(plan, T0 + timedelta(minutes=59), 5)
+    late = T0 + timedelta(hours=2)
+    assert not should_continue(SoakPlan(T0, 0, ("gpu",)), T0, [])
+    assert should_continue(plan, late, [it(0)])  # nothing soaked yet
+    assert not should_continue(plan, late, [it(0), it(1)])
+    assert should_continue(plan, T0 + timedelta(minutes=59), [it(0), *map(it, range(1, 6))])
+
+
+def test_a_late_restart_runs_again_the_iteration_cut_off_before_the_end_and_no_other():
+    plan = SoakPlan(T0, 3600, ("gpu",))
+    late = T0 + timedelta(hours=2)
+    before_end = IterationRecord(2, 7, "abandoned", T0 + timedelta(minutes=50), None, ("n1",))
+    after_end = IterationRecord(2, 7, "abandoned", T0 + timedelta(minutes=61), None, ("n1",))
+    assert should_continue(plan, late, [it(0), it(1), before_end])  # it started before the end
+    assert not should_continue(plan, late, [it(0), it(1), after_end])
+    # one that was cut off and then ran to its end is no reason to go on
+    assert not should_continue(plan, late, [it(0), it(1), before_end, it(2, "done", 9)])
+    assert not should_continue(SoakPlan(T0, 0, ("gpu",)), late, [it(0), before_end])
 
 
 def test_the_soak_repeats_until_its_end_and_a_node_failing_mid_soak_leaves_it():
@@ -112,6 +126,20 @@ def test_a_restart_continues_the_iteration_the_killed_controller_was_running():
     # iteration lost, none finished twice.
     assert [n for n, _ in store.ran] == [1, 2, 3, 3, 4, 5]
     assert finished == [1, 2, 3, 4, 5]
+
+
+def test_a_restart_after_the_end_finishes_the_iteration_the_killed_controller_began_before_it():
+    clock = Clock()
+    store = Ledger(["n1", "n2"], clock, timedelta(minutes=25))
+    store.kill_after = 2
+    plan = SoakPlan(T0, 3600, ("gpu",))
+    with pytest.raises(KeyboardInterrupt):
+        run_soak(plan, store.load, store.run, clock)  # iteration 3 began at 0:50, before the end
+    clock.now = T0 + timedelta(hours=5)  # the controller is started again long after the end
+    store.kill_after = None
+    assert run_soak(plan, store.load, store.run, clock) == 1
+    assert [n for n, _ in store.ran] == [1, 2, 3, 3]
+    assert [i.iteration for i in store.done if i.finished] == [1, 2, 3]
 
 
 def test_the_soak_stops_when_no_node_is_left():
