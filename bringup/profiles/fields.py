@@ -86,6 +86,18 @@ def regexes(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
+def ca_type_names(value: tuple[str, ...]) -> tuple[str, ...]:
+    """HCA CA types as ibstat and sysfs print them: one word each ('MT4131')."""
+    for name in value:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise PydanticCustomError(
+                "bad_ca_type",
+                "{name} is not a CA type (one word, as ibstat prints 'CA type: MT4131')",
+                {"name": repr(name)},
+            )
+    return value
+
+
 Str = Annotated[str, strict(str)]
 Bool = Annotated[bool, strict(bool)]
 PositiveInt = Annotated[int, Field(gt=0), strict(int, gt=0)]

@@ -1,13 +1,16 @@
 """InfiniBand port state (preflight): count, Active, LinkUp, rate and HCA firmware vs the profile.
 
 Ethernet ports of the same HCAs (a CX-6 Dx or BlueField next to the IB rails) show as Down or
-Disabled in ibstat: they are filtered by link layer, never counted as IB failures.
+Disabled in ibstat: they are filtered by link layer, never counted as IB failures. HCAs of the link
+layer whose CA type is not the profile's ``ib.ca_types`` (a storage ConnectX beside the rails) are
+listed, not judged (burnin/checks/ib_fabric.py).
 """
 
 from __future__ import annotations
 
 from bringup.profiles.load import Profile
 from burnin.checks.base import Check, CommandOutput, Service
+from burnin.checks.ib_fabric import fabric_name, not_compute_findings, on_compute_fabric
 from burnin.checks.registry import register
 from burnin.parsers import ParseError
 from burnin.parsers.ibstat import parse_ibstat
@@ -20,7 +23,7 @@ class IbPorts(Check):
     stages = ("preflight",)
     service = Service.ALWAYS
     reads = ("ibstat",)
-    judges = ("ib.hca_count", "ib.rate_gbps", "ib.link_layer", "pins.hca_firmware")
+    judges = ("ib.hca_count", "ib.rate_gbps", "ib.link_layer", "ib.ca_types", "pins.hca_firmware")
     description = "IB ports: count, Active/LinkUp, rate, HCA firmware pin (ibstat)"
     timeout_s = 30
     judge_any_rc = True  # ibstat exits 255 after printing good data when one device vanished
@@ -36,16 +39,19 @@ class IbPorts(Check):
         if not report.hcas:
             raise ParseError("ibstat listed no HCA")
         want_count, want_rate, layer = profile.ib.hca_count, profile.ib.rate_gbps, profile.ib.link_layer
+        ca_types = profile.ib.ca_types
         fw_pin = profile.pins.hca_firmware
         findings: list[Finding] = []
-        ports = [(hca, port) for hca in report.hcas for port in hca.ports if (port.link_layer or "") == layer]
-        others = [
-            (hca, port) for hca in report.hcas for port in hca.ports if (port.link_layer or "") != layer
-        ]
+        every = [(hca, port) for hca in report.hcas for port in hca.ports]
+        ports = [(h, p) for h, p in every if on_compute_fabric(p.link_layer, h.ca_type, layer, ca_types)]
+        # The other link layer (Ethernet ports of the same HCAs), and the HCAs of the link layer
+        # that are not the rails (a storage ConnectX: burnin/checks/ib_fabric.py).
+        others = [(h, p) for h, p in every if not on_compute_fabric(p.link_layer, None, layer, ())]
+        storage = [(h, p) for h, p in every if (h, p) not in ports and (h, p) not in others]
         if len(ports) != want_count:
             findings.append(
                 critical(
-                    f"{len(ports)} {layer} port(s) found, the profile has {want_count}",
+                    f"{len(ports)} {fabric_name(layer, ca_types)} port(s) found, the profile has {want_count}",
                     Action.RESEAT,
                     ", ".join(f"{h.name}/{p.number} {p.link_layer}" for h, p in ports + others) or "no port",
                     "HCAs",
@@ -99,6 +105,7 @@ class IbPorts(Check):
                     ", ".join(f"{h.name}/{p.number} {p.link_layer}" for h, p in others),
                 )
             )
+        findings += not_compute_findings((f"{h.name}/{p.number}", h.ca_type) for h, p in storage)
         metrics = {
             "ports": len(ports),
             "active": sum(p.state == "Active" for _, p in ports),

@@ -81,6 +81,8 @@ def test_a_null_value_means_unset():
         ({"ib": {"rate_gbps": "400"}}, "ib.rate_gbps", "must be int or float, got str '400'"),
         ({"ib": {"link_layer": "RoCE"}}, "ib.link_layer", "must be one of InfiniBand, Ethernet, got 'RoCE'"),
         ({"ib": {"hca_count": -1}}, "ib.hca_count", "must not be negative, got -1"),
+        ({"ib": {"ca_types": "MT4131"}}, "ib.ca_types", "must be list, got str"),
+        ({"ib": {"ca_types": ["CA type: MT4131"]}}, "ib.ca_types", "is not a CA type"),
         ({"pins": {"cuda": 12.2}}, "pins.cuda", "must be str, got float 12.2"),
         ({"floors": {"ib_write_bw_fraction": 97}}, "floors.ib_write_bw_fraction", "is a fraction"),
         ({"diag": {"dcgm_level": 5}}, "diag.dcgm_level", "must be from 1 to 4, got 5"),
