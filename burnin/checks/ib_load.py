@@ -38,6 +38,7 @@ from burnin.checks.ib_counters import (
 from burnin.checks.ib_counters import (
     counter_changes as counter_changes,
 )
+from burnin.checks.ib_fabric import fabric_name, not_compute_findings, on_compute_fabric
 from burnin.checks.ib_link_ends import FarEnds
 from burnin.parsers import ParseError
 from burnin.parsers.perftest import GBITS, classify_problem, parse_perftest, parse_perftest_json
@@ -71,6 +72,7 @@ class IbPortInfo:
     switch_port_number: int | None = None
     switch_guid: str | None = None
     switch_name: str | None = None  # its node description, or the cabling plan's name and place
+    ca_type: str | None = None  # its HCA's ('MT4131'), to tell the rails from a storage HCA (ib.ca_types)
 
     @property
     def rail(self) -> str:
@@ -325,6 +327,7 @@ class NodeEvidence:
     counter_problems: dict[PortKey, list[str]] = field(default_factory=dict)
     unpaired: set[PortKey] = field(default_factory=set)
     far: FarEnds = field(default_factory=FarEnds)  # the far-end switch ports: both ends judged together
+    ca_types: tuple[str, ...] = ()  # the profile's ib.ca_types: the rails' HCAs (burnin/checks/ib_fabric.py)
 
 
 def _partner_text(result: SessionResult, key: PortKey, infos: Mapping[PortKey, IbPortInfo]) -> str:
@@ -410,16 +413,19 @@ def judge_node(
         return Result.unknown(CHECK, ev.problem)
     findings: list[Finding] = []
     incomplete: list[str] = []
-    ib = [p for p in ev.ports if (p.link_layer or ev.link_layer) == ev.link_layer]
-    others = [p for p in ev.ports if p not in ib]
+    ib = [p for p in ev.ports if on_compute_fabric(p.link_layer, p.ca_type, ev.link_layer, ev.ca_types)]
+    others = [p for p in ev.ports if not on_compute_fabric(p.link_layer, None, ev.link_layer, ())]
     if others:
         findings.append(
             info(f"{len(others)} non-{ev.link_layer} port(s) not loaded", ", ".join(p.rail for p in others))
         )
+    findings += not_compute_findings(
+        ((p.rail, p.ca_type) for p in ev.ports if p not in ib and p not in others), "loaded"
+    )
     if len(ib) < ev.expected_ports:
         findings.append(
             critical(
-                f"{len(ib)} {ev.link_layer} port(s) found, the profile has {ev.expected_ports}",
+                f"{len(ib)} {fabric_name(ev.link_layer, ev.ca_types)} port(s) found, the profile has {ev.expected_ports}",
                 Action.RESEAT,
                 ", ".join(p.rail for p in ib) or "no port",
                 "HCAs",

@@ -114,6 +114,7 @@ def _node_evidence(doc: Mapping[str, Any], profile: Profile) -> NodeEvidence:
         {PortKey(node, rail): list(v) for rail, v in doc.get("counter_problems", {}).items()},
         {PortKey(node, rail) for rail in doc.get("unpaired", [])},
         ends,
+        profile.ib.ca_types,
     )
 
 

@@ -208,11 +208,13 @@ def _result(rows: Sequence[Any], check: str, stage: str | None = None) -> Any | 
 def hcas_of(fact: NodeFacts) -> list[dict[str, Any]]:
     """HCAs with GUIDs and firmware: from the ibstat evidence of the latest ib_ports result (what
     the OS sees), else the GUIDs the BMC reported at discovery."""
+    from burnin.checks.ib_fabric import on_compute_fabric
     from burnin.parsers import ParseError
     from burnin.parsers.ibstat import parse_ibstat
 
     row = _result(fact.rows, "ib_ports")
     layer = fact.profile.ib.link_layer if fact.profile else "InfiniBand"
+    ca_types = fact.profile.ib.ca_types if fact.profile else ()
     text = fact.evidence.get("ib_ports") if row is not None else None
     if text:
         try:
@@ -222,7 +224,9 @@ def hcas_of(fact: NodeFacts) -> list[dict[str, Any]]:
         if report is not None and report.hcas:
             out = []
             for hca in report.hcas:
-                ports = [p for p in hca.ports if (p.link_layer or "") == layer]
+                ports = [
+                    p for p in hca.ports if on_compute_fabric(p.link_layer, hca.ca_type, layer, ca_types)
+                ]
                 if ports:
                     out.append(
                         {

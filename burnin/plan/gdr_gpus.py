@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from bringup.profiles.load import Profile
+from burnin.checks.ib_fabric import on_compute_fabric
 from burnin.checks.ib_load import IbPortInfo
 from burnin.result import Result, info
 
@@ -58,10 +59,10 @@ def nearest_gpus(hcas: Iterable[str], gpu_count: int, pairs: Mapping[str, int] |
 
 
 def with_gpus(ports: list[IbPortInfo], profile: Profile, layer: str) -> tuple[list[IbPortInfo], str]:
-    """The node's ports of ``layer``, each with the GPU whose memory loads it (nearest_gpus), and
-    how the pairing was made. The profile's GPU-to-NIC pairs are not a profile field yet: every
-    HCA is paired by index, and the note says so."""
-    hcas = [p.hca for p in ports if (p.link_layer or layer) == layer]
+    """The node's compute-fabric ports (``layer`` and ib.ca_types: burnin/checks/ib_fabric.py), each
+    with the GPU whose memory loads it (nearest_gpus), and how the pairing was made. The profile's
+    GPU-to-NIC pairs are not a profile field yet: every HCA is paired by index, and the note says so."""
+    hcas = [p.hca for p in ports if on_compute_fabric(p.link_layer, p.ca_type, layer, profile.ib.ca_types)]
     pairing = nearest_gpus(hcas, profile.gpu.count)
     dmabuf = profile.diag.ib_gdr_dmabuf
     out = [

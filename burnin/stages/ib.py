@@ -31,6 +31,7 @@ from pathlib import Path
 from bringup.ssh.fanout import SshTarget, default_concurrency, fan_out
 from burnin.checks import ib_link_ends as far_ends
 from burnin.checks.base import CommandOutput
+from burnin.checks.ib_fabric import on_compute_fabric
 from burnin.checks.ib_load import (
     CHECK,
     CounterChange,
@@ -387,6 +388,7 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
             floors[name],
             bidir_floors[name],
             problem,
+            ca_types=ib.ca_types,
         )
         evidence[name].far.load_seconds = float(seconds)
         for p in ports:
@@ -395,7 +397,11 @@ def _load_ports(ctx: GroupContext, jobs: dict[str, NodeJob]) -> GroupResults:
         text[name] = [d.evidence]
         infos.update({p.key: p for p in ports})
         if not problem:
-            rails = [p.rail for p in ports if (p.link_layer or layer) == layer and p.active]
+            rails = [
+                p.rail
+                for p in ports
+                if on_compute_fabric(p.link_layer, p.ca_type, layer, ib.ca_types) and p.active
+            ]
             if rails:
                 active[name] = rails
     out_json = {n: found[n].out_json for n in found}

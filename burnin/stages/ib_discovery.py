@@ -1,9 +1,10 @@
 """The ib stage's discovery (pure): the script that lists a node's InfiniBand ports, and what
 its answer says. ``ibstat`` (sysfs when ibstat is missing) lists each HCA port with its GUID,
-LID, rate, state and link layer; ``ib_write_bw --help`` says whether this perftest writes
-``--out_json``; the first node also runs ``ibnetdiscover -p`` when it has it, so findings can
-name the switch port at the other end of a cable. burnin.stages.ib sends the scripts, over
-SSH or as one Slurm job.
+LID, rate, state and link layer, and its HCA's CA type (ibstat's ``CA type``, sysfs ``hca_type``),
+by which burnin/checks/ib_fabric.py tells the rails from a storage HCA; ``ib_write_bw --help``
+says whether this perftest writes ``--out_json``; the first node also runs ``ibnetdiscover -p``
+when it has it, so findings can name the switch port at the other end of a cable.
+burnin.stages.ib sends the scripts, over SSH or as one Slurm job.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ DISCOVERY_TIME_LIMIT_S = 180
 _SYSFS_PORTS = (
     "grep -H . /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state "
     "/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer "
-    "/sys/class/infiniband/*/ports/*/lid /sys/class/infiniband/*/node_guid 2>/dev/null; true"
+    "/sys/class/infiniband/*/ports/*/lid /sys/class/infiniband/*/node_guid "
+    "/sys/class/infiniband/*/hca_type 2>/dev/null; true"
 )
 _PERFTEST_CAPS = (
     "command -v ib_write_bw >/dev/null || { echo 'ib_write_bw: not installed' >&2; exit 127; }\n"
@@ -77,6 +79,7 @@ def parse_discovery(node: str, outputs: Mapping[str, CommandOutput]) -> Discover
                         p.link_layer,
                         p.state,
                         p.physical_state,
+                        ca_type=hca.ca_type,
                     )  # fmt: skip
                 )
     except ParseError as exc:
@@ -87,8 +90,17 @@ def parse_discovery(node: str, outputs: Mapping[str, CommandOutput]) -> Discover
                     state = p.state.capitalize() if p.state else None
                     found.ports.append(
                         IbPortInfo(
-                            node, dev.name, number, None, None, p.rate, p.link_layer, state, p.phys_state
-                        )
+                            node,
+                            dev.name,
+                            number,
+                            None,
+                            None,
+                            p.rate,
+                            p.link_layer,
+                            state,
+                            p.phys_state,
+                            ca_type=dev.hca_type,
+                        )  # fmt: skip
                     )
         except ParseError:
             detail = ibstat.stderr.strip().splitlines()[-1:] or [str(exc)]
