@@ -124,6 +124,22 @@ def test_hcas_from_the_ibstat_evidence_skip_ethernet_ports():
     assert {h["firmware"] for h in hcas} == {"28.39.1002"}
 
 
+def test_hcas_from_the_ibstat_evidence_skip_a_storage_hca_of_the_same_link_layer():
+    """A B300 node's 4-port ConnectX-7 (MT4129) at 100 Gb/s InfiniBand is not its compute fabric
+    (the profile's ib.ca_types: MT4131): the export lists the 8 ConnectX-8 rails only."""
+    from bringup.profiles.load import load_profile
+    from tests.paths import REPO
+
+    ibstat = (SAMPLES / "ibstat_b300_xe9780_8x_cx8_800g_cx7_100g_storage_DERIVED.txt").read_text()
+    row = CheckResult(stage="preflight", check="ib_ports", verdict="PASS", time=NOW, metrics={})
+    fact = facts([row])
+    fact.profile, _ = load_profile("b300-sxm-8x800g", REPO / "inventories" / "profiles")
+    fact.evidence["ib_ports"] = ibstat
+    names = [h["name"] for h in export.hcas_of(fact)]
+    assert sorted(names) == sorted(f"mlx5_{i}" for i in (0, 1, 6, 7, 8, 9, 10, 11))
+    assert {h["firmware"] for h in export.hcas_of(fact)} == {"40.46.5500"}
+
+
 def test_hcas_fall_back_to_what_the_bmc_reported():
     hw = {"infiniband": [{"id": "IB.1", "adapter": "NIC.Slot.1", "port_guid": "0x1", "node_guid": "0x2"}]}
     assert export.hcas_of(facts([], hardware=hw)) == [

@@ -33,3 +33,20 @@ def test_pairs_missing_an_hca_fall_back_to_its_index_for_that_one():
 def test_no_gpus_pairs_nothing():
     got = nearest_gpus(["mlx5_0"], 0)
     assert got.gpus == {} and "no GPUs" in got.note
+
+
+def test_only_the_compute_fabrics_hcas_are_paired_with_gpus():
+    """A B300 node's storage ConnectX-7 (MT4129) beside its 8 ConnectX-8 rails gets no GPU."""
+    from bringup.profiles.load import load_profile
+    from burnin.checks.ib_load import IbPortInfo
+    from burnin.plan.gdr_gpus import with_gpus
+    from tests.paths import REPO
+
+    profile, _ = load_profile("b300-sxm-8x800g", REPO / "inventories/profiles")
+    rails = [IbPortInfo("n", f"mlx5_{i}", 1, link_layer="InfiniBand", ca_type="MT4131") for i in (0, 1, 6, 7)]
+    storage = [IbPortInfo("n", f"mlx5_{i}", 1, link_layer="InfiniBand", ca_type="MT4129") for i in (2, 3)]
+    ports, note = with_gpus(rails + storage, profile, "InfiniBand")
+    assert {p.hca: p.gpu for p in ports} == {
+        "mlx5_0": 0, "mlx5_1": 1, "mlx5_6": 2, "mlx5_7": 3, "mlx5_2": None, "mlx5_3": None,
+    }  # fmt: skip
+    assert "share" not in note

@@ -317,6 +317,8 @@ def test_ibstat_agrees_with_the_fake_tree(tmp_path):
         [ib] = tree.glob(f"bus/pci/devices/*/infiniband/{name}")
         assert (ib / "node_guid").read_text().strip().replace(":", "") == guid
         assert (ib / "fw_ver").read_text().strip() == "28.39.1002"
+        # the ib stage's discovery reads hca_type where ibstat is missing: the CA type ibstat prints
+        assert (ib / "hca_type").read_text().strip() == "MT4129"
     assert text.count("Link layer: InfiniBand") == 8 and text.count("State: Active") == 8
     assert text.count("Rate: 400") == 8 and text.count("Firmware version: 28.39.1002") == 8
 
