@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 
@@ -107,6 +107,19 @@ NonNegativeNumber = Annotated[float, Field(ge=0), strict(int, float, ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1), strict(int, float, gt=0, le=1)]
 Percent = Annotated[float, Field(gt=0, le=100), strict(int, float, gt=0, le=100)]
 StrList = Annotated[tuple[Str, ...], BeforeValidator(strict_list)]
+# ib.ca_types (bringup/profiles/model.py, which is at the size limit: the description lives here).
+CaTypes = Annotated[
+    StrList,
+    AfterValidator(ca_type_names),
+    Field(
+        description='CA types of the compute fabric\'s HCAs, as ibstat prints "CA type" and sysfs '
+        "/sys/class/infiniband/<dev>/hca_type gives it (MT and the PCI device id in decimal: ConnectX-7 "
+        "MT4129, ConnectX-8 MT4131). Ports of the link layer on other HCAs (a storage ConnectX at 100 "
+        "Gb/s) are listed, neither counted nor judged; a port whose CA type is unknown is judged "
+        "(docs/platforms.md). Empty: every HCA of the link layer is the compute fabric, and "
+        "ib.hca_count counts them all."
+    ),
+]
 
 
 class Section(BaseModel):

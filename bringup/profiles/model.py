@@ -28,6 +28,7 @@ from pydantic import (
 
 from bringup.profiles.fields import (
     Bool,
+    CaTypes,
     Fraction,
     NonNegativeInt,
     NonNegativeNumber,
@@ -37,7 +38,6 @@ from bringup.profiles.fields import (
     Section,
     Str,
     StrList,
-    ca_type_names,
     regexes,
     strict,
     strict_list,
@@ -150,14 +150,7 @@ class Ib(Section):
         description="Link layer of the ports judged; ports of the other layer on the same HCAs (a "
         "BlueField or CX Ethernet port) are listed but are not failures."
     )
-    ca_types: Annotated[StrList, AfterValidator(ca_type_names)] = Field(
-        default=[],
-        description='CA types of the compute fabric\'s HCAs, as ibstat prints "CA type" and sysfs '
-        "/sys/class/infiniband/<dev>/hca_type gives it (MT and the PCI device id in decimal: ConnectX-7 "
-        "MT4129, ConnectX-8 MT4131). Ports of the link layer on other HCAs (a storage ConnectX at 100 "
-        "Gb/s) are listed, not counted or judged; a port whose CA type is unknown is judged "
-        "(docs/platforms.md). Empty: every HCA of the link layer is the compute fabric.",
-    )
+    ca_types: CaTypes = []  # the compute fabric's HCAs; its description is with its type (fields.py)
 
 
 def _pin(text: str, unset: str = "not pinned") -> Any:
