@@ -215,18 +215,15 @@ class Floors(Section):
     )
     nccl_busbw_nvlink_domain_gbps: PositiveNumber | None = Field(
         default=None,
-        description="On a gpu.multi_node_nvlink profile (NVL72), the nccl stage's pass with multi-node "
-        "NVLink on (NCCL_MNNVL_ENABLE=1) inside one NVLink domain: all_reduce_perf bus bandwidth at the "
-        "largest sizes, GB/s, for a group of at least nccl_busbw_nvlink_domain_min_nodes trays (GB300: "
-        "823, NVIDIA's gate at ~92% of 895 measured on 3 trays; docs/platforms.md). Unset: that pass is "
-        "judged against nccl_busbw_multi_node_gbps, as is a smaller group.",
+        description="NVL72 (gpu.multi_node_nvlink): the nccl stage's pass with multi-node NVLink on inside "
+        "one NVLink domain, busbw at the largest sizes, GB/s, for a group of at least "
+        "nccl_busbw_nvlink_domain_min_nodes trays (GB300: 823, NVIDIA's gate; docs/platforms.md). Unset, "
+        "or a smaller domain: that pass is judged against nccl_busbw_multi_node_gbps.",
     )
     nccl_busbw_nvlink_domain_min_nodes: Annotated[int, Field(ge=2), strict(int, ge=2)] = Field(
         default=2,
-        description="The fewest trays (nodes) of one NVLink domain nccl_busbw_nvlink_domain_gbps covers: "
-        "the size of the run its figure comes from (GB300: 3). The nccl stage localises inside a domain "
-        "in trials of at least this many trays; a smaller domain's NVLink pass is judged against "
-        "nccl_busbw_multi_node_gbps, and says so. Default 2.",
+        description="The fewest trays of one domain nccl_busbw_nvlink_domain_gbps covers: the size of the "
+        "run its figure comes from (GB300: 3); the stage's trials inside a domain hold at least as many.",
     )
     nccl_busbw_steady_fraction: Fraction = Field(
         default=0.85,
