@@ -215,6 +215,18 @@ class Floors(Section):
         description="all_reduce_perf bus bandwidth across nodes at the largest sizes, GB/s (8x NDR ring: "
         "~390 possible; 360 leaves ~8% margin; docs/reference.md, NCCL)."
     )
+    nccl_busbw_nvlink_domain_gbps: PositiveNumber | None = Field(
+        default=None,
+        description="NVL72 (gpu.multi_node_nvlink): the nccl stage's pass with multi-node NVLink on inside "
+        "one NVLink domain, busbw at the largest sizes, GB/s, for a group of at least "
+        "nccl_busbw_nvlink_domain_min_nodes trays (GB300: 823, NVIDIA's gate; docs/platforms.md). Unset, "
+        "or a smaller domain: that pass is judged against nccl_busbw_multi_node_gbps.",
+    )
+    nccl_busbw_nvlink_domain_min_nodes: Annotated[int, Field(ge=2), strict(int, ge=2)] = Field(
+        default=2,
+        description="The fewest trays of one domain nccl_busbw_nvlink_domain_gbps covers: the size of the "
+        "run its figure comes from (GB300: 3); the stage's trials inside a domain hold at least as many.",
+    )
     nccl_busbw_steady_fraction: Fraction = Field(
         default=0.85,
         description="A soak iteration (after the first, a warm-up) whose bus bandwidth falls under this "

@@ -48,10 +48,34 @@ class Hang:
         return {"timeout_s": self.timeout_s, "silent_hosts": list(self.silent_hosts)}
 
 
-def busbw_floor(profile: Profile, node_count: int) -> float:
-    """The floor for a group of ``node_count`` nodes: NVLink-only for one node, network otherwise."""
+def busbw_floor(profile: Profile, node_count: int, *, nvlink_domain: bool = False) -> float:
+    """The floor for a group of ``node_count`` nodes: NVLink-only for one node, network otherwise.
+    ``nvlink_domain``: the group is trays of one NVLink domain with multi-node NVLink on (the nccl
+    stage's first pass on an NVL72): the profile's NVLink-domain floor where it covers the group
+    (``nvlink_domain_floor``), else the network one, as before that floor existed."""
     floors = profile.floors
-    return floors.nccl_busbw_single_node_gbps if node_count <= 1 else floors.nccl_busbw_multi_node_gbps
+    if node_count <= 1:
+        return floors.nccl_busbw_single_node_gbps
+    if nvlink_domain and (nvlink := nvlink_domain_floor(profile, node_count)) is not None:
+        return nvlink
+    return floors.nccl_busbw_multi_node_gbps
+
+
+def nvlink_domain_floor(profile: Profile, node_count: int) -> float | None:
+    """``floors.nccl_busbw_nvlink_domain_gbps`` for a group of ``node_count`` trays of one NVLink
+    domain; None when the profile has none, or when the group is smaller than the run its figure
+    comes from (``floors.nccl_busbw_nvlink_domain_min_nodes``: GB300's 823 was measured on 3 trays,
+    and no public figure says what 2 move; docs/platforms.md)."""
+    floors = profile.floors
+    if floors.nccl_busbw_nvlink_domain_gbps is None or node_count < floors.nccl_busbw_nvlink_domain_min_nodes:
+        return None
+    return floors.nccl_busbw_nvlink_domain_gbps
+
+
+NVLINK_SLOW_CAUSE = (
+    "the NVLink domain's floor (floors.nccl_busbw_nvlink_domain_gbps), with multi-node NVLink on: the "
+    "rack's NVLink switch trays, or a tray's NVLink links"
+)
 
 
 def largest_busbw(
@@ -262,15 +286,26 @@ def judge_output(
     rc: int | None = 0,
     seconds: float | None = None,
     check: str = CHECK,
+    slow_cause: str | None = None,
 ) -> Result:
-    """Parse and judge one iteration's output (stdout, or the ``-J`` JSON)."""
+    """Parse and judge one iteration's output (stdout, or the ``-J`` JSON); ``slow_cause`` as
+    ``judge_iteration`` takes it (None: its default)."""
     try:
         run: NcclTestRun | None = parse_nccl_tests(text)
         error = ""
     except ParseError as exc:
         run, error = None, str(exc)
+    cause = {"slow_cause": slow_cause} if slow_cause else {}
     return judge_iteration(
-        run, floor_gbps, largest=largest, hang=hang, rc=rc, seconds=seconds, check=check, parse_error=error
+        run,
+        floor_gbps,
+        largest=largest,
+        hang=hang,
+        rc=rc,
+        seconds=seconds,
+        check=check,
+        parse_error=error,
+        **cause,
     )
 
 

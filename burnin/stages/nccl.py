@@ -41,12 +41,21 @@ from typing import Any
 from bringup.profiles.load import Profile
 from bringup.ssh.fanout import openssh_known_hosts
 from burnin.checks.cut import told_of_cut
-from burnin.checks.nccl import SOAK_CHECK, Hang, busbw_floor, judge_output, judge_soak, node_results
+from burnin.checks.nccl import (
+    NVLINK_SLOW_CAUSE,
+    SOAK_CHECK,
+    Hang,
+    busbw_floor,
+    judge_output,
+    judge_soak,
+    node_results,
+    nvlink_domain_floor,
+)
 from burnin.checks.nccl_replay import record_text, soak_run
 from burnin.parsers import ParseError
 from burnin.parsers.nccl_tests import NcclTestRun, is_result_row, parse_nccl_tests
 from burnin.plan.leaf_groups import LeafGroups, leaf_findings, leaf_groups, node_leaves
-from burnin.plan.nccl_groups import Localizer
+from burnin.plan.nccl_groups import MIN_TEST_NODES, Localizer
 from burnin.result import Finding, Result, Severity, Verdict, info
 from burnin.stages import ib as ib_stage
 from burnin.stages.jobs import GroupContext, GroupResults
@@ -213,8 +222,17 @@ class TestRun:
 class Executor:
     """Runs tests over node sets with the configured launcher; thread-safe."""
 
-    def __init__(self, plan: NcclPlan, launch: LaunchSettings, hosts: Mapping[str, LaunchHost], profile, ctx):
+    def __init__(
+        self,
+        plan: NcclPlan,
+        launch: LaunchSettings,
+        hosts: Mapping[str, LaunchHost],
+        profile,
+        ctx,
+        nvlink_domain: bool = False,
+    ):
         self.plan = plan
+        self.nvlink_domain = nvlink_domain  # trays of one NVLink domain, multi-node NVLink on
         self.launch = launch
         self.hosts = hosts
         self.profile = profile
@@ -247,8 +265,16 @@ class Executor:
         if outcome.killed:
             addresses = {n: self.hosts[n].address for n in nodes}
             hang = Hang(self.plan.timeout_s, silent_nodes(text, run, addresses), outcome.last_line)
-        floor = busbw_floor(self.profile, len(nodes))
-        result = judge_output(text, floor, hang=hang, rc=outcome.rc, seconds=outcome.elapsed_s)
+        floor = busbw_floor(self.profile, len(nodes), nvlink_domain=self.nvlink_domain)
+        nvlink_floor = self.nvlink_domain and nvlink_domain_floor(self.profile, len(nodes)) is not None
+        result = judge_output(
+            text,
+            floor,
+            hang=hang,
+            rc=outcome.rc,
+            seconds=outcome.elapsed_s,
+            slow_cause=NVLINK_SLOW_CAUSE if nvlink_floor else None,
+        )
         if outcome.cut:  # the launch printed past the bound: what its middle held was not judged
             result = told_of_cut(result, outcome.cut)
         # Whether any rank ran: a device line or a row, or a hang (a rank that never joins hangs).
@@ -300,10 +326,14 @@ def _run_profile(
     soak_groups: Sequence[Sequence[str]] | None = None,
     env: Mapping[str, str] | None = None,
     stop: Callable[[Localizer], bool] | None = None,
+    nvlink_domain: bool = False,
 ) -> GroupResults:
     """One soak and its localisation over ``jobs``. ``soak_groups``: the soak groups when the caller
     has them (NVLink domains); ``env``: added to the ranks' environment (NCCL_MNNVL_ENABLE);
-    ``stop``: ends localisation early when it says so (the rack rule: burnin/stages/nccl_nvlink.py)."""
+    ``stop``: ends localisation early when it says so (the rack rule: burnin/stages/nccl_nvlink.py);
+    ``nvlink_domain``: ``jobs`` are trays of one NVLink domain with multi-node NVLink on, judged
+    against the profile's NVLink-domain floor where it covers the group, and localised in trials no
+    smaller than the trays that floor covers, so that no trial falls back to the network floor."""
     profile = jobs[0].profile
     names = [j.name for j in jobs]
     if len(jobs) < 2:
@@ -323,7 +353,7 @@ def _run_profile(
     except (LaunchError, ValueError, TypeError) as exc:
         return {n: [(Result.unknown(SOAK_CHECK, f"nccl stage settings: {exc}"), "")] for n in names}
     hosts = {j.name: LaunchHost(j.name, j.target.host) for j in jobs}
-    executor = Executor(plan, launch, hosts, profile, ctx)
+    executor = Executor(plan, launch, hosts, profile, ctx, nvlink_domain=nvlink_domain)
     # Partners anchor only beside nodes under test: a profile of partners alone soaks as usual.
     anchors = [n for n in names if n in ctx.partners] if set(names) - ctx.partners else []
     # NVLink domains (the caller's soak_groups) win; otherwise leaves, where the profile asks.
@@ -331,7 +361,17 @@ def _run_profile(
     leaves = _leaf_grouping(ctx, jobs) if by_leaf else None
     if leaves is not None:
         soak_groups = leaves.groups
-    loc = Localizer(names, plan.group_size, max_parallel=MAX_PARALLEL, anchors=anchors, groups=soak_groups)
+    min_nodes = MIN_TEST_NODES
+    if nvlink_domain and nvlink_domain_floor(profile, len(names)) is not None:
+        min_nodes = profile.floors.nccl_busbw_nvlink_domain_min_nodes
+    loc = Localizer(
+        names,
+        plan.group_size,
+        min_nodes=min_nodes,
+        max_parallel=MAX_PARALLEL,
+        anchors=anchors,
+        groups=soak_groups,
+    )
     runs: list[TestRun] = []  # every run, for the evidence
 
     groups = loc.next_tests()

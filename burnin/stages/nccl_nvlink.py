@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from burnin.checks.nccl import SOAK_CHECK
+from burnin.checks.nccl import SOAK_CHECK, nvlink_domain_floor
 from burnin.checks.nccl_replay import RECORD_MARK
 from burnin.plan.nvlink_blame import RackBlame, localise_racks
 from burnin.plan.nvlink_groups import (
@@ -65,7 +65,12 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
         "a pass with multi-node NVLink on, then one with it off"
     )
 
-    def passes(env: dict[str, str], groups: Mapping[str, list[list[str]]], anchors: Mapping[str, list[str]]):
+    def passes(
+        env: dict[str, str],
+        groups: Mapping[str, list[list[str]]],
+        anchors: Mapping[str, list[str]],
+        nvlink_domain: bool = False,
+    ):
         stopped: list[str] = []
 
         def one(domain: str) -> GroupResults:
@@ -84,6 +89,7 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
                 soak_groups=groups.get(domain, [group]),
                 env=env,
                 stop=stop,
+                nvlink_domain=nvlink_domain,
             )
 
         with ThreadPoolExecutor(max_workers=len(members)) as pool:
@@ -93,7 +99,7 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
             merged.update(part)
         return merged, stopped
 
-    on, fabric_on = passes({MNNVL_ENV: "1"}, {}, {})
+    on, fabric_on = passes({MNNVL_ENV: "1"}, {}, {}, nvlink_domain=True)
     culprits = [n for n in names if _verdict(on.get(n)) is Verdict.FAIL]
     cleared = [n for n in names if _verdict(on.get(n)) in (Verdict.PASS, Verdict.WARN)]
     groups, anchors = ib_pass_groups(members, culprits, cleared, fabric_on)
@@ -126,6 +132,8 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
     }
     for d in slower:
         readings[d] = "nvlink"
+    profile = jobs[0].profile
+    uncovered = {d: note for d, g in members.items() if (note := _uncovered(profile, len(g)))}
     out: GroupResults = {}
     for n in names:
         domain = domains.get(n)
@@ -139,8 +147,25 @@ def run_nvlink_passes(ctx: GroupContext, jobs: Sequence[Any], run_pass: RunPass)
         if domain in slower:
             result = replace(result, findings=(*result.findings, slower[domain]))
             result = replace(result, verdict=worst([result.verdict, Verdict.WARN]))
+        if domain in uncovered:
+            result = replace(result, findings=(*result.findings, uncovered[domain]))
         out[n] = [(result, evidence)]
     return out
+
+
+def _uncovered(profile: Any, trays: int) -> Finding | None:
+    """What a domain too small for the profile's NVLink-domain floor must say: its NVLink pass was
+    held to the InfiniBand floor (the figure comes from a run of more trays; docs/platforms.md).
+    None when the floor covers it, or when the profile has no such floor (judged as it always was)."""
+    floors = profile.floors
+    if floors.nccl_busbw_nvlink_domain_gbps is None or nvlink_domain_floor(profile, trays) is not None:
+        return None
+    return info(
+        f"the NVLink pass of this domain of {trays} tray{'s' if trays != 1 else ''} was judged against the "
+        f"InfiniBand floor ({floors.nccl_busbw_multi_node_gbps:g} GB/s), not the NVLink floor "
+        f"({floors.nccl_busbw_nvlink_domain_gbps:g} GB/s, floors.nccl_busbw_nvlink_domain_gbps): that figure "
+        f"covers {floors.nccl_busbw_nvlink_domain_min_nodes} trays or more"
+    )
 
 
 def _median_busbw(results: GroupResults, nodes: Sequence[str]) -> float | None:
@@ -157,9 +182,11 @@ def _median_busbw(results: GroupResults, nodes: Sequence[str]) -> float | None:
 def _slower_than_ib(
     domain: str, nodes: Sequence[str], on: GroupResults, off: GroupResults, steady: float
 ) -> Finding | None:
-    """Both passes above the floor, but the rack's NVLink slower than its InfiniBand: no profile
-    figure says how fast a rack's multi-node NVLink all-reduce must be, but never slower than the
-    same trays over their network (the floors are the InfiniBand figures: docs/platforms.md).
+    """Both passes above their floors, but the rack's NVLink slower than its InfiniBand: where the
+    profile has no figure for a rack's multi-node NVLink all-reduce (or none that covers a domain this
+    small), its NVLink pass is held to the InfiniBand floor, but NVLink is never meant to be slower
+    than the same trays over their network (docs/platforms.md). Above an NVLink-domain floor it never
+    is, so this is the check of the profiles and domains that floor does not cover.
     Slower by more than two measurements waver: under the profile's steady fraction of the
     InfiniBand median, the margin a soak's own iterations have around theirs."""
     fast, slow = _median_busbw(off, nodes), _median_busbw(on, nodes)

@@ -62,6 +62,10 @@ SIZE_ALLOWLIST: dict[str, str] = {
         "one parser per nvidia-smi output format (-q, nvlink -s, -L, CSV, topo -m, table) and the "
         "format drift between driver versions; splitting scatters the format knowledge"
     ),
+    "bringup.profiles.model": (
+        "the profile's schema: every key with its type, limits and the public figure its description "
+        "cites, one section per class; splitting scatters the one place a profile's keys are read from"
+    ),
 }
 
 
