@@ -14,7 +14,7 @@ import pytest
 from bringup.profiles.load import apply_overrides, load_profile
 from bringup.ssh.fanout import RemoteResult, SshTarget
 from burnin.checks.base import CommandOutput
-from burnin.checks.ib_load import EndOutput, counter_changes, judge_session, measure_session
+from burnin.checks.ib_load import judge_session, measure_session
 from burnin.plan.ib_pairs import PortKey, plan_rounds
 from burnin.result import Verdict
 from burnin.stages import group_stages
@@ -23,6 +23,7 @@ from burnin.stages.batch import parse_output
 from burnin.stages.jobs import GroupContext, NodeJob
 from tests.paths import REPO
 from tests.ports import random_base_port
+from tests.unit.burnin.stages.ib_rounds import fake_run_round
 
 STANDIN_SAMPLES = REPO / "bringup/lab/standins/samples"
 PROFILE, _ = load_profile("h100-sxm-8x400g", REPO / "inventories/profiles")
@@ -285,23 +286,18 @@ def test_stage_fails_the_bad_port_and_retests_a_one_off(monkeypatch):
     def fake_discover(targets, bound=None):
         return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
 
-    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
+    def bandwidth(round_, s) -> float:
+        slow = bad in s.ends or (frozenset(s.ends) in one_off and not round_.retest)
+        return 470.8 if slow else 784.7
+
+    fake = fake_run_round(bandwidth)
+
+    def run_round(round_, targets, infos, seconds, *rest, **kw):
         rounds_run.append((round_.index, round_.retest, seconds))
-        got = ib_stage.RoundOutputs()
-        for s in round_.sessions:
-            slow = bad in s.ends or (frozenset(s.ends) in one_off and not round_.retest)
-            doc = {
-                "test_info": {"test": "x"},
-                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": 470.8 if slow else 784.7},
-            }
-            for node in (s.server, s.client):
-                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
-        for key in round_.loaded:
-            got.changes[key] = counter_changes({}, {})
-        return got
+        return fake(round_, targets, infos, seconds, *rest, **kw)
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
-    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    monkeypatch.setattr(ib_stage, "run_round", run_round)
     profile = apply_overrides(PROFILE, ["diag.ib_load_seconds=3"])
     jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(nodes, 1)]
     progress: list[str] = []
@@ -345,24 +341,13 @@ def simulated_fabric(
             for n in targets
         }
 
-    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
-        got = ib_stage.RoundOutputs()
-        for s in round_.sessions:
-            sessions.append((round_.index, s))
-            slower = min(line_rate(s.server, 400), line_rate(s.client, 400))
-            gbps = (470.8 if bad & set(s.ends) else 784.7) * slower / 400
-            doc = {
-                "test_info": {"test": "x"},
-                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": gbps},
-            }
-            for node in (s.server, s.client):
-                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
-        for key in round_.loaded:
-            got.changes[key] = counter_changes({}, {})
-        return got
+    def bandwidth(round_, s) -> float:
+        sessions.append((round_.index, s))
+        slower = min(line_rate(s.server, 400), line_rate(s.client, 400))
+        return (470.8 if bad & set(s.ends) else 784.7) * slower / 400
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
-    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round(bandwidth))
     return sessions
 
 
@@ -475,24 +460,17 @@ def test_gpudirect_mode_loads_each_hca_from_its_gpu_against_its_own_floor(monkey
     def fake_discover(targets, bound=None):
         return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(ibstat))) for n in targets}
 
-    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
-        got = ib_stage.RoundOutputs()
+    fake = fake_run_round(lambda round_, s: 770.0)
+
+    def run_round(round_, targets, infos, seconds, *rest, **kw):
         for s in round_.sessions:
             for node in (s.server, s.client):
                 plan = ib_stage.round_script(node, [s], infos, {}, seconds, False)
                 commands.extend(plan.commands.values())
-            doc = {
-                "test_info": {"test": "x"},
-                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": 770.0},
-            }
-            for node in (s.server, s.client):
-                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
-        for key in round_.loaded:
-            got.changes[key] = counter_changes({}, {})
-        return got
+        return fake(round_, targets, infos, seconds, *rest, **kw)
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
-    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    monkeypatch.setattr(ib_stage, "run_round", run_round)
     profile = apply_overrides(
         PROFILE,
         [

@@ -5,18 +5,16 @@ replay keep the CA types."""
 
 from __future__ import annotations
 
-import json
-
 from bringup.profiles.load import apply_overrides, load_profile
 from bringup.ssh.fanout import SshTarget
 from burnin.checks.base import CommandOutput
-from burnin.checks.ib_load import EndOutput, counter_changes
 from burnin.checks.ib_replay import parse_record, replay
 from burnin.result import Verdict
 from burnin.stages import ib as ib_stage
 from burnin.stages.ib_discovery import discovery_jobs
 from burnin.stages.jobs import GroupContext, NodeJob
 from tests.paths import REPO, SAMPLES
+from tests.unit.burnin.stages.ib_rounds import fake_run_round
 
 B300, _ = load_profile("b300-sxm-8x800g", REPO / "inventories/profiles")
 HEALTHY = (
@@ -70,24 +68,13 @@ def run_stage(monkeypatch, profile):
     def fake_discover(targets, bound=None):
         return {n: ib_stage.parse_discovery(n, outputs(ibstat=CommandOutput(HEALTHY))) for n in targets}
 
-    def fake_run_round(round_, targets, infos, seconds, out_json, bound=None, on_wave=None):
-        got = ib_stage.RoundOutputs()
-        for s in round_.sessions:
-            rails = {k.rail for k in s.ends}
-            loaded.update(rails)
-            total = 196.2 if rails & STORAGE else 1569.4  # both directions: 98.1 or 784.7 each
-            doc = {
-                "test_info": {"test": "x"},
-                "results": {"MsgSize": 65536, "n_iterations": 1, "BW_average": total},
-            }
-            for node in (s.server, s.client):
-                got.ends[(node, s)] = EndOutput(json=json.dumps(doc), rc=0)
-        for key in round_.loaded:
-            got.changes[key] = counter_changes({}, {})
-        return got
+    def bandwidth(round_, s) -> float:
+        rails = {k.rail for k in s.ends}
+        loaded.update(rails)
+        return 196.2 if rails & STORAGE else 1569.4  # both directions: 98.1 or 784.7 each
 
     monkeypatch.setattr(ib_stage, "discover", fake_discover)
-    monkeypatch.setattr(ib_stage, "run_round", fake_run_round)
+    monkeypatch.setattr(ib_stage, "run_round", fake_run_round(bandwidth))
     jobs = [NodeJob(n, profile, SshTarget(n, f"10.0.0.{i}")) for i, n in enumerate(NODES, 1)]
     results = ib_stage.run_ib_stage(GroupContext(jobs, None, {}, lambda _: None))
     return {n: r[0] for n, r in results.items()}, loaded

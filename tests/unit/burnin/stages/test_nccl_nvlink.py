@@ -5,8 +5,6 @@ NVLink on; a bad tray: every run holding it), and the merge of a tray's two pass
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 
 import pytest
 
@@ -18,42 +16,10 @@ from burnin.stages.jobs import GroupContext, NodeJob
 from burnin.stages.nccl import run_nccl_stage
 from burnin.stages.nccl_nvlink import merge, rack_label
 from tests.paths import REPO
+from tests.unit.burnin.stages.nvl72_mpirun import write_fake_mpirun
 
 PROFILE, _ = load_profile("gb200-nvl72-tray", REPO / "inventories" / "profiles")
 UUID = "5f3e0a3c-1b2d-4e5f-8a9b-0c1d2e3f4a5b"
-
-# nccl-tests output over the hostfile's hosts at 390 GB/s, or 40 when the run is slow: a host of
-# FAKE_SLOW_RACK (with NCCL_MNNVL_ENABLE=1 only) or FAKE_SLOW_TRAY (FAKE_TRAY_BOTH: either way).
-FAKE_MPIRUN = r"""
-import json, os, sys
-args = sys.argv[1:]
-hosts = [l.split()[0] for l in open(args[args.index("--hostfile") + 1]) if l.strip()]
-names = json.loads(os.environ["FAKE_NAMES"])
-mnnvl = "NCCL_MNNVL_ENABLE=1" in args
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(("on " if mnnvl else "off ") + " ".join(names[h] for h in hosts) + "\n")
-members = {names[h] for h in hosts}
-rack = set(json.loads(os.environ.get("FAKE_SLOW_RACK") or "[]"))
-tray = os.environ.get("FAKE_SLOW_TRAY", "")
-slow = (mnnvl and members & rack) or (tray in members and (mnnvl or os.environ.get("FAKE_TRAY_BOTH")))
-p = lambda s="": print(s, flush=True)
-p("# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
-  "agg iters: 1 validation: 1 graph: 0")
-p("#")
-p("# Using devices")
-for rank, h in enumerate(hosts):
-    p("#  Rank %2d Group  0 Pid %6d on %10s device  0 [0000:01:00] NVIDIA GB200" % (rank, 1000 + rank, names[h]))
-p("#")
-p("#       size         count      type   redop    root     time   algbw   busbw #wrong"
-  "     time   algbw   busbw #wrong")
-busbw = 40.0 if slow else float(os.environ.get("FAKE_MNNVL_BUSBW") or 390) if mnnvl else 390.0
-for size in (1073741824, 2147483648):
-    p("%12d  %12d  %8s  %6s  %6d  %7.0f  %6.2f  %6.2f  %5d  %7.0f  %6.2f  %6.2f  %5d"
-      % (size, size // 4, "float", "sum", -1, 9000.0, busbw / 1.9, busbw, 0, 9000.0, busbw / 1.9, busbw, 0))
-p("# Out of bounds values : 0 OK")
-p("# Avg bus bandwidth    : %g " % busbw)
-p("#")
-"""
 
 RACKS = {r: [f"{r}-t{t:02d}" for t in range(1, 7)] for r in ("r01", "r02")}
 CLIQUE = {"r01": "11", "r02": "12"}
@@ -77,9 +43,7 @@ def _fabric(rack: str) -> list[Result]:
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    script = tmp_path / "mpirun"
-    script.write_text(f"#!{sys.executable}\n{textwrap.dedent(FAKE_MPIRUN)}")
-    script.chmod(0o755)
+    script = write_fake_mpirun(tmp_path)
     log = tmp_path / "launches"
     monkeypatch.setenv("FAKE_LOG", str(log))
 

@@ -7,8 +7,6 @@ on NVL72")."""
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 
 import pytest
 
@@ -19,6 +17,7 @@ from burnin.stages.jobs import GroupContext, NodeJob
 from burnin.stages.nccl import run_nccl_stage
 from burnin.stages.nccl_nvlink import rack_label
 from tests.paths import REPO
+from tests.unit.burnin.stages.nvl72_mpirun import write_fake_mpirun
 
 PROFILES = REPO / "inventories" / "profiles"
 GB300, _ = load_profile("gb300-nvl72-tray", PROFILES)
@@ -27,34 +26,6 @@ UUID = "5f3e0a3c-1b2d-4e5f-8a9b-0c1d2e3f4a5b"
 HEALTHY_ON = 910.0  # the real 16-tray GB300 capture: 897-931 GB/s at 8 and 16 GiB
 SLOW_ON = 500.0  # a rack with a switch tray or links down: above the 356 InfiniBand floor
 
-FAKE_MPIRUN = r"""
-import json, os, sys
-args = sys.argv[1:]
-hosts = [l.split()[0] for l in open(args[args.index("--hostfile") + 1]) if l.strip()]
-names = json.loads(os.environ["FAKE_NAMES"])
-mnnvl = "NCCL_MNNVL_ENABLE=1" in args
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(("on " if mnnvl else "off ") + " ".join(names[h] for h in hosts) + "\n")
-on = json.loads(os.environ["FAKE_ON"])
-busbw = min(on[names[h]] for h in hosts) if mnnvl else 390.0
-p = lambda s="": print(s, flush=True)
-p("# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
-  "agg iters: 1 validation: 1 graph: 0")
-p("#")
-p("# Using devices")
-for rank, h in enumerate(hosts):
-    p("#  Rank %2d Group  0 Pid %6d on %10s device  0 [0000:01:00] NVIDIA GB300" % (rank, 1000 + rank, names[h]))
-p("#")
-p("#       size         count      type   redop    root     time   algbw   busbw #wrong"
-  "     time   algbw   busbw #wrong")
-for size in (1073741824, 2147483648):
-    p("%12d  %12d  %8s  %6s  %6d  %7.0f  %6.2f  %6.2f  %5d  %7.0f  %6.2f  %6.2f  %5d"
-      % (size, size // 4, "float", "sum", -1, 9000.0, busbw / 1.9, busbw, 0, 9000.0, busbw / 1.9, busbw, 0))
-p("# Out of bounds values : 0 OK")
-p("# Avg bus bandwidth    : %g " % busbw)
-p("#")
-"""
-
 
 def _racks(**sizes: int) -> dict[str, list[str]]:
     return {r: [f"{r}-t{t:02d}" for t in range(1, n + 1)] for r, n in sizes.items()}
@@ -62,11 +33,10 @@ def _racks(**sizes: int) -> dict[str, list[str]]:
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    script = tmp_path / "mpirun"
-    script.write_text(f"#!{sys.executable}\n{textwrap.dedent(FAKE_MPIRUN)}")
-    script.chmod(0o755)
+    script = write_fake_mpirun(tmp_path)
     log = tmp_path / "launches"
     monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("FAKE_MODEL", "GB300")
 
     def run(racks, on, profile=GB300, overrides=()):
         profile = apply_overrides(profile, ("diag.nccl_soak_minutes=0", *overrides))
