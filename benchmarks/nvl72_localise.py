@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """NVL72 localisation in simulation: 4 racks of 18 trays (72 nodes), with racks and without.
 
-Usage: .venv/bin/python benchmarks/nvl72_localise.py [--seeds 200] [--racks 4] [--trays 18]
+Usage: .venv/bin/python benchmarks/nvl72_localise.py [--seeds 200] [--racks 4] [--trays 18] [--min-trays 2]
+(--min-trays 3: the NVLink pass of a profile whose NVLink-domain floor covers 3 trays or more, GB300)
 
 Faults (placed at random per seed, fixed seeds); a trial is a set of trays running an all-reduce:
   bad switch tray   every trial holding a tray of the bad rack fails with multi-node NVLink on
@@ -35,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burnin.plan.nccl_groups import Localizer  # noqa: E402
+from burnin.plan.nccl_groups import MIN_TEST_NODES, Localizer  # noqa: E402
 from burnin.plan.nvlink_blame import localise_racks  # noqa: E402
 from burnin.plan.nvlink_groups import RackLocalizer, ib_pass_groups  # noqa: E402
 
@@ -62,7 +63,9 @@ def fault(kind: str, racks: dict[str, list[str]], rng: random.Random) -> tuple[O
     return on, off, {"rack": rack, "tray": tray, "kind": "tray" if kind == "bad tray" else "tray_nvlink"}
 
 
-def with_racks(racks: dict[str, list[str]], on: Outcome, off: Outcome, bad: dict) -> dict:
+def with_racks(
+    racks: dict[str, list[str]], on: Outcome, off: Outcome, bad: dict, min_trays: int = MIN_TEST_NODES
+) -> dict:
     rounds = tests = 0
     slow: dict[str, set[str]] = {}
     fabric: dict[str, list[str]] = {}
@@ -70,7 +73,8 @@ def with_racks(racks: dict[str, list[str]], on: Outcome, off: Outcome, bad: dict
     groups: dict = {}
     anchors: dict = {}
     for name, fails in (("mnnvl", on), ("ib", off)):
-        loc = RackLocalizer(racks, groups=groups, anchors=anchors)
+        least = min_trays if name == "mnnvl" else MIN_TEST_NODES  # the NVLink floor's trays, pass 1 only
+        loc = RackLocalizer(racks, groups=groups, anchors=anchors, min_nodes=least)
         loc.fails = fails
         rounds += drive(loc)
         tests += loc.trials
@@ -125,12 +129,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--racks", type=int, default=4)
     parser.add_argument("--trays", type=int, default=18)
+    # GB300's NVLink-domain floor covers 3 trays or more, so its NVLink pass tries no fewer
+    parser.add_argument("--min-trays", type=int, default=MIN_TEST_NODES)
     args = parser.parse_args()
     racks = {
         f"r{r + 1:02d}": [f"r{r + 1:02d}-t{t + 1:02d}" for t in range(args.trays)] for r in range(args.racks)
     }
     methods = [
-        ("racks", with_racks),
+        ("racks", lambda *a: with_racks(*a, min_trays=args.min_trays)),
         ("no racks G=0", without_racks(0)),
         (f"no racks G={args.trays}", without_racks(args.trays)),
     ]

@@ -163,6 +163,9 @@ class RackLocalizer:
     # already (anchors: never a trial's subject), as the ib pass gets them from ``ib_pass_groups``
     groups: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
     anchors: Mapping[str, Iterable[str]] = field(default_factory=dict)
+    # the fewest trays a trial holds in a domain that has as many (the NVLink pass on a profile
+    # whose NVLink-domain floor covers groups of that size: burnin/stages/nccl.py)
+    min_nodes: int = MIN_TEST_NODES
     locs: dict[str, Localizer] = field(init=False)
     fabric: list[str] = field(init=False, default_factory=list)  # domains blamed as a whole
     round: int = field(init=False, default=0)
@@ -176,6 +179,7 @@ class RackLocalizer:
                 max_parallel=self.max_parallel,
                 confirm=self.confirm,
                 anchors=self.anchors.get(d, ()),
+                min_nodes=self.min_nodes if len(ns) >= self.min_nodes else MIN_TEST_NODES,
             )
             for d, ns in self.domains.items()
             if len(ns) >= MIN_TEST_NODES

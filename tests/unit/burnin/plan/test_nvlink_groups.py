@@ -125,6 +125,28 @@ def test_one_bad_tray_is_blamed_alone():
     assert loc.fabric == [] and loc.culprits == ["r02-t07"]
 
 
+def test_trials_hold_the_least_trays_the_nvlink_floor_covers_and_the_rack_rule_still_holds():
+    """GB300's NVLink-domain floor covers 3 trays or more: no trial of a domain that large holds
+    fewer, so none is judged against a lesser floor; a bad switch tray is still its rack after
+    one split (18 trays in 6 thirds); a domain of 2 trays keeps pairs."""
+    domains = {**racks(count=2), f"{UUID}/9": ["r09-t01", "r09-t02"]}
+    bad = set(domains[f"{UUID}/2"])
+    seen: list[frozenset[str]] = []
+    loc = RackLocalizer(domains, min_nodes=3)
+
+    def fails(test: frozenset[str]) -> bool:
+        seen.append(test)
+        return bool(test & bad)
+
+    drive(loc, fails)
+    assert loc.fabric == [f"{UUID}/2"] and loc.culprits == []
+    assert all(len(t) >= 3 for t in seen if not t <= set(domains[f"{UUID}/9"]))
+    assert len([t for t in seen if t <= bad]) == 1 + 6  # the rack's group, then its thirds
+    one = RackLocalizer(racks(count=1), min_nodes=3)
+    drive(one, lambda t: "r01-t07" in t)
+    assert one.fabric == [] and one.culprits == ["r01-t07"]
+
+
 def test_two_bad_trays_of_one_rack_are_not_the_rack():
     domains = racks()
     loc = RackLocalizer(domains)
