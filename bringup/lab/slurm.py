@@ -236,8 +236,8 @@ class SlurmService:
             },
             # The stand-in all_reduce_perf moves data with CPUs over TCP: sizes it moves in ~1 s.
             "nccl_test_args": LAB_NCCL_TEST_ARGS,
-            # It flushes every line itself; under `srun --mpi=pmix` a `stdbuf` (LD_PRELOAD) in front
-            # of python3 made rank 0 segfault in MPI_Init about once in 20 launches.
+            # It flushes every line itself: no `stdbuf` (LD_PRELOAD) needed in front of python3. (The
+            # segfault in MPI_Init once seen with it comes without it too: docs/lab.md, differences.)
             "burnin_line_buffered": False,
             # Ranks start over SSH/Slurm and import numpy + mpi4py on 2 shared cores: seconds; a
             # test's hang timeout (--set diag.nccl_iteration_timeout_s) can then stay short.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import shlex
 import signal
 import subprocess
@@ -298,6 +299,34 @@ def build_launch(
         hostfile_text(hosts, settings.ranks_per_node),
         hostfile_path,
     )
+
+
+# ---- pure: how a launch died ---------------------------------------------------------------------
+
+# Signals that say a rank crashed. srun's own SIGTERM/SIGKILL of the ranks it takes down after the
+# first one died ("Terminated", "Killed") are not among them.
+CRASH_SIGNALS = (
+    "Segmentation fault",
+    "Aborted",
+    "Bus error",
+    "Illegal instruction",
+    "Floating point exception",
+)
+_SRUN_TASK = re.compile(r"^srun: error: (\S+): task (\d+): (.+?)\s*$")
+_MPIRUN_RANK = re.compile(
+    r"mpirun noticed that process rank (\d+) with PID \d+ on node (\S+) exited on signal \d+ \((.+?)\)"
+)
+
+
+def crashed_rank(text: str) -> str | None:
+    """``NODE: task N: SIGNAL`` (srun) or ``NODE: rank N: SIGNAL`` (mpirun) for the first rank a
+    crash signal killed, from the launcher's output; None when no rank died of one."""
+    for line in text.splitlines():
+        if (m := _SRUN_TASK.match(line)) and m.group(3) in CRASH_SIGNALS:
+            return f"{m.group(1)}: task {m.group(2)}: {m.group(3)}"
+        if (m := _MPIRUN_RANK.search(line)) and m.group(3) in CRASH_SIGNALS:
+            return f"{m.group(2)}: rank {m.group(1)}: {m.group(3)}"
+    return None
 
 
 # ---- pure: the watchdog's decision ---------------------------------------------------------------

@@ -20,9 +20,10 @@
    its group's soak runs whole (burnin.checks.nccl_replay), which `burnin rejudge` judges again.
 
 A launch that never gets going (no rank printed anything, or the watchdog ended it before its
-first result row) is tried once more before it counts, in the soak and in localisation alike.
-One that cannot start at all in every soak group is a broken launcher setup, not a bad node:
-every node is UNKNOWN with the launcher's error.
+first result row) is tried once more before it counts, in the soak and in localisation alike;
+one whose rank crashed as it started (a signal: MPI start-up races do that now and then) twice
+more. One that cannot start at all in every soak group is a broken launcher setup or a crashing
+rank, not a judged node: every node is UNKNOWN with the launcher's error or the crashed rank.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from burnin.stages.launch import (
     LaunchOutcome,
     LaunchSettings,
     build_launch,
+    crashed_rank,
     run_watched,
     settings_from,
 )
@@ -79,6 +81,10 @@ VENDOR_ENV: dict[str, dict[str, str]] = {
     "amd": {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "NCCL_DEBUG": "VERSION"},
 }
 MAX_PARALLEL = 64  # trials run at once
+START_TRIES = 2  # tries of a launch that never gets going
+# One that a rank's crash ended (a signal): MPI start-up races crash a rank now and then (docs/lab.md;
+# https://github.com/open-mpi/ompi/issues/11438); a rank that crashes every time does so thrice.
+CRASH_TRIES = 3
 EVIDENCE_LINES = 60  # head and tail of a run's output kept as evidence
 EVIDENCE_RUNS = 8  # runs of a node kept as evidence (the failing ones first)
 _now = time.monotonic  # the soak's clock (tests replace it)
@@ -192,6 +198,11 @@ class TestRun:
         return self.result.verdict in (Verdict.PASS, Verdict.WARN)
 
     @property
+    def crash(self) -> str | None:
+        """The rank that crashed before any rank printed anything (``NODE: task N: SIGNAL``)."""
+        return None if self.launched else crashed_rank(self.outcome.stderr + "\n" + self.outcome.stdout)
+
+    @property
     def got_going(self) -> bool:
         """It started ranks and, if the watchdog ended it, only after its first result row."""
         return self.launched and not (self.outcome.killed and not self.outcome.started_up)
@@ -285,11 +296,13 @@ class Executor:
         """``run``, once more when the launch never got going (nothing started, or the watchdog
         ended it before the first result row): a slow start on a loaded launcher or fabric must
         not read as a hang that blames a node. A node that really hangs at start-up does so
-        twice, and the second run counts. Returns the runs, the uncounted one first."""
-        run = self.run(test, nodes, label)
-        if run.got_going:
-            return [run]
-        return [replace(run, counted=False), self.run(test, nodes, f"{label} (again)")]
+        twice, and the second run counts; a rank that crashed as it started gets a third try
+        (CRASH_TRIES). Returns the runs, the uncounted ones first."""
+        runs = [self.run(test, nodes, label)]
+        while not runs[-1].got_going and len(runs) < (CRASH_TRIES if runs[-1].crash else START_TRIES):
+            again = "again" if len(runs) == 1 else f"try {len(runs) + 1}"
+            runs.append(self.run(test, nodes, f"{label} ({again})"))
+        return [replace(r, counted=False) for r in runs[:-1]] + runs[-1:]
 
 
 # ---- the stage -----------------------------------------------------------------------------------
@@ -503,7 +516,14 @@ def _trial(executor: Executor, loc: Localizer, test: frozenset[str]) -> list[Tes
 def _launcher_broken(names: list[str], runs: list[TestRun]) -> GroupResults:
     first = runs[0] if runs else None
     why = "no rank of any group printed anything: the launcher could not start the test"
-    if first is not None:
+    crashed = [r for r in runs if r.crash]
+    if crashed:  # ranks started and one died of a signal: the node it names, or a start-up race
+        why = (
+            "no rank of any group printed anything: a rank crashed as it started "
+            f"({'; '.join(dict.fromkeys(r.crash or '' for r in crashed))}) "
+            f"in {len(crashed)} of {len(runs)} launch(es); its stderr is in the evidence"
+        )
+    elif first is not None:
         lines = (first.outcome.stderr.strip() or first.outcome.stdout.strip()).splitlines()
         # The launcher's first error is the cause (srun: "task 0: Exited with exit code 1"); the
         # lines after it are mostly the ranks it took down with it ("task 2: Terminated").

@@ -18,6 +18,7 @@ from burnin.stages.launch import (
     Watchdog,
     build_launch,
     cancel_command,
+    crashed_rank,
     group_settings,
     hostfile_text,
     launch_env,
@@ -378,3 +379,44 @@ def test_run_watched_keeps_a_flood_to_its_bound_and_says_so():
     assert out.rc == 0 and len(out.stdout.encode()) < MIB + 200
     assert out.stdout.startswith("# nccl-tests\n") and out.stdout.endswith("# Avg bus bandwidth : 1\n")
     assert out.cut.startswith("output cut at 1.0 MB: 19.1 MB printed")
+
+
+# A lab launch (the stand-in under `srun --mpi=pmix`, Open MPI 4.1.4, Slurm 22.05; docs/lab.md):
+# rank 0 crashed inside MPI_Init, srun took the others down.
+SRUN_CRASH = """\
+[node01:04924] *** Process received signal ***
+[node01:04924] Signal: Segmentation fault (11)
+[node01:04924] *** End of error message ***
+srun: error: node01: task 0: Segmentation fault
+srun: launch/slurm: _step_signal: Terminating StepId=211.0
+srun: error: node02: task 1: Terminated
+srun: error: node03: task 2: Terminated
+srun: Force Terminated StepId=211.0
+"""
+
+
+def test_crashed_rank_is_the_one_a_signal_killed_not_those_srun_took_down():
+    assert crashed_rank(SRUN_CRASH) == "node01: task 0: Segmentation fault"
+    later = "srun: error: node04: task 3: Terminated\nsrun: error: node03: task 2: Aborted\n"
+    assert crashed_rank(later) == "node03: task 2: Aborted"
+
+
+def test_crashed_rank_from_mpirun():
+    text = (
+        "mpirun noticed that process rank 2 with PID 0 on node node03 exited on signal 11 "
+        "(Segmentation fault).\n"
+    )
+    assert crashed_rank(text) == "node03: rank 2: Segmentation fault"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "srun: error: node01: task 0: Exited with exit code 1\nsrun: error: node02: task 1: Terminated\n",
+        "srun: error: node02: task 1: Killed\n",
+        "ORTE was unable to reliably start one or more daemons.\n",
+    ],
+)
+def test_no_crashed_rank_when_no_rank_died_of_a_crash(text):
+    assert crashed_rank(text) is None

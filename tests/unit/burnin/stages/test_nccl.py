@@ -79,6 +79,28 @@ for line in ["srun: error: node01: task 0: Exited with exit code 1", "srun: erro
 sys.exit(1)
 """
 
+# The first FAKE_CRASHES launches die as a lab launch did under `srun --mpi=pmix` (Open MPI 4.1.4,
+# docs/lab.md): rank 0 crashed inside MPI_Init before printing anything, srun took the others
+# down. The launches after it run as FAKE_MPIRUN.
+CRASHING_SRUN = (
+    r"""
+import os, sys
+log = os.environ["FAKE_LOG"]
+if (len(open(log).readlines()) if os.path.exists(log) else 0) < int(os.environ["FAKE_CRASHES"]):
+    open(log, "a").write("crash\n")
+    for line in ["[node01:04924] *** Process received signal ***",
+                 "[node01:04924] Signal: Segmentation fault (11)",
+                 "[node01:04924] *** End of error message ***",
+                 "srun: error: node01: task 0: Segmentation fault",
+                 "srun: launch/slurm: _step_signal: Terminating StepId=211.0",
+                 "srun: error: node02: task 1: Terminated", "srun: error: node03: task 2: Terminated",
+                 "srun: error: node04: task 3: Terminated", "srun: Force Terminated StepId=211.0"]:
+        print(line, file=sys.stderr)
+    sys.exit(143)
+"""
+    + FAKE_MPIRUN
+)
+
 
 def _launcher(path: Path, body: str) -> Path:
     """A launcher stand-in: ``body`` run by this Python."""
@@ -277,6 +299,26 @@ def test_a_launch_that_died_at_start_names_its_first_error_not_only_the_terminat
     assert "launcher could not start" in result.reason
     assert "task 0: Exited with exit code 1" in result.reason, result.reason
     assert "Force Terminated" in result.reason, result.reason
+
+
+def test_a_rank_that_crashed_at_start_twice_is_tried_a_third_time(fake, tmp_path, monkeypatch):
+    run, launches, _ = fake
+    monkeypatch.setenv("FAKE_CRASHES", "2")
+    results = run(_jobs(4), mpirun=_launcher(tmp_path / "crashing-srun", CRASHING_SRUN))
+    assert set(_verdicts(results).values()) == {"PASS"}, results["node01"][0][0].reason
+    assert launches()[:3] == [["crash"], ["crash"], ["node01", "node02", "node03", "node04"]]
+
+
+def test_a_rank_that_crashes_every_start_is_named_with_its_signal(fake, tmp_path, monkeypatch):
+    run, launches, _ = fake
+    monkeypatch.setenv("FAKE_CRASHES", "99")
+    results = run(_jobs(4), mpirun=_launcher(tmp_path / "crashing-srun", CRASHING_SRUN))
+    assert set(_verdicts(results).values()) == {"UNKNOWN"}
+    result, evidence = results["node03"][0]
+    assert "crashed" in result.reason and "node01: task 0: Segmentation fault" in result.reason, result.reason
+    assert "End of error message" not in result.reason, result.reason
+    assert launches() == [["crash"]] * 3
+    assert "task 0: Segmentation fault" in evidence
 
 
 def test_local_jobs_and_bad_settings_are_unknown(fake):
