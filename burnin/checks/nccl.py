@@ -72,6 +72,7 @@ def nvlink_domain_floor(profile: Profile, node_count: int) -> float | None:
     return floors.nccl_busbw_nvlink_domain_gbps
 
 
+GROUP_SLOW_CAUSE = "a slow node, NIC or PCIe path in the group"
 NVLINK_SLOW_CAUSE = (
     "the NVLink domain's floor (floors.nccl_busbw_nvlink_domain_gbps), with multi-node NVLink on: the "
     "rack's NVLink switch trays, or a tray's NVLink links"
@@ -187,7 +188,7 @@ def judge_iteration(
     seconds: float | None = None,
     check: str = CHECK,
     parse_error: str = "",
-    slow_cause: str = "a slow node, NIC or PCIe path in the group",
+    slow_cause: str = GROUP_SLOW_CAUSE,
 ) -> Result:
     """One iteration of a group. ``run`` is None when the output did not parse (``parse_error``
     says why); ``hang`` when the watchdog killed it; ``rc`` the launcher's exit status;
@@ -286,16 +287,15 @@ def judge_output(
     rc: int | None = 0,
     seconds: float | None = None,
     check: str = CHECK,
-    slow_cause: str | None = None,
+    slow_cause: str = GROUP_SLOW_CAUSE,
 ) -> Result:
     """Parse and judge one iteration's output (stdout, or the ``-J`` JSON); ``slow_cause`` as
-    ``judge_iteration`` takes it (None: its default)."""
+    ``judge_iteration`` takes it."""
     try:
         run: NcclTestRun | None = parse_nccl_tests(text)
         error = ""
     except ParseError as exc:
         run, error = None, str(exc)
-    cause = {"slow_cause": slow_cause} if slow_cause else {}
     return judge_iteration(
         run,
         floor_gbps,
@@ -305,7 +305,7 @@ def judge_output(
         seconds=seconds,
         check=check,
         parse_error=error,
-        **cause,
+        slow_cause=slow_cause,
     )
 
 

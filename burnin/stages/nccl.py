@@ -43,6 +43,7 @@ from bringup.profiles.load import Profile
 from bringup.ssh.fanout import openssh_known_hosts
 from burnin.checks.cut import told_of_cut
 from burnin.checks.nccl import (
+    GROUP_SLOW_CAUSE,
     NVLINK_SLOW_CAUSE,
     SOAK_CHECK,
     Hang,
@@ -284,7 +285,7 @@ class Executor:
             hang=hang,
             rc=outcome.rc,
             seconds=outcome.elapsed_s,
-            slow_cause=NVLINK_SLOW_CAUSE if nvlink_floor else None,
+            slow_cause=NVLINK_SLOW_CAUSE if nvlink_floor else GROUP_SLOW_CAUSE,
         )
         if outcome.cut:  # the launch printed past the bound: what its middle held was not judged
             result = told_of_cut(result, outcome.cut)
