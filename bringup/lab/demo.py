@@ -193,7 +193,9 @@ def main(demo: Demo) -> int:
     say("provisioning logs in to each over SSH, compares it with discovery and records it provisioned")
     run(demo, ["bringup", "provision", "--rack", demo.name])
 
-    step("configure: driver, fabric manager or IMEX, DOCA-OFED, DCGM, container toolkit, burn-in tools (Ansible)")
+    step(
+        "configure: driver, fabric manager or IMEX, DOCA-OFED, DCGM, container toolkit, burn-in tools (Ansible)"
+    )
     run(demo, ["bringup", "configure", "--rack", demo.name], ok_codes=(0, 1))
 
     step(f"burn in: {STAGES}")
